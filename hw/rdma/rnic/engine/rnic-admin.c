@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: admin queue mechanics and the command dispatch table.
+ */
+#include <string.h>
+#include "rnic-admin.h"
+
+static uint32_t rnic_aq_entries(const RnicEngine *e)
+{
+    return 1u << e->regs.aq_size_log2;
+}
+
+static bool rnic_aq_running(const RnicEngine *e)
+{
+    return (e->regs.dev_status & (RNIC_STATUS_READY | RNIC_STATUS_FATAL)) ==
+           RNIC_STATUS_READY;
+}
+
+RnicAccessResult rnic_admin_tail_write(RnicEngine *e, uint32_t tail)
+{
+    RnicRegs *r = &e->regs;
+
+    if (!rnic_aq_running(e)) {
+        return RNIC_ACCESS_NOT_NOW;
+    }
+    /* The driver may have at most 'entries' commands outstanding. */
+    if (tail - r->aq_head > rnic_aq_entries(e)) {
+        rnic_guest_error(e, "admin tail %u is more than %u entries ahead of "
+                         "head %u", tail, rnic_aq_entries(e), r->aq_head);
+        return RNIC_ACCESS_BAD_VALUE;
+    }
+    r->aq_tail = tail;
+    rnic_engine_schedule(e);
+    return RNIC_ACCESS_OK;
+}
+
+RnicAccessResult rnic_admin_cq_head_write(RnicEngine *e, uint32_t head)
+{
+    RnicRegs *r = &e->regs;
+
+    if (!rnic_aq_running(e)) {
+        return RNIC_ACCESS_NOT_NOW;
+    }
+    /* The consumer cannot pass the producer nor go backwards. */
+    if (r->acq_tail - head > rnic_aq_entries(e) ||
+        head - r->acq_head > r->acq_tail - r->acq_head) {
+        return RNIC_ACCESS_BAD_VALUE;
+    }
+    r->acq_head = head;
+    if (r->aq_head != r->aq_tail) {
+        rnic_engine_schedule(e);    /* completions may have been stalled */
+    }
+    return RNIC_ACCESS_OK;
+}
+
+static void rnic_cmd_nop(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
+{
+    res->status = RNIC_ST_OK;
+}
+
+static void rnic_write_query_result(RnicEngine *e,
+                                    const struct rnic_admin_cmd *cmd,
+                                    const void *data, size_t size,
+                                    RnicAdminResult *res)
+{
+    uint64_t addr = GUINT64_FROM_LE(cmd->query.addr);
+    uint32_t len = GUINT32_FROM_LE(cmd->query.len);
+
+    if (len < size) {
+        res->status = RNIC_ST_BAD_PARAM;
+        return;
+    }
+    if (e->ops->dma_write(e->opaque, addr, data, size)) {
+        rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
+        res->status = RNIC_ST_DMA_ERROR;
+        return;
+    }
+    res->status = RNIC_ST_OK;
+    res->result0 = size;
+}
+
+static void rnic_cmd_query_device(RnicEngine *e,
+                                  const struct rnic_admin_cmd *cmd,
+                                  RnicAdminResult *res)
+{
+    const RnicEngineConfig *c = &e->cfg;
+    struct rnic_device_attr a;
+    uint32_t v;
+
+    memset(&a, 0, sizeof(a));
+    a.abi_version = GUINT32_TO_LE(RNIC_ABI_VERSION);
+    a.vendor_id = GUINT32_TO_LE(c->vendor_id);
+    a.vendor_part_id = GUINT32_TO_LE(c->device_id);
+    a.hw_ver = GUINT32_TO_LE(RNIC_PCI_REVISION);
+    rnic_engine_reg_read(e, RNIC_REG_CAPS_LO, &v);
+    a.caps = v;
+    rnic_engine_reg_read(e, RNIC_REG_CAPS_HI, &v);
+    a.caps = GUINT64_TO_LE(a.caps | (uint64_t)v << 32);
+    /* EUI-64 from the configured MAC, as RoCE devices do */
+    a.node_guid = GUINT64_TO_LE(
+        (uint64_t)(c->mac[0] ^ 2) << 56 | (uint64_t)c->mac[1] << 48 |
+        (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |
+        (uint64_t)c->mac[3] << 16 | (uint64_t)c->mac[4] << 8 | c->mac[5]);
+    a.max_mr_size = GUINT64_TO_LE(1ull << 40);
+    a.page_size_cap = GUINT64_TO_LE(((1ull << (RNIC_PAGE_SHIFT_MAX + 1)) - 1) &
+                                    ~((1ull << RNIC_PAGE_SHIFT_MIN) - 1));
+    a.max_net_ctx = GUINT32_TO_LE(c->max_net_ctx);
+    a.max_qp = GUINT32_TO_LE(c->max_qp);
+    a.max_qp_wr = GUINT32_TO_LE(c->max_qp_wr);
+    a.max_sge = GUINT32_TO_LE(c->max_sge);
+    a.max_cq = GUINT32_TO_LE(c->max_cq);
+    a.max_cqe = GUINT32_TO_LE(c->max_cqe);
+    a.max_mr = GUINT32_TO_LE(c->max_mr);
+    a.max_pd = GUINT32_TO_LE(c->max_pd);
+    a.max_srq = GUINT32_TO_LE(c->max_srq);
+    a.max_srq_wr = GUINT32_TO_LE(c->max_qp_wr);
+    a.max_eq = GUINT32_TO_LE(c->max_eq);
+    a.max_inline = GUINT32_TO_LE(c->max_inline);
+    a.max_qp_rd_atom = GUINT32_TO_LE(c->max_rd_atomic);
+    a.max_fast_reg_pages = GUINT32_TO_LE(RNIC_PBL_LEAF_ENTRIES * 64);
+    a.max_gid = GUINT32_TO_LE(c->max_gid);
+    a.max_uctx = GUINT32_TO_LE(c->db_pages - 1);
+    rnic_write_query_result(e, cmd, &a, sizeof(a), res);
+}
+
+/* IB MTU enum of the largest RoCE MTU that fits an Ethernet MTU. */
+static uint32_t rnic_ib_mtu_for(uint32_t eth_mtu)
+{
+    /* IP (40 for IPv6) + UDP 8 + BTH 12 + up to 28 of extension headers +
+     * ICRC 4: RoCE payloads need about 92 bytes of headroom. */
+    uint32_t room = eth_mtu > 92 ? eth_mtu - 92 : 0;
+    uint32_t mtu = RNIC_MTU_4096;
+
+    while (mtu > RNIC_MTU_256 && (128u << mtu) > room) {
+        mtu--;
+    }
+    return mtu;
+}
+
+static void rnic_cmd_query_port(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                                RnicAdminResult *res)
+{
+    struct rnic_port_attr a;
+
+    if (GUINT32_FROM_LE(cmd->query.handle) != 1) {
+        res->status = RNIC_ST_BAD_HANDLE;
+        return;
+    }
+    memset(&a, 0, sizeof(a));
+    a.state = GUINT32_TO_LE((e->regs.dev_status & RNIC_STATUS_LINK_UP) ? 4 : 1);
+    a.max_mtu = GUINT32_TO_LE(rnic_ib_mtu_for(e->cfg.max_mtu));
+    a.active_mtu = a.max_mtu;
+    a.gid_tbl_len = GUINT32_TO_LE(e->cfg.max_gid);
+    a.max_msg_sz = GUINT32_TO_LE(1u << 31);
+    a.link_speed_mbps = GUINT32_TO_LE(25000);
+    memcpy(a.mac, e->regs.mac, sizeof(a.mac));
+    rnic_write_query_result(e, cmd, &a, sizeof(a), res);
+}
+
+static const RnicAdminHandler rnic_admin_handlers[RNIC_CMD_OPCODE_COUNT] = {
+    [RNIC_CMD_NOP] = rnic_cmd_nop,
+    [RNIC_CMD_QUERY_DEVICE] = rnic_cmd_query_device,
+    [RNIC_CMD_QUERY_PORT] = rnic_cmd_query_port,
+};
+
+static const char *const rnic_admin_opcode_names[RNIC_CMD_OPCODE_COUNT] = {
+    [RNIC_CMD_NOP] = "NOP",
+    [RNIC_CMD_QUERY_DEVICE] = "QUERY_DEVICE",
+    [RNIC_CMD_QUERY_PORT] = "QUERY_PORT",
+    [RNIC_CMD_CREATE_NET_CTX] = "CREATE_NET_CTX",
+    [RNIC_CMD_DESTROY_NET_CTX] = "DESTROY_NET_CTX",
+    [RNIC_CMD_ALLOC_UCTX] = "ALLOC_UCTX",
+    [RNIC_CMD_FREE_UCTX] = "FREE_UCTX",
+    [RNIC_CMD_ADD_GID] = "ADD_GID",
+    [RNIC_CMD_DEL_GID] = "DEL_GID",
+    [RNIC_CMD_ALLOC_PD] = "ALLOC_PD",
+    [RNIC_CMD_DEALLOC_PD] = "DEALLOC_PD",
+    [RNIC_CMD_CREATE_EQ] = "CREATE_EQ",
+    [RNIC_CMD_DESTROY_EQ] = "DESTROY_EQ",
+    [RNIC_CMD_CREATE_CQ] = "CREATE_CQ",
+    [RNIC_CMD_RESIZE_CQ] = "RESIZE_CQ",
+    [RNIC_CMD_DESTROY_CQ] = "DESTROY_CQ",
+    [RNIC_CMD_CREATE_SRQ] = "CREATE_SRQ",
+    [RNIC_CMD_MODIFY_SRQ] = "MODIFY_SRQ",
+    [RNIC_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
+    [RNIC_CMD_CREATE_QP] = "CREATE_QP",
+    [RNIC_CMD_MODIFY_QP] = "MODIFY_QP",
+    [RNIC_CMD_QUERY_QP] = "QUERY_QP",
+    [RNIC_CMD_DESTROY_QP] = "DESTROY_QP",
+    [RNIC_CMD_REG_MR] = "REG_MR",
+    [RNIC_CMD_ALLOC_MR] = "ALLOC_MR",
+    [RNIC_CMD_DEREG_MR] = "DEREG_MR",
+};
+
+const char *rnic_admin_opcode_name(unsigned opcode)
+{
+    if (opcode < RNIC_CMD_OPCODE_COUNT && rnic_admin_opcode_names[opcode]) {
+        return rnic_admin_opcode_names[opcode];
+    }
+    return "unknown";
+}
+
+const char *rnic_admin_status_name(unsigned status)
+{
+    static const char *const names[] = {
+        [RNIC_ST_OK] = "ok",
+        [RNIC_ST_BAD_OPCODE] = "bad opcode",
+        [RNIC_ST_BAD_PARAM] = "bad parameter",
+        [RNIC_ST_NO_RESOURCES] = "no resources",
+        [RNIC_ST_BAD_HANDLE] = "bad handle",
+        [RNIC_ST_BUSY] = "busy",
+        [RNIC_ST_BAD_STATE] = "bad state",
+        [RNIC_ST_DMA_ERROR] = "DMA error",
+        [RNIC_ST_PERMISSION] = "permission denied",
+        [RNIC_ST_NOT_SUPPORTED] = "not supported",
+        [RNIC_ST_EXISTS] = "exists",
+    };
+
+    return status < G_N_ELEMENTS(names) && names[status] ? names[status] : "?";
+}
+
+static void rnic_admin_execute(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                               RnicAdminResult *res)
+{
+    RnicAdminHandler h = NULL;
+
+    if (cmd->opcode < RNIC_CMD_OPCODE_COUNT) {
+        h = rnic_admin_handlers[cmd->opcode];
+    }
+    memset(res, 0, sizeof(*res));
+    if (!h) {
+        rnic_guest_error(e, "admin: unknown opcode %u", cmd->opcode);
+        res->status = RNIC_ST_BAD_OPCODE;
+        return;
+    }
+    h(e, cmd, res);
+    if (res->status != RNIC_ST_OK) {
+        rnic_log(e, RNIC_LOG_TRACE, "admin %s (id %u) failed: %s",
+                 rnic_admin_opcode_name(cmd->opcode),
+                 GUINT16_FROM_LE(cmd->cmd_id),
+                 rnic_admin_status_name(res->status));
+    }
+}
+
+static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)
+{
+    rnic_guest_error(e, "admin queue: %s; device needs a reset", what);
+    e->regs.dev_status |= RNIC_STATUS_FATAL;
+    e->regs.fatal_code = code;
+}
+
+void rnic_admin_process(RnicEngine *e)
+{
+    RnicRegs *r = &e->regs;
+    uint32_t entries, mask;
+    bool completed = false;
+
+    if (!rnic_aq_running(e)) {
+        return;
+    }
+    entries = rnic_aq_entries(e);
+    mask = entries - 1;
+    while (r->aq_head != r->aq_tail && r->acq_tail - r->acq_head < entries) {
+        struct rnic_admin_cmd cmd;
+        struct rnic_admin_cqe cqe;
+        RnicAdminResult res;
+
+        if (e->ops->dma_read(e->opaque,
+                             r->aq_base + (uint64_t)(r->aq_head & mask) * sizeof(cmd),
+                             &cmd, sizeof(cmd))) {
+            rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
+            rnic_admin_fatal(e, RNIC_FATAL_AQ_DMA, "command ring not readable");
+            break;
+        }
+        rnic_admin_execute(e, &cmd, &res);
+        rnic_stat_inc(e, RNIC_STAT_ADMIN_CMDS);
+        if (res.status != RNIC_ST_OK) {
+            rnic_stat_inc(e, RNIC_STAT_ADMIN_ERRORS);
+        }
+        memset(&cqe, 0, sizeof(cqe));
+        cqe.cmd_id = cmd.cmd_id;
+        cqe.status = res.status;
+        cqe.phase = ((r->acq_tail >> r->aq_size_log2) & 1) ^ 1;
+        cqe.result0 = GUINT32_TO_LE(res.result0);
+        cqe.result1 = GUINT32_TO_LE(res.result1);
+        cqe.result2 = GUINT32_TO_LE(res.result2);
+        if (e->ops->dma_write(e->opaque,
+                              r->acq_base + (uint64_t)(r->acq_tail & mask) * sizeof(cqe),
+                              &cqe, sizeof(cqe))) {
+            rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
+            rnic_admin_fatal(e, RNIC_FATAL_AQ_DMA, "completion ring not writable");
+            break;
+        }
+        r->aq_head++;
+        r->acq_tail++;
+        completed = true;
+        /* A command may have reset or disabled the device. */
+        if (!rnic_aq_running(e)) {
+            break;
+        }
+    }
+    if (completed && (r->dev_ctrl & RNIC_CTRL_AQ_IRQ)) {
+        rnic_raise_irq(e, 0);
+    }
+}
+
+void rnic_admin_objects_reset(RnicEngine *e)
+{
+    (void)e;
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: lifetime, configuration, scheduling and host helpers.
+ */
+#include <string.h>
+#include "rnic-engine-int.h"
+#include "rnic-admin.h"
+
+void rnic_engine_config_defaults(RnicEngineConfig *cfg)
+{
+    static const uint8_t default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x60 };
+
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_net_ctx = 16;
+    cfg->max_qp = 1024;
+    cfg->max_cq = 1024;
+    cfg->max_mr = 16384;
+    cfg->max_pd = 1024;
+    cfg->max_srq = 256;
+    cfg->max_eq = 8;
+    cfg->db_pages = 64;
+    cfg->msix_vectors = 8;
+    cfg->max_qp_wr = 4096;
+    cfg->max_cqe = 65536;
+    cfg->max_sge = 8;
+    cfg->max_inline = 256;
+    cfg->max_mtu = 9000;
+    cfg->max_gid = 128;
+    cfg->max_rd_atomic = 16;
+    memcpy(cfg->mac, default_mac, sizeof(default_mac));
+    cfg->vendor_id = RNIC_PCI_VENDOR_ID;
+    cfg->device_id = RNIC_PCI_DEVICE_ID;
+}
+
+static char *check_range(const char *name, uint32_t v, uint32_t min, uint32_t max)
+{
+    if (v < min || v > max) {
+        return g_strdup_printf("%s=%u is out of range (%u..%u)", name, v, min, max);
+    }
+    return NULL;
+}
+
+char *rnic_engine_config_check(const RnicEngineConfig *cfg)
+{
+    const struct {
+        const char *name;
+        uint32_t v, min, max;
+    } limits[] = {
+        { "max-net-ctx", cfg->max_net_ctx, 1, RNIC_CFG_MAX_NET_CTX },
+        { "max-qps", cfg->max_qp, 2, RNIC_CFG_MAX_QP },
+        { "max-cqs", cfg->max_cq, 1, RNIC_CFG_MAX_CQ },
+        { "max-mrs", cfg->max_mr, 1, RNIC_CFG_MAX_MR - 1 },
+        { "max-pds", cfg->max_pd, 1, RNIC_CFG_MAX_PD },
+        { "max-srqs", cfg->max_srq, 0, RNIC_CFG_MAX_SRQ },
+        { "max-eqs", cfg->max_eq, 1, RNIC_CFG_MAX_EQ },
+        { "doorbell-pages", cfg->db_pages, 1, RNIC_DB_PAGES_MAX },
+        { "vectors", cfg->msix_vectors, 2, RNIC_CFG_MAX_VECTORS },
+        { "max-qp-wr", cfg->max_qp_wr, 16, RNIC_CFG_MAX_QP_WR },
+        { "max-cqe", cfg->max_cqe, 16, RNIC_CFG_MAX_CQE },
+        { "max-sge", cfg->max_sge, 1, RNIC_CFG_MAX_SGE },
+        { "max-inline", cfg->max_inline, 0, RNIC_CFG_MAX_INLINE },
+        { "max-mtu", cfg->max_mtu, 1280, RNIC_CFG_MAX_MTU },
+        { "max-gids", cfg->max_gid, 1, RNIC_CFG_MAX_GID },
+        { "max-rd-atomic", cfg->max_rd_atomic, 1, 128 },
+    };
+    char *msg;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(limits); i++) {
+        msg = check_range(limits[i].name, limits[i].v, limits[i].min, limits[i].max);
+        if (msg) {
+            return msg;
+        }
+    }
+    if (cfg->vendor_id > 0xffff || cfg->vendor_id == 0xffff) {
+        return g_strdup_printf("vendor-id=0x%x is not a valid PCI vendor ID",
+                               cfg->vendor_id);
+    }
+    if (cfg->device_id > 0xffff) {
+        return g_strdup_printf("device-id=0x%x is not a valid PCI device ID",
+                               cfg->device_id);
+    }
+    if (cfg->mac[0] & 1) {
+        return g_strdup("mac is a multicast address");
+    }
+    return NULL;
+}
+
+RnicEngine *rnic_engine_new(const RnicEngineConfig *cfg,
+                            const RnicHostOps *ops, void *opaque)
+{
+    RnicEngine *e = g_new0(RnicEngine, 1);
+
+    e->cfg = *cfg;
+    e->ops = ops;
+    e->opaque = opaque;
+    e->db_queue = g_array_new(FALSE, FALSE, sizeof(RnicDoorbellEvent));
+    rnic_engine_reset(e);
+    return e;
+}
+
+void rnic_engine_free(RnicEngine *e)
+{
+    if (!e) {
+        return;
+    }
+    g_array_free(e->db_queue, TRUE);
+    g_free(e);
+}
+
+const RnicEngineConfig *rnic_engine_config(const RnicEngine *e)
+{
+    return &e->cfg;
+}
+
+void rnic_engine_reset(RnicEngine *e)
+{
+    rnic_regs_reset(e);
+    rnic_doorbells_reset(e);
+    memset(e->stats, 0, sizeof(e->stats));
+    e->run_scheduled = false;
+}
+
+void rnic_engine_schedule(RnicEngine *e)
+{
+    if (!e->run_scheduled) {
+        e->run_scheduled = true;
+        e->ops->schedule(e->opaque);
+    }
+}
+
+void rnic_engine_run(RnicEngine *e)
+{
+    e->run_scheduled = false;
+    rnic_admin_process(e);
+    rnic_doorbells_process(e);
+}
+
+void rnic_engine_timer_expired(RnicEngine *e)
+{
+    (void)e;
+}
+
+void rnic_raise_irq(RnicEngine *e, unsigned vector)
+{
+    if (vector >= e->cfg.msix_vectors) {
+        rnic_guest_error(e, "interrupt vector %u beyond the %u vectors",
+                         vector, e->cfg.msix_vectors);
+        return;
+    }
+    e->ops->raise_irq(e->opaque, vector);
+}
+
+uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat)
+{
+    return stat < RNIC_STAT_COUNT ? e->stats[stat] : 0;
+}
+
+void rnic_log(RnicEngine *e, RnicLogKind kind, const char *fmt, ...)
+{
+    va_list ap;
+    char *msg;
+
+    if (!e->ops->log) {
+        return;
+    }
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    e->ops->log(e->opaque, kind, msg);
+    g_free(msg);
+}
+
+const char *rnic_access_result_str(RnicAccessResult r)
+{
+    switch (r) {
+    case RNIC_ACCESS_OK:
+        return "ok";
+    case RNIC_ACCESS_UNKNOWN_REG:
+        return "unknown register";
+    case RNIC_ACCESS_READ_ONLY:
+        return "write to a read-only register";
+    case RNIC_ACCESS_WRITE_ONLY:
+        return "read of a write-only register";
+    case RNIC_ACCESS_BAD_VALUE:
+        return "value refused";
+    case RNIC_ACCESS_NOT_NOW:
+        return "register locked while the device is enabled";
+    case RNIC_ACCESS_BAD_DOORBELL:
+        return "bad doorbell";
+    }
+    return "?";
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The rnic engine: the "hardware" of the emulated RNIC, independent of QEMU.
+ *
+ * Plain C11 + glib. The engine owns the device registers, the object tables,
+ * the per-network mapping tables, the queue pairs and the transport. It
+ * reaches its host (QEMU's PCI glue, the unit tests, the back-to-back
+ * benchmark) only through RnicHostOps. It is not thread-safe: the host calls
+ * it from one thread (QEMU: the main loop, under the BQL).
+ */
+#ifndef RNIC_ENGINE_H
+#define RNIC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <glib.h>
+
+#include "rnic/rnic-abi.h"
+
+typedef struct RnicEngine RnicEngine;
+
+/* Severity of an engine message, see RnicHostOps.log. */
+typedef enum RnicLogKind {
+    RNIC_LOG_GUEST_ERROR,   /* the guest did something wrong */
+    RNIC_LOG_UNIMP,         /* valid request the device does not implement */
+    RNIC_LOG_TRACE,         /* normal operation, for tracing */
+} RnicLogKind;
+
+/*
+ * How the engine reaches its host. Every callback gets 'opaque'.
+ * dma_read/dma_write return 0, or -1 when the guest address range is not
+ * accessible (the engine turns that into an error status, never a crash).
+ */
+typedef struct RnicHostOps {
+    int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+    int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
+    /* Raise MSI-X vector 'vector' (already checked against the limit). */
+    void (*raise_irq)(void *opaque, unsigned vector);
+    /* Send one Ethernet frame (no FCS). */
+    void (*transmit)(void *opaque, const struct iovec *iov, int iovcnt);
+    /* Ask for rnic_engine_run() soon, outside the current call. */
+    void (*schedule)(void *opaque);
+    /* Call rnic_engine_timer_expired() at clock_ns() >= deadline_ns;
+     * a new call replaces the previous deadline; UINT64_MAX cancels. */
+    void (*timer_arm)(void *opaque, uint64_t deadline_ns);
+    /* Guest time in nanoseconds; stops while the VM is stopped. */
+    uint64_t (*clock_ns)(void *opaque);
+    /* A message for the host's log/trace facilities. */
+    void (*log)(void *opaque, RnicLogKind kind, const char *msg);
+} RnicHostOps;
+
+/* Static configuration: the limits the device advertises. */
+typedef struct RnicEngineConfig {
+    uint32_t max_net_ctx;
+    uint32_t max_qp;
+    uint32_t max_cq;
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_srq;
+    uint32_t max_eq;
+    uint32_t db_pages;
+    uint32_t msix_vectors;
+    uint32_t max_qp_wr;
+    uint32_t max_cqe;
+    uint32_t max_sge;
+    uint32_t max_inline;
+    uint32_t max_mtu;
+    uint32_t max_gid;
+    uint32_t max_rd_atomic;
+    uint8_t mac[6];
+    uint32_t vendor_id;
+    uint32_t device_id;
+} RnicEngineConfig;
+
+/* Limits of the configuration values (checked by rnic_engine_config_check). */
+#define RNIC_CFG_MAX_NET_CTX    4096
+#define RNIC_CFG_MAX_QP         (1u << 20)
+#define RNIC_CFG_MAX_CQ         (1u << 20)
+#define RNIC_CFG_MAX_MR         (1u << 24)  /* 24-bit STag index */
+#define RNIC_CFG_MAX_PD         (1u << 20)
+#define RNIC_CFG_MAX_SRQ        (1u << 20)
+#define RNIC_CFG_MAX_EQ         256
+#define RNIC_CFG_MAX_VECTORS    2048        /* PCI MSI-X limit */
+#define RNIC_CFG_MAX_QP_WR      (1u << 15)
+#define RNIC_CFG_MAX_CQE        (1u << 20)
+#define RNIC_CFG_MAX_SGE        32
+#define RNIC_CFG_MAX_INLINE     960
+#define RNIC_CFG_MAX_MTU        9000
+#define RNIC_CFG_MAX_GID        256
+
+void rnic_engine_config_defaults(RnicEngineConfig *cfg);
+/* Returns NULL when valid, else a newly allocated message (g_free it). */
+char *rnic_engine_config_check(const RnicEngineConfig *cfg);
+
+RnicEngine *rnic_engine_new(const RnicEngineConfig *cfg,
+                            const RnicHostOps *ops, void *opaque);
+void rnic_engine_free(RnicEngine *e);
+const RnicEngineConfig *rnic_engine_config(const RnicEngine *e);
+
+/* Function-level reset: every object destroyed, registers to reset values. */
+void rnic_engine_reset(RnicEngine *e);
+
+/* Outcome of a register or doorbell access, for the host's logging. */
+typedef enum RnicAccessResult {
+    RNIC_ACCESS_OK = 0,
+    RNIC_ACCESS_UNKNOWN_REG,    /* no register at this offset */
+    RNIC_ACCESS_READ_ONLY,      /* write to a read-only register */
+    RNIC_ACCESS_WRITE_ONLY,     /* read of a write-only register */
+    RNIC_ACCESS_BAD_VALUE,      /* value refused (logged, ignored) */
+    RNIC_ACCESS_NOT_NOW,        /* register locked in the current state */
+    RNIC_ACCESS_BAD_DOORBELL,   /* doorbell offset, handle, owner or index */
+} RnicAccessResult;
+
+const char *rnic_access_result_str(RnicAccessResult r);
+
+/* BAR0: aligned 32-bit accesses (the host checks size and alignment). */
+RnicAccessResult rnic_engine_reg_read(RnicEngine *e, uint32_t offset,
+                                      uint32_t *value);
+RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
+                                       uint32_t value);
+
+/* BAR2: one 64-bit doorbell store to 'offset' of doorbell page 'page'. */
+RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
+                                      uint32_t offset, uint64_t value);
+
+/* Do the work scheduled by doorbells (called from RnicHostOps.schedule). */
+void rnic_engine_run(RnicEngine *e);
+/* The deadline given to RnicHostOps.timer_arm has passed. */
+void rnic_engine_timer_expired(RnicEngine *e);
+
+/* Read a statistics counter (enum rnic_stat). */
+uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat);
+
+/*
+ * Migration state image: a self-describing byte image of all guest-visible
+ * state (never host pointers). save appends to 'out'; load replaces the
+ * engine's state and returns false with *err set on a malformed or
+ * incompatible image (the engine is then reset).
+ */
+void rnic_engine_save(RnicEngine *e, GByteArray *out);
+bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
+                      char **err);
+
+#endif /* RNIC_ENGINE_H */

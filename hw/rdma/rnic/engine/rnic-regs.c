@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: BAR0 registers (identity, limits, control, admin queue setup,
+ * statistics). Layout in include/rnic/rnic-abi.h, prose in docs/spec.md.
+ */
+#include <string.h>
+#include "rnic-engine-int.h"
+#include "rnic-admin.h"
+
+#define RNIC_CTRL_WRITABLE (RNIC_CTRL_ENABLE | RNIC_CTRL_RESET | RNIC_CTRL_AQ_IRQ)
+
+static uint64_t rnic_caps(void)
+{
+    return RNIC_CAP_RC | RNIC_CAP_UD | RNIC_CAP_SRQ | RNIC_CAP_ATOMIC |
+           RNIC_CAP_FAST_REG | RNIC_CAP_INLINE | RNIC_CAP_NET_CTX |
+           RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2;
+}
+
+void rnic_regs_reset(RnicEngine *e)
+{
+    RnicRegs *r = &e->regs;
+
+    memset(r, 0, sizeof(*r));
+    memcpy(r->mac, e->cfg.mac, sizeof(r->mac));
+    r->dev_status = RNIC_STATUS_LINK_UP;
+    r->heartbeat_base_ns = e->ops->clock_ns(e->opaque);
+}
+
+static bool rnic_identity_read(RnicEngine *e, uint32_t offset, uint32_t *v)
+{
+    const RnicEngineConfig *c = &e->cfg;
+
+    switch (offset) {
+    case RNIC_REG_MAGIC:         *v = RNIC_MAGIC; break;
+    case RNIC_REG_ABI_VERSION:   *v = RNIC_ABI_VERSION; break;
+    case RNIC_REG_CAPS_LO:       *v = (uint32_t)rnic_caps(); break;
+    case RNIC_REG_CAPS_HI:       *v = (uint32_t)(rnic_caps() >> 32); break;
+    case RNIC_REG_MAX_NET_CTX:   *v = c->max_net_ctx; break;
+    case RNIC_REG_MAX_QP:        *v = c->max_qp; break;
+    case RNIC_REG_MAX_CQ:        *v = c->max_cq; break;
+    case RNIC_REG_MAX_MR:        *v = c->max_mr; break;
+    case RNIC_REG_MAX_PD:        *v = c->max_pd; break;
+    case RNIC_REG_MAX_SRQ:       *v = c->max_srq; break;
+    case RNIC_REG_MAX_EQ:        *v = c->max_eq; break;
+    case RNIC_REG_DB_PAGES:      *v = c->db_pages; break;
+    case RNIC_REG_MSIX_VECTORS:  *v = c->msix_vectors; break;
+    case RNIC_REG_MAX_QP_WR:     *v = c->max_qp_wr; break;
+    case RNIC_REG_MAX_CQE:       *v = c->max_cqe; break;
+    case RNIC_REG_MAX_SGE:       *v = c->max_sge; break;
+    case RNIC_REG_MAX_INLINE:    *v = c->max_inline; break;
+    case RNIC_REG_MAX_MTU:       *v = c->max_mtu; break;
+    case RNIC_REG_MAX_GID:       *v = c->max_gid; break;
+    case RNIC_REG_MAX_RD_ATOMIC: *v = c->max_rd_atomic; break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+static bool rnic_is_read_only_block(uint32_t offset)
+{
+    /* identity/limits and statistics: every aligned offset is defined */
+    return offset <= RNIC_REG_MAX_RD_ATOMIC ||
+           (offset >= RNIC_REG_STAT_BASE &&
+            offset < RNIC_REG_STAT_BASE + 8 * RNIC_STAT_COUNT);
+}
+
+RnicAccessResult rnic_engine_reg_read(RnicEngine *e, uint32_t offset,
+                                      uint32_t *value)
+{
+    RnicRegs *r = &e->regs;
+
+    *value = 0;
+    if (rnic_identity_read(e, offset, value)) {
+        return RNIC_ACCESS_OK;
+    }
+    if (offset >= RNIC_REG_STAT_BASE &&
+        offset < RNIC_REG_STAT_BASE + 8 * RNIC_STAT_COUNT) {
+        uint64_t s = e->stats[(offset - RNIC_REG_STAT_BASE) / 8];
+
+        *value = (offset & 4) ? (uint32_t)(s >> 32) : (uint32_t)s;
+        return RNIC_ACCESS_OK;
+    }
+    switch (offset) {
+    case RNIC_REG_DEV_CTRL:     *value = r->dev_ctrl; break;
+    case RNIC_REG_DEV_STATUS:   *value = r->dev_status; break;
+    case RNIC_REG_FATAL_CODE:   *value = r->fatal_code; break;
+    case RNIC_REG_SCRATCH:      *value = r->scratch; break;
+    case RNIC_REG_HEARTBEAT:
+        *value = (uint32_t)((e->ops->clock_ns(e->opaque) -
+                             r->heartbeat_base_ns) / 1000000);
+        break;
+    case RNIC_REG_MAC_LO:
+        *value = r->mac[0] | r->mac[1] << 8 | r->mac[2] << 16 |
+                 (uint32_t)r->mac[3] << 24;
+        break;
+    case RNIC_REG_MAC_HI:       *value = r->mac[4] | r->mac[5] << 8; break;
+    case RNIC_REG_AQ_BASE_LO:   *value = (uint32_t)r->aq_base; break;
+    case RNIC_REG_AQ_BASE_HI:   *value = (uint32_t)(r->aq_base >> 32); break;
+    case RNIC_REG_ACQ_BASE_LO:  *value = (uint32_t)r->acq_base; break;
+    case RNIC_REG_ACQ_BASE_HI:  *value = (uint32_t)(r->acq_base >> 32); break;
+    case RNIC_REG_AQ_SIZE_LOG2: *value = r->aq_size_log2; break;
+    case RNIC_REG_AQ_TAIL:      *value = r->aq_tail; break;
+    case RNIC_REG_AQ_HEAD:      *value = r->aq_head; break;
+    case RNIC_REG_ACQ_HEAD:     *value = r->acq_head; break;
+    case RNIC_REG_IRQ_TEST:
+        return RNIC_ACCESS_WRITE_ONLY;
+    default:
+        return RNIC_ACCESS_UNKNOWN_REG;
+    }
+    return RNIC_ACCESS_OK;
+}
+
+/* Enable: the admin queue configuration must be complete and sane. */
+static void rnic_enable(RnicEngine *e)
+{
+    RnicRegs *r = &e->regs;
+
+    if (r->aq_size_log2 < RNIC_AQ_SIZE_LOG2_MIN ||
+        r->aq_size_log2 > RNIC_AQ_SIZE_LOG2_MAX ||
+        !r->aq_base || !r->acq_base ||
+        (r->aq_base & 0xfff) || (r->acq_base & 0xfff)) {
+        rnic_guest_error(e, "enable with a bad admin queue configuration "
+                         "(aq 0x%" G_GINT64_MODIFIER "x acq 0x%"
+                         G_GINT64_MODIFIER "x log2 size %u)",
+                         r->aq_base, r->acq_base, r->aq_size_log2);
+        r->dev_status |= RNIC_STATUS_FATAL;
+        r->fatal_code = RNIC_FATAL_AQ_CONFIG;
+        return;
+    }
+    r->aq_head = r->aq_tail = 0;
+    r->acq_head = r->acq_tail = 0;
+    r->dev_status |= RNIC_STATUS_READY;
+}
+
+/* Disable: like a reset of everything the admin queue created. */
+static void rnic_disable(RnicEngine *e)
+{
+    RnicRegs *r = &e->regs;
+
+    rnic_admin_objects_reset(e);
+    rnic_doorbells_reset(e);
+    r->dev_status &= ~(RNIC_STATUS_READY | RNIC_STATUS_FATAL);
+    r->fatal_code = RNIC_FATAL_NONE;
+    r->aq_head = r->aq_tail = 0;
+    r->acq_head = r->acq_tail = 0;
+}
+
+static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
+{
+    RnicRegs *r = &e->regs;
+    bool was_enabled = r->dev_ctrl & RNIC_CTRL_ENABLE;
+    RnicAccessResult res = RNIC_ACCESS_OK;
+
+    if (value & ~RNIC_CTRL_WRITABLE) {
+        res = RNIC_ACCESS_BAD_VALUE;    /* reserved bits: logged, ignored */
+        value &= RNIC_CTRL_WRITABLE;
+    }
+    if (value & RNIC_CTRL_RESET) {
+        rnic_engine_reset(e);
+        return res;
+    }
+    r->dev_ctrl = value;
+    if (!was_enabled && (value & RNIC_CTRL_ENABLE)) {
+        rnic_enable(e);
+    } else if (was_enabled && !(value & RNIC_CTRL_ENABLE)) {
+        rnic_disable(e);
+    }
+    return res;
+}
+
+static RnicAccessResult rnic_aq_config_write(RnicEngine *e, uint32_t offset,
+                                             uint32_t value)
+{
+    RnicRegs *r = &e->regs;
+
+    if (r->dev_ctrl & RNIC_CTRL_ENABLE) {
+        return RNIC_ACCESS_NOT_NOW;
+    }
+    switch (offset) {
+    case RNIC_REG_AQ_BASE_LO:
+        r->aq_base = (r->aq_base & ~0xffffffffull) | value;
+        break;
+    case RNIC_REG_AQ_BASE_HI:
+        r->aq_base = (r->aq_base & 0xffffffffull) | (uint64_t)value << 32;
+        break;
+    case RNIC_REG_ACQ_BASE_LO:
+        r->acq_base = (r->acq_base & ~0xffffffffull) | value;
+        break;
+    case RNIC_REG_ACQ_BASE_HI:
+        r->acq_base = (r->acq_base & 0xffffffffull) | (uint64_t)value << 32;
+        break;
+    case RNIC_REG_AQ_SIZE_LOG2:
+        if (value < RNIC_AQ_SIZE_LOG2_MIN || value > RNIC_AQ_SIZE_LOG2_MAX) {
+            return RNIC_ACCESS_BAD_VALUE;
+        }
+        r->aq_size_log2 = value;
+        break;
+    }
+    return RNIC_ACCESS_OK;
+}
+
+RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
+                                       uint32_t value)
+{
+    RnicRegs *r = &e->regs;
+
+    if (rnic_is_read_only_block(offset)) {
+        return RNIC_ACCESS_READ_ONLY;
+    }
+    switch (offset) {
+    case RNIC_REG_DEV_CTRL:
+        return rnic_ctrl_write(e, value);
+    case RNIC_REG_DEV_STATUS:
+    case RNIC_REG_FATAL_CODE:
+    case RNIC_REG_HEARTBEAT:
+    case RNIC_REG_AQ_HEAD:
+        return RNIC_ACCESS_READ_ONLY;
+    case RNIC_REG_SCRATCH:
+        r->scratch = value;
+        return RNIC_ACCESS_OK;
+    case RNIC_REG_MAC_LO:
+        r->mac[0] = value;
+        r->mac[1] = value >> 8;
+        r->mac[2] = value >> 16;
+        r->mac[3] = value >> 24;
+        return RNIC_ACCESS_OK;
+    case RNIC_REG_MAC_HI:
+        if (value > 0xffff) {
+            return RNIC_ACCESS_BAD_VALUE;
+        }
+        r->mac[4] = value;
+        r->mac[5] = value >> 8;
+        return RNIC_ACCESS_OK;
+    case RNIC_REG_IRQ_TEST:
+        if (value >= e->cfg.msix_vectors) {
+            return RNIC_ACCESS_BAD_VALUE;
+        }
+        e->ops->raise_irq(e->opaque, value);
+        return RNIC_ACCESS_OK;
+    case RNIC_REG_AQ_BASE_LO:
+    case RNIC_REG_AQ_BASE_HI:
+    case RNIC_REG_ACQ_BASE_LO:
+    case RNIC_REG_ACQ_BASE_HI:
+    case RNIC_REG_AQ_SIZE_LOG2:
+        return rnic_aq_config_write(e, offset, value);
+    case RNIC_REG_AQ_TAIL:
+        return rnic_admin_tail_write(e, value);
+    case RNIC_REG_ACQ_HEAD:
+        return rnic_admin_cq_head_write(e, value);
+    default:
+        return RNIC_ACCESS_UNKNOWN_REG;
+    }
+}

@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB) */
+/*
+ * rnic device ABI: everything the guest sees of the emulated RoCEv2 RNIC.
+ *
+ * Included unchanged by the QEMU device (hw/rdma/rnic), the engine, the
+ * qtests, the guest kernel driver (rnic.ko) and the rdma-core provider.
+ * docs/spec.md is the prose version of this header; keep them together.
+ *
+ * All multi-byte fields are little-endian, in registers and in guest memory.
+ * Structures are naturally aligned and padded explicitly; their sizes are
+ * part of the ABI and checked at compile time at the end of this file.
+ *
+ * Versioning: RNIC_ABI_VERSION_MAJOR changes on any incompatible change; a
+ * driver refuses a device whose major it does not know. Additions that old
+ * drivers may ignore bump the minor and are announced by a capability bit.
+ */
+#ifndef RNIC_ABI_H
+#define RNIC_ABI_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#endif
+
+#define RNIC_ABI_VERSION_MAJOR 1
+#define RNIC_ABI_VERSION_MINOR 0
+#define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
+
+/*
+ * PCI identity. 0x1234 is the vendor ID QEMU's own experimental devices use
+ * (edu, bochs display); it is not a registered ID of this project, hence the
+ * 'vendor-id'/'device-id' properties to override both.
+ */
+#define RNIC_PCI_VENDOR_ID      0x1234
+#define RNIC_PCI_DEVICE_ID      0x52d1
+#define RNIC_PCI_SUBSYS_VENDOR  0x1234
+#define RNIC_PCI_SUBSYS_ID      0x0001
+#define RNIC_PCI_REVISION       0x01
+#define RNIC_PCI_CLASS          0x020000 /* Ethernet controller */
+
+/* BARs */
+#define RNIC_BAR_REGS           0   /* registers, RNIC_REGS_SIZE */
+#define RNIC_BAR_DOORBELLS      2   /* doorbell pages, 64-bit */
+#define RNIC_BAR_MSIX           4   /* MSI-X table and PBA */
+#define RNIC_REGS_SIZE          0x1000
+#define RNIC_DB_PAGE_SIZE       0x1000
+#define RNIC_DB_PAGES_MAX       1024
+
+/*
+ * BAR0 register map. All registers are 32 bits wide and must be accessed
+ * with aligned 32-bit loads/stores; 64-bit quantities are split into _LO/_HI
+ * (write _LO first, _HI last). Unknown offsets read as 0 and ignore writes
+ * (the device logs a guest error).
+ */
+enum rnic_reg {
+    /* identity and limits (read-only) */
+    RNIC_REG_MAGIC          = 0x000, /* RNIC_MAGIC */
+    RNIC_REG_ABI_VERSION    = 0x004, /* RNIC_ABI_VERSION */
+    RNIC_REG_CAPS_LO        = 0x008, /* enum rnic_cap bits 0..31 */
+    RNIC_REG_CAPS_HI        = 0x00c, /* bits 32..63 */
+    RNIC_REG_MAX_NET_CTX    = 0x010, /* network contexts */
+    RNIC_REG_MAX_QP         = 0x014, /* QPs per device */
+    RNIC_REG_MAX_CQ         = 0x018,
+    RNIC_REG_MAX_MR         = 0x01c, /* mapping-table entries per network context */
+    RNIC_REG_MAX_PD         = 0x020,
+    RNIC_REG_MAX_SRQ        = 0x024,
+    RNIC_REG_MAX_EQ         = 0x028,
+    RNIC_REG_DB_PAGES       = 0x02c, /* doorbell pages in BAR2 */
+    RNIC_REG_MSIX_VECTORS   = 0x030,
+    RNIC_REG_MAX_QP_WR      = 0x034, /* entries per SQ/RQ/SRQ ring */
+    RNIC_REG_MAX_CQE        = 0x038, /* entries per CQ ring */
+    RNIC_REG_MAX_SGE        = 0x03c,
+    RNIC_REG_MAX_INLINE     = 0x040, /* bytes of inline data per WQE */
+    RNIC_REG_MAX_MTU        = 0x044, /* Ethernet MTU in bytes */
+    RNIC_REG_MAX_GID        = 0x048, /* GID table entries */
+    RNIC_REG_MAX_RD_ATOMIC  = 0x04c, /* outstanding READ/atomic per QP */
+
+    /* control and status */
+    RNIC_REG_DEV_CTRL       = 0x080, /* RW: enum rnic_dev_ctrl */
+    RNIC_REG_DEV_STATUS     = 0x084, /* RO: enum rnic_dev_status */
+    RNIC_REG_FATAL_CODE     = 0x088, /* RO: enum rnic_fatal, when FATAL */
+    RNIC_REG_SCRATCH        = 0x08c, /* RW: free for the driver */
+    RNIC_REG_HEARTBEAT      = 0x090, /* RO: ms of guest time since reset */
+    RNIC_REG_MAC_LO         = 0x098, /* RW: MAC bytes 0..3 (byte 0 in bits 0..7) */
+    RNIC_REG_MAC_HI         = 0x09c, /* RW: MAC bytes 4..5 in bits 0..15 */
+    RNIC_REG_IRQ_TEST       = 0x0a0, /* WO: raise MSI-X vector <value> */
+
+    /* admin queue: configured while RNIC_CTRL_ENABLE is clear */
+    RNIC_REG_AQ_BASE_LO     = 0x100, /* RW: command ring, 4 KiB aligned */
+    RNIC_REG_AQ_BASE_HI     = 0x104,
+    RNIC_REG_ACQ_BASE_LO    = 0x108, /* RW: completion ring, 4 KiB aligned */
+    RNIC_REG_ACQ_BASE_HI    = 0x10c,
+    RNIC_REG_AQ_SIZE_LOG2   = 0x110, /* RW: entries of both rings, log2 */
+    RNIC_REG_AQ_TAIL        = 0x114, /* WO doorbell: free-running producer index */
+    RNIC_REG_AQ_HEAD        = 0x118, /* RO: free-running consumer index */
+    RNIC_REG_ACQ_HEAD       = 0x11c, /* WO: driver's completion consumer index */
+
+    /* statistics (read-only, 64-bit as _LO/_HI pairs, reset by RESET) */
+    RNIC_REG_STAT_BASE      = 0x200,
+};
+
+#define RNIC_MAGIC              0x43494e52u /* "RNIC" */
+
+/* Statistics counters: RNIC_REG_STAT_BASE + 8 * index (LO), + 4 (HI). */
+enum rnic_stat {
+    RNIC_STAT_ADMIN_CMDS = 0,   /* admin commands executed */
+    RNIC_STAT_ADMIN_ERRORS,     /* admin commands completed with an error */
+    RNIC_STAT_DOORBELLS,        /* doorbell writes accepted */
+    RNIC_STAT_DOORBELL_ERRORS,  /* doorbell writes rejected */
+    RNIC_STAT_WQES,             /* work requests executed */
+    RNIC_STAT_CQES,             /* completions written */
+    RNIC_STAT_EQES,             /* events written */
+    RNIC_STAT_TX_FRAMES,        /* frames sent */
+    RNIC_STAT_RX_FRAMES,        /* frames received */
+    RNIC_STAT_RX_DROPPED,       /* frames dropped (bad header, ICRC, ...) */
+    RNIC_STAT_DMA_ERRORS,       /* guest addresses that did not resolve */
+    RNIC_STAT_COUNT
+};
+
+enum rnic_cap {
+    RNIC_CAP_RC             = 1u << 0,
+    RNIC_CAP_UD             = 1u << 1,
+    RNIC_CAP_SRQ            = 1u << 2,
+    RNIC_CAP_ATOMIC         = 1u << 3,
+    RNIC_CAP_FAST_REG       = 1u << 4,
+    RNIC_CAP_INLINE         = 1u << 5,
+    RNIC_CAP_NET_CTX        = 1u << 6, /* per-network mapping tables */
+    RNIC_CAP_MIGRATION      = 1u << 7, /* device state migrates */
+    RNIC_CAP_SEND_INV       = 1u << 8,
+    RNIC_CAP_MR_LEVEL2      = 1u << 9, /* two-level page lists */
+};
+
+enum rnic_dev_ctrl {
+    RNIC_CTRL_ENABLE        = 1u << 0, /* 1: run; 0 -> disable stops processing */
+    RNIC_CTRL_RESET         = 1u << 1, /* write 1: function reset; reads 0 */
+    RNIC_CTRL_AQ_IRQ        = 1u << 2, /* admin completions raise vector 0 */
+};
+
+enum rnic_dev_status {
+    RNIC_STATUS_READY       = 1u << 0, /* enabled and admin queue running */
+    RNIC_STATUS_FATAL       = 1u << 1, /* see RNIC_REG_FATAL_CODE; needs RESET */
+    RNIC_STATUS_LINK_UP     = 1u << 2,
+};
+
+enum rnic_fatal {
+    RNIC_FATAL_NONE = 0,
+    RNIC_FATAL_AQ_CONFIG,   /* enable with a bad admin queue configuration */
+    RNIC_FATAL_AQ_DMA,      /* admin ring not readable/writable */
+    RNIC_FATAL_AQ_OVERRUN,  /* tail beyond the ring size */
+};
+
+/* Admin queue ring sizes (log2 of entries). */
+#define RNIC_AQ_SIZE_LOG2_MIN   2
+#define RNIC_AQ_SIZE_LOG2_MAX   12
+
+/*
+ * BAR2 doorbells: page 0 belongs to the kernel driver, page N (N >= 1) to
+ * the user context N. A page may only ring queues owned by its context.
+ * Each doorbell is one 64-bit store:
+ *   bits  0..23  queue handle (QP handle for SQ/RQ, SRQ, CQ or EQ handle)
+ *   bits 24..31  flags (CQ/EQ arm, below)
+ *   bits 32..63  free-running index (producer for SQ/RQ/SRQ, consumer
+ *                for CQ/EQ); the slot is index & (entries - 1)
+ * Doorbells must be single 8-byte stores (writeq); other sizes are refused.
+ */
+enum rnic_db_offset {
+    RNIC_DB_SQ  = 0x00,
+    RNIC_DB_RQ  = 0x08,
+    RNIC_DB_SRQ = 0x10,
+    RNIC_DB_CQ  = 0x18,
+    RNIC_DB_EQ  = 0x20, /* page 0 only */
+};
+#define RNIC_DB_HANDLE_MASK     0x00ffffffu
+#define RNIC_DB_ARM_NEXT        (1u << 24) /* CQ/EQ: notify on next entry */
+#define RNIC_DB_ARM_SOLICITED   (1u << 25) /* CQ: notify on solicited/error */
+
+static inline uint64_t rnic_db_value(uint32_t handle, uint32_t flags, uint32_t index)
+{
+    return ((uint64_t)index << 32) | (handle & RNIC_DB_HANDLE_MASK) | flags;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Admin queue                                                            */
+/* ---------------------------------------------------------------------- */
+
+enum rnic_admin_opcode {
+    RNIC_CMD_NOP = 0,
+    RNIC_CMD_QUERY_DEVICE,      /* writes struct rnic_device_attr */
+    RNIC_CMD_QUERY_PORT,        /* writes struct rnic_port_attr */
+    RNIC_CMD_CREATE_NET_CTX,
+    RNIC_CMD_DESTROY_NET_CTX,
+    RNIC_CMD_ALLOC_UCTX,
+    RNIC_CMD_FREE_UCTX,
+    RNIC_CMD_ADD_GID,
+    RNIC_CMD_DEL_GID,
+    RNIC_CMD_ALLOC_PD,
+    RNIC_CMD_DEALLOC_PD,
+    RNIC_CMD_CREATE_EQ,
+    RNIC_CMD_DESTROY_EQ,
+    RNIC_CMD_CREATE_CQ,
+    RNIC_CMD_RESIZE_CQ,
+    RNIC_CMD_DESTROY_CQ,
+    RNIC_CMD_CREATE_SRQ,
+    RNIC_CMD_MODIFY_SRQ,
+    RNIC_CMD_DESTROY_SRQ,
+    RNIC_CMD_CREATE_QP,
+    RNIC_CMD_MODIFY_QP,
+    RNIC_CMD_QUERY_QP,          /* writes struct rnic_qp_attr */
+    RNIC_CMD_DESTROY_QP,
+    RNIC_CMD_REG_MR,
+    RNIC_CMD_ALLOC_MR,          /* fast-register MR, invalid until REG_MR WR */
+    RNIC_CMD_DEREG_MR,
+    RNIC_CMD_OPCODE_COUNT
+};
+
+/* Admin completion status: precise, documented in docs/spec.md. */
+enum rnic_admin_status {
+    RNIC_ST_OK = 0,
+    RNIC_ST_BAD_OPCODE,         /* unknown admin opcode */
+    RNIC_ST_BAD_PARAM,          /* a field is out of range or inconsistent */
+    RNIC_ST_NO_RESOURCES,       /* table full / limit reached */
+    RNIC_ST_BAD_HANDLE,         /* handle does not name a live object */
+    RNIC_ST_BUSY,               /* object still referenced */
+    RNIC_ST_BAD_STATE,          /* illegal QP state transition or attribute */
+    RNIC_ST_DMA_ERROR,          /* a guest address could not be accessed */
+    RNIC_ST_PERMISSION,         /* object belongs to another context */
+    RNIC_ST_NOT_SUPPORTED,      /* valid request the device does not do */
+    RNIC_ST_EXISTS,             /* e.g. network identifier already used */
+};
+
+/* Handle meaning "none" (no SRQ, kernel user context, ...). */
+#define RNIC_HANDLE_NONE        0xffffffffu
+#define RNIC_UCTX_KERNEL        0u
+
+/* Network identifier types. */
+enum rnic_net_type {
+    RNIC_NET_VLAN = 0,          /* 802.1Q VLAN ID, 0 = untagged */
+    RNIC_NET_VNI = 1,           /* 24-bit VXLAN network identifier (reserved) */
+};
+
+enum rnic_qp_type {
+    RNIC_QPT_RC = 0,
+    RNIC_QPT_UD = 1,
+    RNIC_QPT_GSI = 2,           /* QP1 of a network context */
+};
+
+enum rnic_qp_state {
+    RNIC_QPS_RESET = 0,
+    RNIC_QPS_INIT,
+    RNIC_QPS_RTR,
+    RNIC_QPS_RTS,
+    RNIC_QPS_SQD,
+    RNIC_QPS_SQE,
+    RNIC_QPS_ERR,
+};
+
+/* MODIFY_QP attribute mask: the bit positions of IB_QP_* / IBV_QP_*. */
+enum rnic_qp_attr_mask {
+    RNIC_QP_STATE              = 1u << 0,
+    RNIC_QP_CUR_STATE          = 1u << 1,
+    RNIC_QP_ACCESS_FLAGS       = 1u << 3,
+    RNIC_QP_PKEY_INDEX         = 1u << 4,
+    RNIC_QP_PORT               = 1u << 5,
+    RNIC_QP_QKEY               = 1u << 6,
+    RNIC_QP_AV                 = 1u << 7,
+    RNIC_QP_PATH_MTU           = 1u << 8,
+    RNIC_QP_TIMEOUT            = 1u << 9,
+    RNIC_QP_RETRY_CNT          = 1u << 10,
+    RNIC_QP_RNR_RETRY          = 1u << 11,
+    RNIC_QP_RQ_PSN             = 1u << 12,
+    RNIC_QP_MAX_QP_RD_ATOMIC   = 1u << 13,
+    RNIC_QP_MIN_RNR_TIMER      = 1u << 15,
+    RNIC_QP_SQ_PSN             = 1u << 16,
+    RNIC_QP_MAX_DEST_RD_ATOMIC = 1u << 17,
+    RNIC_QP_DEST_QPN           = 1u << 20,
+};
+
+/* Memory access rights: the bit positions of IB_ACCESS_* / IBV_ACCESS_*. */
+enum rnic_access {
+    RNIC_ACCESS_LOCAL_WRITE    = 1u << 0,
+    RNIC_ACCESS_REMOTE_WRITE   = 1u << 1,
+    RNIC_ACCESS_REMOTE_READ    = 1u << 2,
+    RNIC_ACCESS_REMOTE_ATOMIC  = 1u << 3,
+    RNIC_ACCESS_MW_BIND        = 1u << 4,
+};
+#define RNIC_ACCESS_ALL 0x1fu
+
+/*
+ * Kind of a mapping-table entry. Only MEM is implemented in ABI 1.0; the
+ * others are reserved for storage-class-memory semantics in the STag key
+ * (patent b) and mapped STags over a set of buffers (patent f).
+ */
+enum rnic_mr_kind {
+    RNIC_MR_KIND_MEM = 0,
+    RNIC_MR_KIND_SCM = 1,
+    RNIC_MR_KIND_MAPPED = 2,
+};
+
+/*
+ * Page lists (REG_MR, fast-register WR): 'levels' says how pbl_addr is read.
+ *   0  the region is DMA-contiguous: pbl_addr is the address of page 0
+ *   1  pbl_addr points to npages u64 page addresses (8-byte aligned)
+ *   2  pbl_addr points to u64 addresses of 4 KiB leaf pages, each holding
+ *      512 u64 page addresses
+ * Every page address is aligned to 1 << page_shift. The region's byte 0 is
+ * at offset (iova & (page_size - 1)) in page 0, as with ib_umem.
+ */
+#define RNIC_PAGE_SHIFT_MIN     12
+#define RNIC_PAGE_SHIFT_MAX     30
+#define RNIC_PBL_LEAF_ENTRIES   512
+
+/* STag = 24-bit mapping-table index << 8 | 8-bit consumer key. */
+#define RNIC_STAG_INDEX(stag)   ((stag) >> 8)
+#define RNIC_STAG_KEY(stag)     ((stag) & 0xffu)
+#define RNIC_STAG(index, key)   (((uint32_t)(index) << 8) | ((key) & 0xffu))
+
+/* One admin command: 64 bytes, in the command ring. */
+struct rnic_admin_cmd {
+    uint8_t  opcode;            /* enum rnic_admin_opcode */
+    uint8_t  rsvd0;
+    uint16_t cmd_id;            /* echoed in the completion */
+    uint32_t uctx;              /* issuing user context, 0 = kernel */
+    union {
+        uint8_t raw[56];
+        struct {                /* QUERY_DEVICE, QUERY_PORT, QUERY_QP */
+            uint64_t addr;      /* result buffer */
+            uint32_t len;       /* its size */
+            uint32_t handle;    /* QUERY_QP: QP handle; QUERY_PORT: port (1) */
+        } query;
+        struct {                /* CREATE_NET_CTX */
+            uint32_t net_id;    /* VLAN ID or VNI */
+            uint8_t  net_type;  /* enum rnic_net_type */
+            uint8_t  rsvd[3];
+        } net_ctx;
+        struct {                /* ADD_GID / DEL_GID */
+            uint8_t  gid[16];
+            uint32_t index;
+            uint32_t net_ctx;   /* the VLAN/network this GID lives in */
+            uint8_t  gid_type;  /* 0: RoCEv2 */
+            uint8_t  rsvd[3];
+        } gid;
+        struct {                /* ALLOC_PD */
+            uint32_t net_ctx;   /* the mapping table/QPN space of this PD */
+        } pd;
+        struct {                /* CREATE_EQ */
+            uint64_t ring_addr; /* contiguous, 4 KiB aligned */
+            uint8_t  log_size;  /* entries, log2 */
+            uint8_t  rsvd[3];
+            uint32_t vector;    /* MSI-X vector */
+        } eq;
+        struct {                /* CREATE_CQ, RESIZE_CQ */
+            uint64_t ring_addr; /* contiguous, 4 KiB aligned */
+            uint8_t  log_size;
+            uint8_t  rsvd[3];
+            uint32_t eq;        /* EQ receiving this CQ's notifications */
+            uint32_t cq;        /* RESIZE_CQ: the CQ */
+        } cq;
+        struct {                /* CREATE_SRQ, MODIFY_SRQ */
+            uint64_t ring_addr;
+            uint8_t  log_size;
+            uint8_t  wqe_shift; /* log2 of the RQ WQE stride */
+            uint8_t  rsvd[2];
+            uint32_t pd;
+            uint32_t srq;       /* MODIFY_SRQ */
+            uint32_t limit;     /* SRQ limit event threshold, 0 = off */
+        } srq;
+        struct {                /* CREATE_QP */
+            uint64_t sq_addr;   /* contiguous, 4 KiB aligned */
+            uint64_t rq_addr;   /* 0 when srq is used */
+            uint32_t pd;
+            uint32_t send_cq;
+            uint32_t recv_cq;
+            uint32_t srq;       /* RNIC_HANDLE_NONE: own RQ */
+            uint8_t  qp_type;   /* enum rnic_qp_type */
+            uint8_t  sq_log_size;
+            uint8_t  rq_log_size;
+            uint8_t  sq_wqe_shift; /* log2 stride, 6..11 */
+            uint8_t  rq_wqe_shift; /* log2 stride, 4..11 */
+            uint8_t  sq_sig_all;
+            uint8_t  rsvd[6];
+        } qp;
+        struct {                /* MODIFY_QP */
+            uint64_t attr_addr; /* struct rnic_qp_attr */
+            uint32_t qp;
+            uint32_t attr_mask; /* enum rnic_qp_attr_mask */
+        } modify_qp;
+        struct {                /* REG_MR, ALLOC_MR */
+            uint64_t iova;
+            uint64_t length;
+            uint64_t pbl_addr;
+            uint32_t pd;
+            uint32_t npages;    /* ALLOC_MR: max pages of later fast-regs */
+            uint32_t access;    /* enum rnic_access */
+            uint8_t  page_shift;
+            uint8_t  levels;    /* page-list levels, 0..2 */
+            uint8_t  key;       /* requested consumer key */
+            uint8_t  kind;      /* enum rnic_mr_kind */
+        } mr;
+        struct {                /* DESTROY_*, DEALLOC_PD, FREE_UCTX, DEREG_MR */
+            uint32_t handle;    /* DEREG_MR: STag */
+            uint32_t net_ctx;   /* DEREG_MR: network context of the STag */
+        } destroy;
+    };
+};
+
+/* One admin completion: 16 bytes, in the completion ring. */
+struct rnic_admin_cqe {
+    uint16_t cmd_id;
+    uint8_t  status;            /* enum rnic_admin_status */
+    uint8_t  phase;             /* bit 0: flips on every pass of the ring */
+    uint32_t result0;           /* handle / STag / QPN created */
+    uint32_t result1;           /* CREATE_QP: QPN; CREATE_*: ring entries */
+    uint32_t result2;           /* ALLOC_UCTX: doorbell page */
+};
+
+/* QUERY_DEVICE result. */
+struct rnic_device_attr {
+    uint32_t abi_version;
+    uint32_t vendor_id;
+    uint32_t vendor_part_id;
+    uint32_t hw_ver;
+    uint64_t caps;              /* enum rnic_cap */
+    uint64_t node_guid;
+    uint64_t max_mr_size;
+    uint64_t page_size_cap;     /* bit n set: pages of 1 << n bytes */
+    uint32_t max_net_ctx;
+    uint32_t max_qp;
+    uint32_t max_qp_wr;
+    uint32_t max_sge;
+    uint32_t max_cq;
+    uint32_t max_cqe;
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
+    uint32_t max_eq;
+    uint32_t max_inline;
+    uint32_t max_qp_rd_atom;
+    uint32_t max_fast_reg_pages;
+    uint32_t max_gid;
+    uint32_t max_uctx;
+    uint32_t rsvd[4];
+};
+
+/* QUERY_PORT result. */
+struct rnic_port_attr {
+    uint32_t state;             /* 1 down, 4 active (IB port states) */
+    uint32_t max_mtu;           /* IB MTU enum: 1=256 .. 5=4096 */
+    uint32_t active_mtu;
+    uint32_t gid_tbl_len;
+    uint32_t max_msg_sz;
+    uint32_t link_speed_mbps;
+    uint8_t  mac[6];
+    uint8_t  rsvd[2];
+    uint32_t rsvd2[2];
+};
+
+/* IB path MTU enumeration (as IB_MTU_* / IBV_MTU_*). */
+enum rnic_mtu {
+    RNIC_MTU_256 = 1, RNIC_MTU_512, RNIC_MTU_1024, RNIC_MTU_2048, RNIC_MTU_4096,
+};
+
+/* Address vector: where a QP (RC) or a UD send goes. */
+struct rnic_av {
+    uint8_t  dgid[16];
+    uint8_t  dmac[6];
+    uint8_t  sgid_index;
+    uint8_t  hop_limit;
+    uint32_t flow_label;
+    uint8_t  traffic_class;
+    uint8_t  network_type;      /* 0 RoCEv2/IPv4-mapped or IPv6 by dgid */
+    uint16_t rsvd;
+};
+
+/* MODIFY_QP input and QUERY_QP output. */
+struct rnic_qp_attr {
+    uint8_t  qp_state;
+    uint8_t  cur_qp_state;
+    uint8_t  path_mtu;          /* enum rnic_mtu */
+    uint8_t  timeout;           /* IB local ACK timeout exponent */
+    uint8_t  retry_cnt;
+    uint8_t  rnr_retry;
+    uint8_t  min_rnr_timer;
+    uint8_t  max_rd_atomic;
+    uint8_t  max_dest_rd_atomic;
+    uint8_t  port_num;
+    uint16_t pkey_index;
+    uint32_t qkey;
+    uint32_t rq_psn;
+    uint32_t sq_psn;
+    uint32_t dest_qp_num;
+    uint32_t qp_access_flags;
+    uint32_t qp_num;            /* QUERY_QP: this QP's number */
+    struct rnic_av av;
+    uint32_t rsvd[3];
+};
+
+/* ---------------------------------------------------------------------- */
+/* Work queues                                                            */
+/* ---------------------------------------------------------------------- */
+
+enum rnic_wr_opcode {
+    RNIC_WR_SEND = 0,
+    RNIC_WR_SEND_IMM,
+    RNIC_WR_SEND_INV,
+    RNIC_WR_RDMA_WRITE,
+    RNIC_WR_RDMA_WRITE_IMM,
+    RNIC_WR_RDMA_READ,
+    RNIC_WR_ATOMIC_CMP_SWP,
+    RNIC_WR_ATOMIC_FETCH_ADD,
+    RNIC_WR_LOCAL_INV,
+    RNIC_WR_REG_MR,
+    RNIC_WR_OPCODE_COUNT
+};
+
+enum rnic_wqe_flags {
+    RNIC_WQE_SIGNALED   = 1u << 0,
+    RNIC_WQE_SOLICITED  = 1u << 1,
+    RNIC_WQE_FENCE      = 1u << 2,  /* wait for prior READ/atomic */
+    RNIC_WQE_INLINE     = 1u << 3,  /* payload follows the header */
+};
+
+struct rnic_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+/*
+ * Send queue WQE: a 64-byte header followed, at offset 64, by num_sge
+ * struct rnic_sge or by inline_len bytes of inline data. The ring stride is
+ * 1 << sq_wqe_shift bytes, fixed at CREATE_QP.
+ */
+struct rnic_sq_wqe {
+    uint64_t wr_id;
+    uint8_t  opcode;            /* enum rnic_wr_opcode */
+    uint8_t  flags;             /* enum rnic_wqe_flags */
+    uint8_t  num_sge;
+    uint8_t  rsvd0;
+    uint32_t imm_or_inv;        /* immediate (network order) or STag to invalidate */
+    union {
+        uint8_t raw[40];
+        struct {                /* RDMA WRITE/READ */
+            uint64_t remote_addr;
+            uint32_t rkey;
+        } rdma;
+        struct {                /* atomics: 8 bytes, 8-byte aligned */
+            uint64_t remote_addr;
+            uint32_t rkey;
+            uint32_t rsvd;
+            uint64_t compare_add;
+            uint64_t swap;
+        } atomic;
+        struct {                /* UD / GSI sends */
+            uint32_t remote_qpn;
+            uint32_t remote_qkey;
+            struct rnic_av av;
+        } ud;
+        struct {                /* REG_MR (fast register) */
+            uint64_t iova;
+            uint64_t length;
+            uint64_t pbl_addr;  /* level-1 page list */
+            uint32_t stag;      /* the MR (index) and its new key */
+            uint32_t access;
+            uint32_t npages;
+            uint8_t  page_shift;
+            uint8_t  rsvd[3];
+        } reg;
+    };
+    uint32_t inline_len;        /* bytes, with RNIC_WQE_INLINE */
+    uint32_t rsvd1;
+};
+
+/* Receive queue / SRQ WQE: 16-byte header then num_sge struct rnic_sge. */
+struct rnic_rq_wqe {
+    uint64_t wr_id;
+    uint8_t  num_sge;
+    uint8_t  rsvd[7];
+};
+
+enum rnic_wc_opcode {
+    RNIC_WC_SEND = 0,
+    RNIC_WC_RDMA_WRITE,
+    RNIC_WC_RDMA_READ,
+    RNIC_WC_COMP_SWAP,
+    RNIC_WC_FETCH_ADD,
+    RNIC_WC_LOCAL_INV,
+    RNIC_WC_REG_MR,
+    RNIC_WC_RECV = 0x80,
+    RNIC_WC_RECV_RDMA_WITH_IMM,
+};
+
+/* Completion status: the numbering of ib_wc_status / ibv_wc_status. */
+enum rnic_wc_status {
+    RNIC_WC_SUCCESS = 0,
+    RNIC_WC_LOC_LEN_ERR = 1,
+    RNIC_WC_LOC_QP_OP_ERR = 2,
+    RNIC_WC_LOC_PROT_ERR = 4,
+    RNIC_WC_WR_FLUSH_ERR = 5,
+    RNIC_WC_BAD_RESP_ERR = 7,
+    RNIC_WC_LOC_ACCESS_ERR = 8,
+    RNIC_WC_REM_INV_REQ_ERR = 9,
+    RNIC_WC_REM_ACCESS_ERR = 10,
+    RNIC_WC_REM_OP_ERR = 11,
+    RNIC_WC_RETRY_EXC_ERR = 12,
+    RNIC_WC_RNR_RETRY_EXC_ERR = 13,
+    RNIC_WC_FATAL_ERR = 19,
+    RNIC_WC_GENERAL_ERR = 21,
+};
+
+enum rnic_cqe_flags {
+    RNIC_CQE_WITH_IMM   = 1u << 0,
+    RNIC_CQE_WITH_INV   = 1u << 1,
+    RNIC_CQE_GRH        = 1u << 2,  /* UD: a GRH precedes the payload */
+    RNIC_CQE_IPV4       = 1u << 3,  /* UD: the GRH is an IPv4 header */
+    RNIC_CQE_VLAN       = 1u << 4,
+};
+
+/*
+ * Completion queue entry: 64 bytes. The device writes the body, then the
+ * 'owner' byte; the consumer owns the entry when
+ *   owner & 1 == ((consumer_index >> log_size) & 1) ^ 1
+ * i.e. entries of the first pass carry 1, the second 0, and so on.
+ */
+struct rnic_cqe {
+    uint64_t wr_id;
+    uint32_t byte_len;
+    uint32_t imm_or_inv;        /* immediate (network order) or invalidated STag */
+    uint32_t qp_handle;
+    uint32_t qp_num;            /* the local QP's wire QPN */
+    uint32_t src_qp;            /* UD: sender's QPN */
+    uint8_t  opcode;            /* enum rnic_wc_opcode */
+    uint8_t  status;            /* enum rnic_wc_status */
+    uint8_t  flags;             /* enum rnic_cqe_flags */
+    uint8_t  vendor_err;
+    uint16_t pkey_index;
+    uint16_t vlan_id;
+    uint8_t  smac[6];
+    uint8_t  rsvd[21];
+    uint8_t  owner;
+};
+
+enum rnic_eqe_type {
+    RNIC_EQE_COMPLETION = 0,    /* handle: CQ */
+    RNIC_EQE_QP_FATAL,          /* handle: QP */
+    RNIC_EQE_QP_REQ_ERR,
+    RNIC_EQE_QP_ACCESS_ERR,
+    RNIC_EQE_COMM_EST,
+    RNIC_EQE_SQ_DRAINED,
+    RNIC_EQE_LAST_WQE_REACHED,
+    RNIC_EQE_SRQ_LIMIT,         /* handle: SRQ */
+    RNIC_EQE_CQ_ERR,            /* handle: CQ (overrun) */
+    RNIC_EQE_PORT_ACTIVE,       /* handle: port */
+    RNIC_EQE_PORT_ERR,
+    RNIC_EQE_DEVICE_FATAL,
+};
+
+/* Event queue entry: 16 bytes, owner convention as struct rnic_cqe. */
+struct rnic_eqe {
+    uint8_t  type;              /* enum rnic_eqe_type */
+    uint8_t  rsvd0[3];
+    uint32_t handle;
+    uint32_t data;
+    uint8_t  rsvd1[3];
+    uint8_t  owner;
+};
+
+/* Compile-time size checks: these sizes are the ABI. */
+#define RNIC_ABI_ASSERT_SIZE(type, size) \
+    _Static_assert(sizeof(type) == (size), #type " size is ABI")
+RNIC_ABI_ASSERT_SIZE(struct rnic_admin_cmd, 64);
+RNIC_ABI_ASSERT_SIZE(struct rnic_admin_cqe, 16);
+RNIC_ABI_ASSERT_SIZE(struct rnic_device_attr, 128);
+RNIC_ABI_ASSERT_SIZE(struct rnic_port_attr, 40);
+RNIC_ABI_ASSERT_SIZE(struct rnic_av, 32);
+RNIC_ABI_ASSERT_SIZE(struct rnic_qp_attr, 80);
+RNIC_ABI_ASSERT_SIZE(struct rnic_sge, 16);
+RNIC_ABI_ASSERT_SIZE(struct rnic_sq_wqe, 64);
+RNIC_ABI_ASSERT_SIZE(struct rnic_rq_wqe, 16);
+RNIC_ABI_ASSERT_SIZE(struct rnic_cqe, 64);
+RNIC_ABI_ASSERT_SIZE(struct rnic_eqe, 16);
+
+#endif /* RNIC_ABI_H */

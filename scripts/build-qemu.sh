@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Obtain QEMU 10.0.x from Debian's 'qemu' source package (trixie), apply
+# Debian's patches, overlay this repository's device, headers and qtests
+# (symlinks), apply the integration lines, configure a reduced x86_64 build
+# and build qemu-system-x86_64 plus the project's qtest binary.
+#
+# Reuses everything already done: a second run with nothing changed only
+# asks ninja, which finds nothing to do.
+#
+#   scripts/build-qemu.sh            fetch + overlay + configure + build
+#   QEMU_SANITIZE=1 scripts/...      separate ASan/UBSan build in build/qemu-asan
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+work=$top/build/qemu
+dl=$top/build/dl
+mkdir -p "$work" "$dl"
+
+log() { echo "build-qemu: $*"; }
+
+# --- 1. source: resolve the current trixie 10.0.x at build time -----------
+resolve_version() {
+    apt-cache showsrc qemu 2>/dev/null |
+        awk '/^Version:/ { print $2 }' | grep -E '^1:10\.0\.' | sort -V | tail -1
+}
+
+if [ ! -e "$work/src/VERSION" ]; then
+    ver=$(resolve_version)
+    [ -n "$ver" ] || { log "no qemu 10.0.x source in trixie (is the deb-src entry installed? run scripts/setup-host.sh)"; exit 1; }
+    upstream=${ver#1:}
+    log "fetching qemu $upstream from Debian trixie"
+    (cd "$dl" && apt-get source --download-only "qemu=$ver" >/dev/null)
+    dsc=$(ls "$dl"/qemu_"${upstream}".dsc)
+    rm -rf "$work/src.tmp"
+    dpkg-source -x "$dsc" "$work/src.tmp" >/dev/null
+    echo "$upstream" > "$work/src.tmp/DEBIAN_VERSION"
+    mv "$work/src.tmp" "$work/src"
+fi
+src=$work/src
+log "QEMU source: Debian qemu $(cat "$src/DEBIAN_VERSION") (upstream $(cat "$src/VERSION"))"
+
+# --- 2. overlay: symlinks into the QEMU tree -------------------------------
+link() {  # link <target in repo> <path in QEMU tree>
+    local target=$1 path=$src/$2
+    mkdir -p "$(dirname "$path")"
+    if [ "$(readlink "$path" 2>/dev/null)" != "$target" ]; then
+        rm -rf "$path"
+        ln -s "$target" "$path"
+    fi
+}
+link "$top/hw/rdma/rnic" hw/rdma/rnic
+link "$top/include/rnic" include/rnic
+link "$top/include/hw/rdma" include/hw/rdma
+link "$top/qtest" tests/qtest/rnic
+link "$top/scripts/qemu/rnic-devices.mak" configs/devices/x86_64-softmmu/rnic.mak
+
+# --- 3. integration lines (idempotent) -------------------------------------
+add_line_after() {  # add_line_after <file> <line> <anchor regex> (anchor line exists)
+    local file=$src/$1 line=$2 anchor=$3
+    grep -qxF "$line" "$file" && return 0
+    grep -qE "$anchor" "$file" || { log "anchor '$anchor' not found in $1"; exit 1; }
+    awk -v l="$line" -v a="$anchor" '{ print } !done && $0 ~ a { print l; done=1 }' \
+        "$file" > "$file.tmp" && mv "$file.tmp" "$file"
+}
+add_line_before() {  # add_line_before <file> <line> <anchor regex>
+    local file=$src/$1 line=$2 anchor=$3
+    grep -qxF "$line" "$file" && return 0
+    grep -qE "$anchor" "$file" || { log "anchor '$anchor' not found in $1"; exit 1; }
+    awk -v l="$line" -v a="$anchor" '!done && $0 ~ a { print l; done=1 } { print }' \
+        "$file" > "$file.tmp" && mv "$file.tmp" "$file"
+}
+add_line_after hw/Kconfig "source rdma/rnic/Kconfig" '^source net/Kconfig$'
+grep -qxF "subdir('rdma/rnic')" "$src/hw/meson.build" || echo "subdir('rdma/rnic')" >> "$src/hw/meson.build"
+add_line_before meson.build "trace_events_subdirs += have_system ? ['hw/rdma/rnic'] : []" "^subdir\\('trace'\\)$"
+add_line_before tests/qtest/meson.build "subdir('rnic')" '^qtests = \{$'
+
+# --- 4. configure (again only when the flags changed) ----------------------
+# Firmware comes from Debian's packages, not from the stripped tarball.
+firmware=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
+bdir=$work/build
+flags=(--python=/usr/bin/python3 --target-list=x86_64-softmmu
+       --without-default-devices --with-devices-x86_64=rnic
+       --firmwarepath=$firmware
+       --disable-docs --disable-werror --enable-slirp --disable-gtk
+       --disable-sdl --disable-vnc --disable-download --disable-rust
+       --disable-install-blobs --disable-xen --disable-kvm --enable-tcg
+       --disable-spice --disable-opengl --disable-curses --disable-capstone
+       --disable-libusb --disable-usb-redir --disable-smartcard --disable-linux-io-uring
+       --disable-plugins --enable-trace-backends=log)
+if [ "${QEMU_SANITIZE:-0}" = 1 ]; then
+    bdir=$work/build-asan
+    flags+=(--enable-asan --enable-ubsan)
+fi
+if command -v ccache >/dev/null; then
+    flags+=(--cc="ccache gcc" --cxx="ccache g++")
+fi
+want="${flags[*]}"
+if [ ! -e "$bdir/build.ninja" ] || [ "$(cat "$bdir/.rnic-configure" 2>/dev/null)" != "$want" ]; then
+    log "configuring in $bdir"
+    rm -rf "$bdir"; mkdir -p "$bdir"
+    (cd "$bdir" && "$src/configure" "${flags[@]}" > configure.log 2>&1) ||
+        { tail -30 "$bdir/configure.log"; exit 1; }
+    echo "$want" > "$bdir/.rnic-configure"
+fi
+
+# Binaries run from the build directory look for firmware in qemu-bundle only.
+mkdir -p "$bdir/qemu-bundle/usr/share"
+for d in /usr/share/qemu/*; do
+    [ -e "$bdir/qemu-bundle/usr/share/qemu/$(basename "$d")" ] && continue
+    mkdir -p "$bdir/qemu-bundle/usr/share/qemu"
+    ln -sf "$d" "$bdir/qemu-bundle/usr/share/qemu/"
+done
+for d in /usr/share/seabios/* /usr/lib/ipxe/qemu/*; do
+    [ -e "$d" ] || continue
+    [ -e "$bdir/qemu-bundle/usr/share/qemu/$(basename "$d")" ] || ln -sf "$d" "$bdir/qemu-bundle/usr/share/qemu/"
+done
+
+# --- 5. build ----------------------------------------------------------------
+log "building in $bdir"
+ninja -C "$bdir" qemu-system-x86_64 tests/qtest/rnic/rnic-qos-test qemu-img
+echo "$(cat "$src/DEBIAN_VERSION")" > "$bdir/RNIC_QEMU_VERSION"
+log "done: $bdir/qemu-system-x86_64 (QEMU $(cat "$src/DEBIAN_VERSION"))"

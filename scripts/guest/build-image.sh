@@ -1,0 +1,314 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Build the test guest of qemu-rnic (docs/guest-image.md):
+#   - Debian's current 6.12 kernel from bookworm-backports, resolved at build
+#     time through the linux-image-amd64 / linux-headers-amd64 metapackages,
+#     downloaded to build/dl and unpacked (not installed) into build/guest;
+#   - its headers + kbuild unpacked into build/guest/headers, checked by
+#     building a trivial out-of-tree module;
+#   - a busybox initramfs whose /init (scripts/guest/init) loads the modules of
+#     scripts/guest/modules.list and runs the script the host hands over.
+#
+# Everything is cached: a second run with nothing changed does nothing.
+#
+# Usage: scripts/guest/build-image.sh [options]
+#   -o, --output FILE   initramfs to write (default build/guest/initramfs.cpio.gz)
+#   -m, --module NAME   also load NAME (and its dependencies) at boot
+#   -k, --ko FILE       add an out-of-tree module (lib/modules/KVER/extra);
+#                       modprobe-able by name, loaded at boot if named with -m
+#   -d, --deb FILE      unpack a .deb into the image root (merged /usr)
+#   -e, --extra DIR     copy the contents of DIR into the image root
+#   -f, --force         rebuild even if up to date
+#   -h, --help
+#
+# Outputs (build/guest/):
+#   KERNEL_VERSION      kernel release, e.g. 6.12.95+deb12-amd64
+#   kernel.env          KVER=, KERNEL_PKG_VERSION=, KDIR= (sourceable)
+#   vmlinuz             -> kernel/boot/vmlinuz-KVER
+#   kernel/             the unpacked linux-image package (boot/, lib/modules/)
+#   headers/            unpacked headers; KDIR=headers/usr/src/linux-headers-KVER
+#   initramfs.cpio.gz
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+here=$top/scripts/guest
+dl=$top/build/dl
+guest=$top/build/guest
+
+log() { echo "build-image: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+usage() { sed -n '/^# Usage:/,/^#   -h/s/^# \{0,1\}//p' "$0"; }
+
+output=$guest/initramfs.cpio.gz
+modules=()
+kos=()
+debs=()
+extras=()
+force=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -o|--output) output=$(realpath -m "$2"); shift ;;
+    -m|--module) modules+=("$2"); shift ;;
+    -k|--ko) kos+=("$(realpath -e "$2")"); shift ;;
+    -d|--deb) debs+=("$(realpath -e "$2")"); shift ;;
+    -e|--extra) [ -d "$2" ] || die "--extra $2: not a directory"
+                extras+=("$(realpath -e "$2")"); shift ;;
+    -f|--force) force=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+for tool in apt-cache apt-get dpkg dpkg-deb modinfo depmod xz cpio gzip make; do
+    command -v "$tool" >/dev/null || die "$tool not found"
+done
+busybox=${BUSYBOX:-/bin/busybox}
+file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+    die "$busybox is not a static busybox (apt-get install busybox-static)"
+
+mkdir -p "$dl" "$guest"
+apt_opts=()
+[ "$(id -u)" = 0 ] && apt_opts=(-o APT::Sandbox::User=root)
+
+# --- 1. resolve the kernel ---------------------------------------------------
+# Highest version of a package that bookworm-backports offers.
+bpo_version() {
+    local best="" v
+    for v in $(apt-cache madison "$1" |
+               awk -F'|' '$3 ~ /bookworm-backports/ && $3 ~ /Packages/ { gsub(/ /, "", $2); print $2 }'); do
+        if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then
+            best=$v
+        fi
+    done
+    [ -n "$best" ] || die "no $1 in bookworm-backports (apt sources: see scripts/apt/; apt-get update?)"
+    echo "$best"
+}
+
+# One field of the first apt record of PKG=VERSION.
+apt_field() {
+    apt-cache show "$1=$2" | awk -v f="$3:" '/^$/ { exit } $1 == f { sub(/^[^:]*: /, ""); print; exit }'
+}
+
+# The dependency of PKG=VERSION whose name matches the regex PATTERN.
+dep_matching() {
+    apt_field "$1" "$2" Depends | tr ',|' '\n\n' | awk '{ print $1 }' | grep -xE "$3" | head -1
+}
+
+image_ver=$(bpo_version linux-image-amd64)
+headers_ver=$(bpo_version linux-headers-amd64)
+[ "$image_ver" = "$headers_ver" ] ||
+    die "bookworm-backports: linux-image-amd64 $image_ver but linux-headers-amd64 $headers_ver"
+image_pkg=$(dep_matching linux-image-amd64 "$image_ver" 'linux-image-.*-amd64')
+headers_pkg=$(dep_matching linux-headers-amd64 "$headers_ver" 'linux-headers-.*-amd64')
+kver=${image_pkg#linux-image-}
+[ "$headers_pkg" = "linux-headers-$kver" ] || die "headers $headers_pkg do not match $image_pkg"
+common_pkg=$(dep_matching "$headers_pkg" "$image_ver" 'linux-headers-.*-common')
+kbuild_pkg=$(dep_matching "$headers_pkg" "$image_ver" 'linux-kbuild-6\.12.*')
+[ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] || die "cannot read the dependencies of $headers_pkg"
+
+# Download PKG=VERSION into build/dl unless a verified copy is there; prints the path.
+fetch_deb() {
+    local pkg=$1 ver=$2 file sha
+    file=$dl/$(basename "$(apt_field "$pkg" "$ver" Filename)")
+    sha=$(apt_field "$pkg" "$ver" SHA256)
+    if ! echo "$sha  $file" | sha256sum --check --status 2>/dev/null; then
+        log "downloading $pkg $ver"
+        (cd "$dl" && apt-get download -q "${apt_opts[@]}" "$pkg=$ver" >&2)
+        echo "$sha  $file" | sha256sum --check --status || die "$file: download failed or checksum mismatch"
+    fi
+    echo "$file"
+}
+
+# --- 2. kernel and headers ---------------------------------------------------
+kdir=$guest/headers/usr/src/linux-headers-$kver
+kernel_layout=1  # bump when the unpacking below changes
+kernel_key="$image_pkg=$image_ver $common_pkg $kbuild_pkg $guest layout$kernel_layout"
+if [ $force = 0 ] && [ "$(cat "$guest/.stamp-kernel" 2>/dev/null)" = "$kernel_key" ]; then
+    log "kernel $kver ($image_ver): up to date"
+else
+    log "kernel $kver ($image_ver) from bookworm-backports"
+    rm -f "$guest/.stamp-kernel"
+    image_deb=$(fetch_deb "$image_pkg" "$image_ver")
+    header_debs=()
+    for pkg in "$headers_pkg" "$common_pkg" "$kbuild_pkg"; do
+        header_debs+=("$(fetch_deb "$pkg" "$image_ver")")
+    done
+
+    rm -rf "$guest/kernel" "$guest/headers"
+    dpkg -x "$image_deb" "$guest/kernel"
+    for deb in "${header_debs[@]}"; do
+        dpkg -x "$deb" "$guest/headers"
+    done
+    # Debian's headers refer to /usr/src by absolute paths: point them here.
+    sed -i "s|^include /usr/src/|include $guest/headers/usr/src/|" "$kdir/Makefile"
+    ln -sfn "../../../usr/src/linux-headers-$kver" "$guest/headers/lib/modules/$kver/build"
+    ln -sfn "../../../usr/src/${common_pkg}" "$guest/headers/lib/modules/$kver/source"
+    ln -sfn "kernel/boot/vmlinuz-$kver" "$guest/vmlinuz"
+
+    # The headers must build an out-of-tree module with the host's gcc-12.
+    # Without pahole (package dwarves) kbuild cannot add BTF to modules.
+    btf=()
+    command -v pahole >/dev/null || btf=(CONFIG_DEBUG_INFO_BTF_MODULES=)
+    probe=$(mktemp -d)
+    trap 'rm -rf "$probe"' EXIT
+    cat >"$probe/hello.c" <<'EOF'
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <linux/module.h>
+static int __init hello_init(void) { return 0; }
+static void __exit hello_exit(void) { }
+module_init(hello_init);
+module_exit(hello_exit);
+MODULE_LICENSE("GPL");
+EOF
+    echo 'obj-m := hello.o' >"$probe/Kbuild"
+    if ! make -C "$kdir" M="$probe" "${btf[@]}" modules >"$probe/log" 2>&1 ||
+       [ "$(modinfo -F vermagic "$probe/hello.ko" | awk '{ print $1 }')" != "$kver" ]; then
+        cat "$probe/log" >&2
+        die "the unpacked headers do not build a module"
+    fi
+    rm -rf "$probe"
+    trap - EXIT
+    log "headers: out-of-tree module build OK (make -C $kdir M=...)"
+
+    echo "$kver" >"$guest/KERNEL_VERSION"
+    cat >"$guest/kernel.env" <<EOF
+KVER=$kver
+KERNEL_PKG_VERSION=$image_ver
+KDIR=$kdir
+EOF
+    echo "$kernel_key" >"$guest/.stamp-kernel"
+fi
+
+# --- 3. initramfs ------------------------------------------------------------
+# Module names from modules.list and --module, in order.
+boot_modules=($(sed 's/#.*//' "$here/modules.list") "${modules[@]}")
+
+# Content hash of everything the archive is made of.
+hash_inputs() {
+    echo "$kver ${boot_modules[*]}"
+    sha256sum "$0" "$here/init" "$busybox" "${kos[@]}" "${debs[@]}"
+    local dir
+    for dir in "${extras[@]}"; do
+        echo "extra $dir"
+        (cd "$dir" && find . -printf '%p %y %m %l\n' | LC_ALL=C sort &&
+         find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+    done
+}
+initramfs_key=$(hash_inputs | sha256sum | cut -d' ' -f1)
+stamp=$output.stamp
+if [ $force = 0 ] && [ -f "$output" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$initramfs_key" ]; then
+    log "$(basename "$output"): up to date"
+    exit 0
+fi
+
+moddir=lib/modules/$kver
+src_moddir=$guest/kernel/$moddir
+declare -A module_path=()   # normalized name -> path relative to $src_moddir
+while read -r path; do
+    name=$(basename "$path"); name=${name%%.ko*}
+    module_path[${name//-/_}]=$path
+done < <(cd "$src_moddir" && find kernel -name '*.ko*')
+declare -A ko_path=()       # out-of-tree modules
+for ko in "${kos[@]}"; do
+    name=$(modinfo -F name "$ko")
+    ko_path[${name//-/_}]=$ko
+done
+
+declare -A wanted=()
+# add_module NAME REQUIRED: NAME and its dependencies, depth first.
+add_module() {
+    local name=${1//-/_} required=$2 file dep
+    [ -n "${wanted[$name]:-}" ] && return 0
+    if [ -n "${ko_path[$name]:-}" ]; then
+        file=${ko_path[$name]}
+    elif [ -n "${module_path[$name]:-}" ]; then
+        file=$src_moddir/${module_path[$name]}
+    elif grep -qE "/${name//_/[-_]}\.ko$" "$src_moddir/modules.builtin"; then
+        log "module $name is built into the kernel"
+        return 0
+    elif [ "$required" = 1 ]; then
+        die "module $name: not in $kver"
+    else
+        return 0
+    fi
+    wanted[$name]=$file
+    for dep in $(modinfo -F depends "$file" | tr ',' ' '); do
+        add_module "$dep" 1
+    done
+    # softdep "pre: a b post: c": optional, loaded by modprobe when present.
+    for dep in $(modinfo -F softdep "$file"); do
+        case $dep in pre:|post:) ;; *) add_module "$dep" 0 ;; esac
+    done
+}
+for name in "${boot_modules[@]}"; do
+    add_module "$name" 1
+done
+
+log "building $(basename "$output") (busybox, ${#wanted[@]} modules, ${#kos[@]} extra .ko, ${#debs[@]} debs, ${#extras[@]} dirs)"
+mkdir -p "$(dirname "$output")"
+stage=$(mktemp -d "$guest/stage.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+
+# A merged-/usr root, like Debian's: trixie packages unpack into it unchanged.
+mkdir -p "$stage"/{usr/bin,usr/sbin,usr/lib,usr/lib64,dev,proc,sys,run,tmp,root,etc/rnic/init.d,mnt}
+for d in bin sbin lib lib64; do
+    ln -s "usr/$d" "$stage/$d"
+done
+chmod 1777 "$stage/tmp"
+cp "$busybox" "$stage/usr/bin/busybox"
+for applet in $("$busybox" --list-full); do
+    case $applet in
+    usr/bin/busybox|linuxrc) continue ;;
+    bin/*|usr/bin/*) ln -sf /usr/bin/busybox "$stage/usr/bin/${applet##*/}" ;;
+    sbin/*|usr/sbin/*) ln -sf /usr/bin/busybox "$stage/usr/sbin/${applet##*/}" ;;
+    *) die "busybox applet in unexpected place: $applet" ;;
+    esac
+done
+install -m 0755 "$here/init" "$stage/init"
+[ "$(id -u)" = 0 ] && mknod -m 600 "$stage/dev/console" c 5 1
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
+printf 'root:x:0:\ntty:x:5:\n' >"$stage/etc/group"
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost\n' >"$stage/etc/hosts"
+
+# Modules, uncompressed: busybox modprobe calls finit_module() without
+# MODULE_INIT_COMPRESSED_FILE, and the archive is compressed as a whole anyway.
+for name in "${!wanted[@]}"; do
+    file=${wanted[$name]}
+    if [ -n "${ko_path[$name]:-}" ]; then
+        dest=$stage/$moddir/extra/$(basename "$file")
+    else
+        dest=$stage/$moddir/${module_path[$name]}
+    fi
+    mkdir -p "$(dirname "$dest")"
+    case $file in
+    *.ko.xz) xz -dc "$file" >"${dest%.xz}" ;;
+    *.ko) cp "$file" "$dest" ;;
+    *) die "$file: unknown module compression" ;;
+    esac
+done
+for ko in "${kos[@]}"; do  # also those not loaded at boot
+    mkdir -p "$stage/$moddir/extra"
+    cp "$ko" "$stage/$moddir/extra/"
+done
+cp "$src_moddir"/modules.{builtin,builtin.modinfo,order} "$stage/$moddir/"
+for name in "${boot_modules[@]}"; do
+    echo "${name//-/_}"
+done >"$stage/etc/rnic/modules"
+
+# Image layers: Debian packages, then directories.
+for deb in "${debs[@]}"; do
+    dpkg-deb --fsys-tarfile "$deb" | tar -C "$stage" -x --keep-directory-symlink
+done
+for dir in "${extras[@]}"; do
+    tar -C "$dir" -c . | tar -C "$stage" -x --keep-directory-symlink
+done
+depmod -b "$stage" "$kver"
+
+(cd "$stage" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
+    cpio --quiet --null -o -H newc --owner=0:0 --reproducible) |
+    gzip -n -6 >"$output.tmp"
+mv "$output.tmp" "$output"
+echo "$initramfs_key" >"$stamp"
+log "wrote $output ($(du -h "$output" | cut -f1))"

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Fake host for engine unit tests (see rnic-test-host.h).
+ */
+#include <string.h>
+#include "rnic-test-host.h"
+
+static int th_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    TestHost *h = opaque;
+
+    if (addr > h->ram_size || len > h->ram_size - addr) {
+        return -1;
+    }
+    memcpy(buf, h->ram + addr, len);
+    return 0;
+}
+
+static int th_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+{
+    TestHost *h = opaque;
+
+    if (addr > h->ram_size || len > h->ram_size - addr) {
+        return -1;
+    }
+    memcpy(h->ram + addr, buf, len);
+    return 0;
+}
+
+static void th_raise_irq(void *opaque, unsigned vector)
+{
+    TestHost *h = opaque;
+
+    g_assert_cmpuint(vector, <, TEST_MAX_VECTORS);
+    h->irqs[vector]++;
+}
+
+static void th_transmit(void *opaque, const struct iovec *iov, int iovcnt)
+{
+    TestHost *h = opaque;
+    GByteArray *f = g_byte_array_new();
+    int i;
+
+    for (i = 0; i < iovcnt; i++) {
+        g_byte_array_append(f, iov[i].iov_base, iov[i].iov_len);
+    }
+    g_ptr_array_add(h->frames, f);
+}
+
+static void th_schedule(void *opaque)
+{
+    TestHost *h = opaque;
+
+    h->scheduled = true;
+}
+
+static void th_timer_arm(void *opaque, uint64_t deadline_ns)
+{
+    TestHost *h = opaque;
+
+    h->timer_deadline = deadline_ns;
+}
+
+static uint64_t th_clock_ns(void *opaque)
+{
+    TestHost *h = opaque;
+
+    return h->now_ns;
+}
+
+static void th_log(void *opaque, RnicLogKind kind, const char *msg)
+{
+    TestHost *h = opaque;
+
+    if (kind == RNIC_LOG_GUEST_ERROR) {
+        h->guest_errors++;
+    }
+    g_ptr_array_add(h->log, g_strdup(msg));
+    if (g_test_verbose()) {
+        g_printerr("rnic: %s\n", msg);
+    }
+}
+
+static const RnicHostOps test_host_ops = {
+    .dma_read = th_dma_read,
+    .dma_write = th_dma_write,
+    .raise_irq = th_raise_irq,
+    .transmit = th_transmit,
+    .schedule = th_schedule,
+    .timer_arm = th_timer_arm,
+    .clock_ns = th_clock_ns,
+    .log = th_log,
+};
+
+TestHost *test_host_new(const RnicEngineConfig *cfg)
+{
+    TestHost *h = g_new0(TestHost, 1);
+
+    if (cfg) {
+        h->cfg = *cfg;
+    } else {
+        rnic_engine_config_defaults(&h->cfg);
+    }
+    h->ram_size = TEST_RAM_SIZE;
+    h->ram = g_malloc0(h->ram_size);
+    h->alloc_next = 0x10000;    /* keep address 0 unused */
+    h->timer_deadline = UINT64_MAX;
+    h->now_ns = 1000000000ull;
+    h->frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
+    h->log = g_ptr_array_new_with_free_func(g_free);
+    h->engine = rnic_engine_new(&h->cfg, &test_host_ops, h);
+    return h;
+}
+
+void test_host_free(TestHost *h)
+{
+    rnic_engine_free(h->engine);
+    g_ptr_array_free(h->frames, TRUE);
+    g_ptr_array_free(h->log, TRUE);
+    g_free(h->ram);
+    g_free(h);
+}
+
+uint64_t test_alloc(TestHost *h, uint64_t size, uint64_t align)
+{
+    uint64_t a = (h->alloc_next + align - 1) & ~(align - 1);
+
+    g_assert_cmpuint(a + size, <=, h->ram_size);
+    h->alloc_next = a + size;
+    memset(h->ram + a, 0, size);
+    return a;
+}
+
+void *test_ptr(TestHost *h, uint64_t addr)
+{
+    g_assert_cmpuint(addr, <, h->ram_size);
+    return h->ram + addr;
+}
+
+void test_host_run(TestHost *h)
+{
+    int rounds = 0;
+
+    while (h->scheduled) {
+        h->scheduled = false;
+        rnic_engine_run(h->engine);
+        g_assert_cmpint(++rounds, <, 100000);
+    }
+}
+
+void test_host_advance(TestHost *h, uint64_t ns)
+{
+    h->now_ns += ns;
+    if (h->timer_deadline != UINT64_MAX && h->now_ns >= h->timer_deadline) {
+        h->timer_deadline = UINT64_MAX;
+        rnic_engine_timer_expired(h->engine);
+    }
+    test_host_run(h);
+}
+
+uint32_t test_reg_read(TestHost *h, uint32_t offset)
+{
+    uint32_t v;
+
+    rnic_engine_reg_read(h->engine, offset, &v);
+    return v;
+}
+
+RnicAccessResult test_reg_write(TestHost *h, uint32_t offset, uint32_t value)
+{
+    return rnic_engine_reg_write(h->engine, offset, value);
+}
+
+void test_host_enable(TestHost *h, uint32_t log2)
+{
+    uint32_t entries = 1u << log2;
+
+    h->aq_log2 = log2;
+    h->aq = test_alloc(h, entries * sizeof(struct rnic_admin_cmd), 4096);
+    h->acq = test_alloc(h, entries * sizeof(struct rnic_admin_cqe), 4096);
+    h->aq_tail = h->acq_head = 0;
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_AQ_BASE_LO, (uint32_t)h->aq), ==, 0);
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_AQ_BASE_HI, h->aq >> 32), ==, 0);
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_ACQ_BASE_LO, (uint32_t)h->acq), ==, 0);
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_ACQ_BASE_HI, h->acq >> 32), ==, 0);
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_AQ_SIZE_LOG2, log2), ==, 0);
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_DEV_CTRL,
+                                   RNIC_CTRL_ENABLE | RNIC_CTRL_AQ_IRQ), ==, 0);
+    g_assert_cmphex(test_reg_read(h, RNIC_REG_DEV_STATUS) & RNIC_STATUS_READY,
+                    ==, RNIC_STATUS_READY);
+}
+
+struct rnic_admin_cqe test_admin(TestHost *h, struct rnic_admin_cmd *cmd)
+{
+    uint32_t mask = (1u << h->aq_log2) - 1;
+    struct rnic_admin_cqe *cqe;
+    struct rnic_admin_cqe out;
+    uint8_t phase;
+
+    cmd->cmd_id = ++h->next_cmd_id;
+    memcpy(test_ptr(h, h->aq + (h->aq_tail & mask) * sizeof(*cmd)), cmd,
+           sizeof(*cmd));
+    h->aq_tail++;
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_AQ_TAIL, h->aq_tail), ==, 0);
+    test_host_run(h);
+    cqe = test_ptr(h, h->acq + (h->acq_head & mask) * sizeof(*cqe));
+    phase = ((h->acq_head >> h->aq_log2) & 1) ^ 1;
+    g_assert_cmpuint(cqe->phase & 1, ==, phase);
+    g_assert_cmpuint(cqe->cmd_id, ==, cmd->cmd_id);
+    out = *cqe;
+    h->acq_head++;
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_ACQ_HEAD, h->acq_head), ==, 0);
+    return out;
+}
