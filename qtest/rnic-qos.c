@@ -1,1 +1,193 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libqos driver node 'rnic' (see rnic-qos.h).
+ */
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "libqos/pci-pc.h"
+#include "qemu/module.h"
+#include "qemu/bswap.h"
+#include "hw/pci/pci_regs.h"
+#include "rnic-qos.h"
+
+QTestState *rnic_qts(QRnic *d)
+{
+    return d->dev.bus->qts;
+}
+
+uint32_t rnic_reg_read(QRnic *d, uint32_t offset)
+{
+    return qpci_io_readl(&d->dev, d->regs, offset);
+}
+
+void rnic_reg_write(QRnic *d, uint32_t offset, uint32_t value)
+{
+    qpci_io_writel(&d->dev, d->regs, offset, value);
+}
+
+void rnic_doorbell(QRnic *d, uint32_t page, uint32_t offset, uint64_t value)
+{
+    qpci_io_writeq(&d->dev, d->db, page * RNIC_DB_PAGE_SIZE + offset, value);
+}
+
+void rnic_msix_route(QRnic *d, unsigned v)
+{
+    uint64_t entry = d->dev.msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
+    g_assert_cmpuint(v, <, RNIC_QOS_MAX_VECTORS);
+    if (!d->msix_slot[v]) {
+        d->msix_slot[v] = guest_alloc(d->alloc, 4);
+    }
+    qtest_writel(rnic_qts(d), d->msix_slot[v], 0);
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_LOWER_ADDR, (uint32_t)d->msix_slot[v]);
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_UPPER_ADDR, d->msix_slot[v] >> 32);
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_DATA, 0x5a000000 | v);
+    rnic_msix_set_masked(d, v, false);
+}
+
+void rnic_msix_set_masked(QRnic *d, unsigned v, bool masked)
+{
+    uint64_t ctrl = d->dev.msix_table_off + v * PCI_MSIX_ENTRY_SIZE +
+                    PCI_MSIX_ENTRY_VECTOR_CTRL;
+    uint32_t val = qpci_io_readl(&d->dev, d->dev.msix_table_bar, ctrl);
+
+    val = masked ? val | PCI_MSIX_ENTRY_CTRL_MASKBIT
+                 : val & ~PCI_MSIX_ENTRY_CTRL_MASKBIT;
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar, ctrl, val);
+}
+
+bool rnic_msix_fired(QRnic *d, unsigned v)
+{
+    uint32_t data;
+
+    g_assert(d->msix_slot[v]);
+    data = qtest_readl(rnic_qts(d), d->msix_slot[v]);
+    if (data == 0) {
+        return false;
+    }
+    g_assert_cmphex(data, ==, 0x5a000000 | v);
+    qtest_writel(rnic_qts(d), d->msix_slot[v], 0);
+    return true;
+}
+
+bool rnic_msix_wait(QRnic *d, unsigned v)
+{
+    gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+    do {
+        if (rnic_msix_fired(d, v)) {
+            return true;
+        }
+        qtest_clock_step(rnic_qts(d), 10000);
+    } while (g_get_monotonic_time() < end);
+    return false;
+}
+
+void rnic_enable(QRnic *d, uint32_t log2)
+{
+    uint32_t entries = 1u << log2;
+
+    d->aq_log2 = log2;
+    d->aq = guest_alloc(d->alloc, entries * sizeof(struct rnic_admin_cmd) + 4096);
+    d->aq = (d->aq + 4095) & ~4095ull;
+    d->acq = guest_alloc(d->alloc, entries * sizeof(struct rnic_admin_cqe) + 4096);
+    d->acq = (d->acq + 4095) & ~4095ull;
+    qtest_memset(rnic_qts(d), d->acq, 0, entries * sizeof(struct rnic_admin_cqe));
+    d->aq_tail = d->acq_head = 0;
+    rnic_reg_write(d, RNIC_REG_AQ_BASE_LO, (uint32_t)d->aq);
+    rnic_reg_write(d, RNIC_REG_AQ_BASE_HI, d->aq >> 32);
+    rnic_reg_write(d, RNIC_REG_ACQ_BASE_LO, (uint32_t)d->acq);
+    rnic_reg_write(d, RNIC_REG_ACQ_BASE_HI, d->acq >> 32);
+    rnic_reg_write(d, RNIC_REG_AQ_SIZE_LOG2, log2);
+    rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_ENABLE | RNIC_CTRL_AQ_IRQ);
+    g_assert_cmphex(rnic_reg_read(d, RNIC_REG_DEV_STATUS) & RNIC_STATUS_READY,
+                    ==, RNIC_STATUS_READY);
+}
+
+struct rnic_admin_cqe rnic_admin(QRnic *d, struct rnic_admin_cmd *cmd)
+{
+    uint32_t mask = (1u << d->aq_log2) - 1;
+    uint64_t slot = d->acq + (d->acq_head & mask) * sizeof(struct rnic_admin_cqe);
+    uint8_t phase = ((d->acq_head >> d->aq_log2) & 1) ^ 1;
+    gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+    struct rnic_admin_cqe cqe;
+
+    cmd->cmd_id = ++d->next_cmd_id;
+    qtest_memwrite(rnic_qts(d), d->aq + (d->aq_tail & mask) * sizeof(*cmd),
+                   cmd, sizeof(*cmd));
+    d->aq_tail++;
+    rnic_reg_write(d, RNIC_REG_AQ_TAIL, d->aq_tail);
+    for (;;) {
+        qtest_memread(rnic_qts(d), slot, &cqe, sizeof(cqe));
+        if ((cqe.phase & 1) == phase) {
+            break;
+        }
+        g_assert(g_get_monotonic_time() < end);
+        qtest_clock_step(rnic_qts(d), 1000);
+    }
+    g_assert_cmpuint(le16_to_cpu(cqe.cmd_id), ==, cmd->cmd_id);
+    d->acq_head++;
+    rnic_reg_write(d, RNIC_REG_ACQ_HEAD, d->acq_head);
+    return cqe;
+}
+
+static void rnic_destructor(QOSGraphObject *obj)
+{
+    QRnic *d = (QRnic *)obj;
+
+    qpci_iounmap(&d->dev, d->regs);
+    qpci_iounmap(&d->dev, d->db);
+    qpci_msix_disable(&d->dev);
+}
+
+static void rnic_start_hw(QOSGraphObject *obj)
+{
+    QRnic *d = (QRnic *)obj;
+
+    qpci_device_enable(&d->dev);
+    qpci_msix_enable(&d->dev);
+}
+
+static void *rnic_get_driver(void *obj, const char *interface)
+{
+    QRnic *d = obj;
+
+    if (!g_strcmp0(interface, "rnic")) {
+        return d;
+    }
+    if (!g_strcmp0(interface, "pci-device")) {
+        return &d->dev;
+    }
+    fprintf(stderr, "%s not present in rnic\n", interface);
+    g_assert_not_reached();
+}
+
+static void *rnic_create(void *pci_bus, QGuestAllocator *alloc, void *addr)
+{
+    QRnic *d = g_new0(QRnic, 1);
+
+    qpci_device_init(&d->dev, pci_bus, addr);
+    d->alloc = alloc;
+    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
+    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, &d->db_size);
+    d->obj.get_driver = rnic_get_driver;
+    d->obj.start_hw = rnic_start_hw;
+    d->obj.destructor = rnic_destructor;
+    return &d->obj;
+}
+
+static void rnic_register_nodes(void)
+{
+    QOSGraphEdgeOptions opts = {
+        .extra_device_opts = "addr=04.0",
+    };
+
+    add_qpci_address(&opts, &(QPCIAddress) { .devfn = QPCI_DEVFN(4, 0) });
+    qos_node_create_driver("rnic", rnic_create);
+    qos_node_consumes("rnic", "pci-bus", &opts);
+    qos_node_produces("rnic", "pci-device");
+}
+
+libqos_init(rnic_register_nodes);

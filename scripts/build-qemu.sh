@@ -118,6 +118,6 @@ done
 
 # --- 5. build ----------------------------------------------------------------
 log "building in $bdir"
-ninja -C "$bdir" qemu-system-x86_64 tests/qtest/rnic/rnic-qos-test qemu-img
+ninja -C "$bdir" qemu-system-x86_64 qemu-img tests/qtest/rnic/rnic-qos-test tests/qtest/rnic/rnic-cli-test
 echo "$(cat "$src/DEBIAN_VERSION")" > "$bdir/RNIC_QEMU_VERSION"
 log "done: $bdir/qemu-system-x86_64 (QEMU $(cat "$src/DEBIAN_VERSION"))"

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qtests of the rnic command line: nonsense properties are refused at
+ * startup with a clear message (never a crash), and the device works on
+ * q35's root bus and behind a pcie-root-port.
+ */
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "libqos/pci-pc.h"
+#include "hw/pci/pci_regs.h"
+#include "rnic/rnic-abi.h"
+
+typedef struct BadOption {
+    const char *opts;
+    const char *message;
+} BadOption;
+
+static const BadOption bad_options[] = {
+    { "max-qps=0", "max-qps=0 is out of range" },
+    { "max-mrs=16777216", "max-mrs=16777216 is out of range" },
+    { "max-net-ctx=0", "max-net-ctx=0 is out of range" },
+    { "doorbell-pages=0", "doorbell-pages=0 is out of range" },
+    { "doorbell-pages=100000", "doorbell-pages=100000 is out of range" },
+    { "vectors=1", "vectors=1 is out of range" },
+    { "vectors=2049", "vectors=2049 is out of range" },
+    { "max-sge=1000", "max-sge=1000 is out of range" },
+    { "max-mtu=100", "max-mtu=100 is out of range" },
+    { "vendor-id=0x10000", "not a valid PCI vendor ID" },
+    { "mac=01:02:03:04:05:06", "mac is a multicast address" },
+    { "mac=nonsense", "doesn't take value 'nonsense'" },
+    { "max-qps=-1", "max-qps" },
+};
+
+/* Start QEMU with a bad -device rnic; it must exit 1 with the message. */
+static void test_bad_option(gconstpointer data)
+{
+    const BadOption *b = data;
+    const char *qemu = g_getenv("QTEST_QEMU_BINARY");
+    g_autofree char *dev = g_strdup_printf("rnic,%s", b->opts);
+    const char *argv[] = { qemu, "-M", "q35", "-display", "none", "-S",
+                           "-nodefaults", "-device", dev, NULL };
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(GError) gerr = NULL;
+    int status;
+
+    g_assert(qemu);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL,
+                               &out, &err, &status, &gerr));
+    g_assert_true(WIFEXITED(status));       /* not a signal: no crash */
+    g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+    if (!strstr(err, b->message)) {
+        g_printerr("expected '%s' in:\n%s\n", b->message, err);
+        g_assert_not_reached();
+    }
+}
+
+/* Find the rnic in query-pci output; returns its class or -1. */
+static bool find_rnic(QList *devices, int *bus_out)
+{
+    QListEntry *e;
+
+    QLIST_FOREACH_ENTRY(devices, e) {
+        QDict *dev = qobject_to(QDict, qlist_entry_obj(e));
+        QDict *id = qdict_get_qdict(dev, "id");
+        QDict *bridge;
+
+        if (qdict_get_int(id, "vendor") == RNIC_PCI_VENDOR_ID &&
+            qdict_get_int(id, "device") == RNIC_PCI_DEVICE_ID) {
+            QDict *cls = qdict_get_qdict(dev, "class_info");
+
+            g_assert_cmphex(qdict_get_int(cls, "class"), ==, 0x0200);
+            *bus_out = qdict_get_int(dev, "bus");
+            return true;
+        }
+        bridge = qdict_get_qdict(dev, "pci_bridge");
+        if (bridge && qdict_haskey(bridge, "devices") &&
+            find_rnic(qdict_get_qlist(bridge, "devices"), bus_out)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int rnic_bus_number(QTestState *qts)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-pci' }");
+    QList *buses = qdict_get_qlist(resp, "return");
+    QListEntry *e;
+    int bus = -1;
+
+    QLIST_FOREACH_ENTRY(buses, e) {
+        QDict *b = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (find_rnic(qdict_get_qlist(b, "devices"), &bus)) {
+            break;
+        }
+    }
+    qobject_unref(resp);
+    return bus;
+}
+
+static void test_q35_root_bus(void)
+{
+    QTestState *qts = qtest_init("-M q35 -nodefaults -device rnic");
+
+    g_assert_cmpint(rnic_bus_number(qts), ==, 0);
+    qtest_quit(qts);
+}
+
+/* Number the root port's secondary bus 1, as firmware would. */
+static void number_root_port(QTestState *qts)
+{
+    QPCIBus *bus = qpci_new_pc(qts, NULL);
+    QPCIDevice *port = qpci_device_find(bus, QPCI_DEVFN(0x1c, 0));
+
+    g_assert(port);
+    qpci_config_writeb(port, PCI_PRIMARY_BUS, 0);
+    qpci_config_writeb(port, PCI_SECONDARY_BUS, 1);
+    qpci_config_writeb(port, PCI_SUBORDINATE_BUS, 1);
+    g_free(port);
+    qpci_free_pc(bus);
+}
+
+static void test_q35_root_port(void)
+{
+    QTestState *qts = qtest_init("-M q35 -nodefaults "
+                                 "-device pcie-root-port,id=rp0,chassis=1,addr=1c.0 "
+                                 "-device rnic,bus=rp0,netdev=n0 "
+                                 "-netdev user,id=n0");
+
+    number_root_port(qts);
+    g_assert_cmpint(rnic_bus_number(qts), ==, 1);
+    qtest_quit(qts);
+}
+
+static void test_hotplug(void)
+{
+    QTestState *qts = qtest_init("-M q35 -nodefaults "
+                                 "-device pcie-root-port,id=rp0,chassis=1,addr=1c.0");
+
+    number_root_port(qts);
+    qtest_qmp_device_add(qts, "rnic", "r0", "{ 'bus': 'rp0' }");
+    g_assert_cmpint(rnic_bus_number(qts), ==, 1);
+    qtest_quit(qts);
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    g_test_init(&argc, &argv, NULL);
+    for (i = 0; i < G_N_ELEMENTS(bad_options); i++) {
+        g_autofree char *path = g_strdup_printf("/rnic/cli/bad/%s",
+                                                bad_options[i].opts);
+
+        qtest_add_data_func(path, &bad_options[i], test_bad_option);
+    }
+    qtest_add_func("/rnic/q35/root-bus", test_q35_root_bus);
+    qtest_add_func("/rnic/q35/root-port", test_q35_root_port);
+    qtest_add_func("/rnic/q35/hotplug", test_hotplug);
+    return g_test_run();
+}

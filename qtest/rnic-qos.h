@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libqos driver node 'rnic': maps the BARs, drives the admin queue through
+ * guest memory and observes MSI-X vectors as DMA writes into guest RAM.
+ */
+#ifndef QTEST_RNIC_QOS_H
+#define QTEST_RNIC_QOS_H
+
+#include "libqos/pci.h"
+#include "libqos/qgraph.h"
+#include "libqos/libqos-malloc.h"
+#include "rnic/rnic-abi.h"
+
+#define RNIC_QOS_MAX_VECTORS 64
+
+typedef struct QRnic {
+    QOSGraphObject obj;
+    QPCIDevice dev;
+    QGuestAllocator *alloc;
+    QPCIBar regs;
+    QPCIBar db;
+    uint64_t db_size;
+    /* admin queue */
+    uint64_t aq, acq;
+    uint32_t aq_log2, aq_tail, acq_head;
+    uint16_t next_cmd_id;
+    /* MSI-X: vector n writes its data to msix_slot[n] */
+    uint64_t msix_slot[RNIC_QOS_MAX_VECTORS];
+} QRnic;
+
+QTestState *rnic_qts(QRnic *d);
+uint32_t rnic_reg_read(QRnic *d, uint32_t offset);
+void rnic_reg_write(QRnic *d, uint32_t offset, uint32_t value);
+void rnic_doorbell(QRnic *d, uint32_t page, uint32_t offset, uint64_t value);
+
+/* Route vector 'v' to a guest memory slot and unmask it. */
+void rnic_msix_route(QRnic *d, unsigned v);
+/* Mask or unmask vector 'v' in the MSI-X table. */
+void rnic_msix_set_masked(QRnic *d, unsigned v, bool masked);
+/* Did vector 'v' fire since the last call? (clears the slot) */
+bool rnic_msix_fired(QRnic *d, unsigned v);
+/* Wait (stepping the clock) up to 5 s for vector 'v'. */
+bool rnic_msix_wait(QRnic *d, unsigned v);
+
+/* Configure the admin queue with 2^log2 entries and enable the device. */
+void rnic_enable(QRnic *d, uint32_t log2);
+/* Post a command, wait for its completion and return it. */
+struct rnic_admin_cqe rnic_admin(QRnic *d, struct rnic_admin_cmd *cmd);
+
+#endif /* QTEST_RNIC_QOS_H */
