@@ -24,7 +24,6 @@
 #include "system/dma.h"
 #include "system/system.h"
 #include "hw/rdma/rnic.h"
-#include "engine/rnic-engine.h"
 #include "trace.h"
 
 /* One macro for the guest's mistakes: trace event plus guest-error log. */
@@ -259,37 +258,13 @@ static NetClientInfo rnic_net_info = {
 /* Realize / exit                                                       */
 /* ------------------------------------------------------------------ */
 
-static void rnic_engine_config_from_props(RnicState *s, RnicEngineConfig *cfg)
-{
-    rnic_engine_config_defaults(cfg);
-    cfg->max_net_ctx = s->max_net_ctx;
-    cfg->max_qp = s->max_qp;
-    cfg->max_cq = s->max_cq;
-    cfg->max_mr = s->max_mr;
-    cfg->max_pd = s->max_pd;
-    cfg->max_srq = s->max_srq;
-    cfg->max_eq = s->max_eq;
-    cfg->db_pages = s->db_pages;
-    cfg->msix_vectors = s->vectors;
-    cfg->max_qp_wr = s->max_qp_wr;
-    cfg->max_cqe = s->max_cqe;
-    cfg->max_sge = s->max_sge;
-    cfg->max_inline = s->max_inline;
-    cfg->max_mtu = s->max_mtu;
-    cfg->max_gid = s->max_gid;
-    cfg->max_rd_atomic = s->max_rd_atomic;
-    cfg->vendor_id = s->vendor_id;
-    cfg->device_id = s->device_id;
-    memcpy(cfg->mac, s->conf.macaddr.a, sizeof(cfg->mac));
-}
-
-static bool rnic_check_params(RnicState *s, RnicEngineConfig *cfg, Error **errp)
+static bool rnic_check_params(RnicState *s, Error **errp)
 {
     g_autofree char *msg = NULL;
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
-    rnic_engine_config_from_props(s, cfg);
-    msg = rnic_engine_config_check(cfg);
+    memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
+    msg = rnic_engine_config_check(&s->cfg);
     if (msg) {
         error_setg(errp, "rnic: %s", msg);
         return false;
@@ -297,13 +272,13 @@ static bool rnic_check_params(RnicState *s, RnicEngineConfig *cfg, Error **errp)
     return true;
 }
 
-static void rnic_init_state(RnicState *s, const RnicEngineConfig *cfg)
+static void rnic_init_state(RnicState *s)
 {
     DeviceState *dev = DEVICE(s);
 
     s->bh = qemu_bh_new_guarded(rnic_bh, s, &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rnic_timer_cb, s);
-    s->engine = rnic_engine_new(cfg, &rnic_host_ops, s);
+    s->engine = rnic_engine_new(&s->cfg, &rnic_host_ops, s);
 }
 
 static bool rnic_init_pci(RnicState *s, Error **errp)
@@ -312,8 +287,8 @@ static bool rnic_init_pci(RnicState *s, Error **errp)
     uint8_t *conf = pci_dev->config;
     unsigned i;
 
-    pci_config_set_vendor_id(conf, s->vendor_id);
-    pci_config_set_device_id(conf, s->device_id);
+    pci_config_set_vendor_id(conf, s->cfg.vendor_id);
+    pci_config_set_device_id(conf, s->cfg.device_id);
     pci_set_word(conf + PCI_SUBSYSTEM_VENDOR_ID, RNIC_PCI_SUBSYS_VENDOR);
     pci_set_word(conf + PCI_SUBSYSTEM_ID, RNIC_PCI_SUBSYS_ID);
     conf[PCI_INTERRUPT_PIN] = 0;    /* MSI-X only */
@@ -326,7 +301,7 @@ static bool rnic_init_pci(RnicState *s, Error **errp)
 
     memory_region_init_io(&s->doorbells, OBJECT(s), &rnic_db_ops, s,
                           "rnic-doorbells",
-                          pow2ceil((uint64_t)s->db_pages * RNIC_DB_PAGE_SIZE));
+                          pow2ceil((uint64_t)s->cfg.db_pages * RNIC_DB_PAGE_SIZE));
     pci_register_bar(pci_dev, RNIC_BAR_DOORBELLS,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->doorbells);
@@ -335,10 +310,10 @@ static bool rnic_init_pci(RnicState *s, Error **errp)
         error_setg(errp, "rnic: cannot add the PCIe capability");
         return false;
     }
-    if (msix_init_exclusive_bar(pci_dev, s->vectors, RNIC_BAR_MSIX, errp)) {
+    if (msix_init_exclusive_bar(pci_dev, s->cfg.msix_vectors, RNIC_BAR_MSIX, errp)) {
         return false;
     }
-    for (i = 0; i < s->vectors; i++) {
+    for (i = 0; i < s->cfg.msix_vectors; i++) {
         msix_vector_use(pci_dev, i);
     }
     return true;
@@ -371,18 +346,17 @@ static void rnic_realize(PCIDevice *pci_dev, Error **errp)
 {
     ERRP_GUARD();
     RnicState *s = RNIC(pci_dev);
-    RnicEngineConfig cfg;
 
-    if (!rnic_check_params(s, &cfg, errp)) {
+    if (!rnic_check_params(s, errp)) {
         return;
     }
-    rnic_init_state(s, &cfg);
+    rnic_init_state(s);
     if (!rnic_init_pci(s, errp)) {
         rnic_free_state(s);
         return;
     }
     rnic_init_net(s);
-    trace_rnic_realize(s->vectors, s->db_pages);
+    trace_rnic_realize(s->cfg.msix_vectors, s->cfg.db_pages);
 }
 
 static void rnic_exit(PCIDevice *pci_dev)
@@ -478,24 +452,40 @@ static const VMStateDescription rnic_vmstate = {
 
 static const Property rnic_properties[] = {
     DEFINE_NIC_PROPERTIES(RnicState, conf),
-    DEFINE_PROP_UINT32("max-net-ctx", RnicState, max_net_ctx, 16),
-    DEFINE_PROP_UINT32("max-qps", RnicState, max_qp, 1024),
-    DEFINE_PROP_UINT32("max-cqs", RnicState, max_cq, 1024),
-    DEFINE_PROP_UINT32("max-mrs", RnicState, max_mr, 16384),
-    DEFINE_PROP_UINT32("max-pds", RnicState, max_pd, 1024),
-    DEFINE_PROP_UINT32("max-srqs", RnicState, max_srq, 256),
-    DEFINE_PROP_UINT32("max-eqs", RnicState, max_eq, 8),
-    DEFINE_PROP_UINT32("doorbell-pages", RnicState, db_pages, 64),
-    DEFINE_PROP_UINT32("vectors", RnicState, vectors, 8),
-    DEFINE_PROP_UINT32("max-qp-wr", RnicState, max_qp_wr, 4096),
-    DEFINE_PROP_UINT32("max-cqe", RnicState, max_cqe, 65536),
-    DEFINE_PROP_UINT32("max-sge", RnicState, max_sge, 8),
-    DEFINE_PROP_UINT32("max-inline", RnicState, max_inline, 256),
-    DEFINE_PROP_UINT32("max-mtu", RnicState, max_mtu, 9000),
-    DEFINE_PROP_UINT32("max-gids", RnicState, max_gid, 128),
-    DEFINE_PROP_UINT32("max-rd-atomic", RnicState, max_rd_atomic, 16),
-    DEFINE_PROP_UINT32("vendor-id", RnicState, vendor_id, RNIC_PCI_VENDOR_ID),
-    DEFINE_PROP_UINT32("device-id", RnicState, device_id, RNIC_PCI_DEVICE_ID),
+    DEFINE_PROP_UINT32("max-net-ctx", RnicState, cfg.max_net_ctx,
+                       RNIC_DEFAULT_MAX_NET_CTX),
+    DEFINE_PROP_UINT32("max-qps", RnicState, cfg.max_qp,
+                       RNIC_DEFAULT_MAX_QP),
+    DEFINE_PROP_UINT32("max-cqs", RnicState, cfg.max_cq,
+                       RNIC_DEFAULT_MAX_CQ),
+    DEFINE_PROP_UINT32("max-mrs", RnicState, cfg.max_mr,
+                       RNIC_DEFAULT_MAX_MR),
+    DEFINE_PROP_UINT32("max-pds", RnicState, cfg.max_pd,
+                       RNIC_DEFAULT_MAX_PD),
+    DEFINE_PROP_UINT32("max-srqs", RnicState, cfg.max_srq,
+                       RNIC_DEFAULT_MAX_SRQ),
+    DEFINE_PROP_UINT32("max-eqs", RnicState, cfg.max_eq,
+                       RNIC_DEFAULT_MAX_EQ),
+    DEFINE_PROP_UINT32("doorbell-pages", RnicState, cfg.db_pages,
+                       RNIC_DEFAULT_DB_PAGES),
+    DEFINE_PROP_UINT32("vectors", RnicState, cfg.msix_vectors,
+                       RNIC_DEFAULT_VECTORS),
+    DEFINE_PROP_UINT32("max-qp-wr", RnicState, cfg.max_qp_wr,
+                       RNIC_DEFAULT_MAX_QP_WR),
+    DEFINE_PROP_UINT32("max-cqe", RnicState, cfg.max_cqe,
+                       RNIC_DEFAULT_MAX_CQE),
+    DEFINE_PROP_UINT32("max-sge", RnicState, cfg.max_sge,
+                       RNIC_DEFAULT_MAX_SGE),
+    DEFINE_PROP_UINT32("max-inline", RnicState, cfg.max_inline,
+                       RNIC_DEFAULT_MAX_INLINE),
+    DEFINE_PROP_UINT32("max-mtu", RnicState, cfg.max_mtu,
+                       RNIC_DEFAULT_MAX_MTU),
+    DEFINE_PROP_UINT32("max-gids", RnicState, cfg.max_gid,
+                       RNIC_DEFAULT_MAX_GID),
+    DEFINE_PROP_UINT32("max-rd-atomic", RnicState, cfg.max_rd_atomic,
+                       RNIC_DEFAULT_MAX_RD_ATOMIC),
+    DEFINE_PROP_UINT32("vendor-id", RnicState, cfg.vendor_id, RNIC_PCI_VENDOR_ID),
+    DEFINE_PROP_UINT32("device-id", RnicState, cfg.device_id, RNIC_PCI_DEVICE_ID),
 };
 
 static void rnic_class_init(ObjectClass *oc, void *data)

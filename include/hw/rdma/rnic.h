@@ -11,11 +11,10 @@
 #include "hw/pci/pci_device.h"
 #include "net/net.h"
 #include "qom/object.h"
+#include "hw/rdma/rnic/engine/rnic-engine.h"
 
 #define TYPE_RNIC "rnic"
 OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
-
-typedef struct RnicEngine RnicEngine;
 
 struct RnicState {
     PCIDevice parent_obj;
@@ -29,25 +28,8 @@ struct RnicState {
 
     RnicEngine *engine;
 
-    /* properties */
-    uint32_t max_net_ctx;
-    uint32_t max_qp;
-    uint32_t max_cq;
-    uint32_t max_mr;
-    uint32_t max_pd;
-    uint32_t max_srq;
-    uint32_t max_eq;
-    uint32_t db_pages;
-    uint32_t vectors;
-    uint32_t max_qp_wr;
-    uint32_t max_cqe;
-    uint32_t max_sge;
-    uint32_t max_inline;
-    uint32_t max_mtu;
-    uint32_t max_gid;
-    uint32_t max_rd_atomic;
-    uint32_t vendor_id;
-    uint32_t device_id;
+    /* properties: the engine's limits (mac comes from conf) */
+    RnicEngineConfig cfg;
 
     /* migration: the engine's state image, valid around save/load only */
     uint32_t state_len;
