@@ -49,6 +49,16 @@ typedef struct RnicHostOps {
     uint64_t (*clock_ns)(void *opaque);
     /* A message for the host's log/trace facilities. */
     void (*log)(void *opaque, RnicLogKind kind, const char *msg);
+    /*
+     * Optional (may be NULL): map guest range [addr, addr + *len) for direct
+     * access during the current engine call, like dma_memory_map(); *len may
+     * come back shorter. NULL result: not mappable, the engine falls back to
+     * dma_read/dma_write. Every mapping is released with dma_unmap before the
+     * engine call returns (access_len: bytes actually written).
+     */
+    void *(*dma_map)(void *opaque, uint64_t addr, uint64_t *len, bool is_write);
+    void (*dma_unmap)(void *opaque, void *ptr, uint64_t len, bool is_write,
+                      uint64_t access_len);
 } RnicHostOps;
 
 /* Static configuration: the limits the device advertises. */
@@ -89,6 +99,24 @@ typedef struct RnicEngineConfig {
 #define RNIC_CFG_MAX_INLINE     960
 #define RNIC_CFG_MAX_MTU        9000
 #define RNIC_CFG_MAX_GID        256
+
+/* Defaults (also the QEMU properties' defaults). */
+#define RNIC_DEFAULT_MAX_NET_CTX    16
+#define RNIC_DEFAULT_MAX_QP         1024
+#define RNIC_DEFAULT_MAX_CQ         1024
+#define RNIC_DEFAULT_MAX_MR         16384
+#define RNIC_DEFAULT_MAX_PD         1024
+#define RNIC_DEFAULT_MAX_SRQ        256
+#define RNIC_DEFAULT_MAX_EQ         8
+#define RNIC_DEFAULT_DB_PAGES       64
+#define RNIC_DEFAULT_VECTORS        8
+#define RNIC_DEFAULT_MAX_QP_WR      4096
+#define RNIC_DEFAULT_MAX_CQE        65536
+#define RNIC_DEFAULT_MAX_SGE        8
+#define RNIC_DEFAULT_MAX_INLINE     256
+#define RNIC_DEFAULT_MAX_MTU        9000
+#define RNIC_DEFAULT_MAX_GID        128
+#define RNIC_DEFAULT_MAX_RD_ATOMIC  16
 
 void rnic_engine_config_defaults(RnicEngineConfig *cfg);
 /* Returns NULL when valid, else a newly allocated message (g_free it). */
