@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * CRC-32 and the RoCEv2 invariant CRC (IBTA Annex A17.3.3).
+ *
+ * CRC-32 here is the reflected IEEE 802.3 CRC with zlib's conventions
+ * (initial and final inversion, chainable), which is also what rxe gets:
+ * it runs crc32_le() from seed ~0 and inverts the result. Two engines:
+ * slicing-by-8 tables (portable), and on x86-64 with PCLMULQDQ a 4 x 128-bit
+ * carry-less multiply fold (Gopal et al., "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ Instruction", Intel 2009) for long buffers.
+ */
+#include <string.h>
+#include <glib.h>
+
+#include "rnic-roce.h"
+
+#define CRC32_POLY_REFLECTED    0xedb88320u
+
+static uint32_t crc_table[8][256];
+
+static uint32_t (*crc32_fold)(uint32_t reg, const uint8_t *p, size_t len);
+
+static inline uint32_t ld_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/* Table CRC over the raw (not inverted) register. */
+static uint32_t crc32_slice8(uint32_t reg, const uint8_t *p, size_t len)
+{
+    while (len && ((uintptr_t)p & 7)) {
+        reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+        len--;
+    }
+    while (len >= 8) {
+        uint32_t lo = reg ^ ld_le32(p);
+        uint32_t hi = ld_le32(p + 4);
+
+        reg = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
+              crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+              crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) {
+        reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+    }
+    return reg;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define HAVE_CRC32_PCLMUL 1
+
+/*
+ * Fold constants for the reflected polynomial 0x1db710641: x^(k) mod P for
+ * the distances 4 x 128 bits (K1, K2) and 128 bits (K3, K4), bit-reflected
+ * and pre-shifted as the carry-less products of reflected operands need.
+ */
+#define CRC32_K1    0x154442bd4ull
+#define CRC32_K2    0x1c6e41596ull
+#define CRC32_K3    0x1751997d0ull
+#define CRC32_K4    0x0ccaa009eull
+
+__attribute__((target("pclmul")))
+static inline __m128i fold128(__m128i x, __m128i k, __m128i next)
+{
+    __m128i lo = _mm_clmulepi64_si128(x, k, 0x00);
+    __m128i hi = _mm_clmulepi64_si128(x, k, 0x11);
+
+    return _mm_xor_si128(_mm_xor_si128(lo, hi), next);
+}
+
+/*
+ * Folding keeps the remainder mod P: what is left after folding is a
+ * 128-bit block with the same CRC as the whole buffer, which the table
+ * code finishes (cheaper to get right than a Barrett reduction, and only
+ * 16 bytes). len >= 64.
+ */
+__attribute__((target("pclmul")))
+static uint32_t crc32_pclmul(uint32_t reg, const uint8_t *p, size_t len)
+{
+    const __m128i k12 = _mm_set_epi64x(CRC32_K2, CRC32_K1);
+    const __m128i k34 = _mm_set_epi64x(CRC32_K4, CRC32_K3);
+    __m128i x0, x1, x2, x3;
+    uint8_t rest[16];
+
+    x0 = _mm_loadu_si128((const __m128i *)p);
+    x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)reg));
+    p += 64;
+    len -= 64;
+
+    while (len >= 64) {
+        x0 = fold128(x0, k12, _mm_loadu_si128((const __m128i *)p));
+        x1 = fold128(x1, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
+        x2 = fold128(x2, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
+        x3 = fold128(x3, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        len -= 64;
+    }
+
+    x0 = fold128(x0, k34, x1);
+    x0 = fold128(x0, k34, x2);
+    x0 = fold128(x0, k34, x3);
+    while (len >= 16) {
+        x0 = fold128(x0, k34, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        len -= 16;
+    }
+
+    _mm_storeu_si128((__m128i *)rest, x0);
+    reg = crc32_slice8(0, rest, sizeof(rest));
+    return crc32_slice8(reg, p, len);
+}
+#endif
+
+static void crc32_init(void)
+{
+    static gsize done;
+
+    if (g_once_init_enter(&done)) {
+        for (unsigned i = 0; i < 256; i++) {
+            uint32_t c = i;
+
+            for (int b = 0; b < 8; b++) {
+                c = (c >> 1) ^ ((c & 1) ? CRC32_POLY_REFLECTED : 0);
+            }
+            crc_table[0][i] = c;
+        }
+        for (unsigned i = 0; i < 256; i++) {
+            for (int t = 1; t < 8; t++) {
+                uint32_t c = crc_table[t - 1][i];
+
+                crc_table[t][i] = (c >> 8) ^ crc_table[0][c & 0xff];
+            }
+        }
+        crc32_fold = crc32_slice8;
+#ifdef HAVE_CRC32_PCLMUL
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("pclmul")) {
+            crc32_fold = crc32_pclmul;
+        }
+#endif
+        g_once_init_leave(&done, 1);
+    }
+}
+
+uint32_t rnic_crc32_table(uint32_t crc, const void *buf, size_t len)
+{
+    crc32_init();
+    return ~crc32_slice8(~crc, buf, len);
+}
+
+uint32_t rnic_crc32(uint32_t crc, const void *buf, size_t len)
+{
+    crc32_init();
+    /* Below 64 bytes the fold has nothing to fold. */
+    if (len < 64) {
+        return ~crc32_slice8(~crc, buf, len);
+    }
+    return ~crc32_fold(~crc, buf, len);
+}
+
+/* rnic_crc32(0, 8 bytes of 0xff): the masked LRH that starts every ICRC. */
+#define ICRC_LRH_CRC    0x2144df1cu
+
+uint32_t rnic_roce_icrc_hdr(const uint8_t *ip, bool ipv6)
+{
+    uint8_t ps[RNIC_ROCE_IPV6_HLEN + RNIC_ROCE_UDP_HLEN + RNIC_ROCE_BTH_LEN];
+    size_t ip_hlen = ipv6 ? RNIC_ROCE_IPV6_HLEN : RNIC_ROCE_IPV4_HLEN;
+    size_t n = ip_hlen + RNIC_ROCE_UDP_HLEN + RNIC_ROCE_BTH_LEN;
+    uint8_t *udp = ps + ip_hlen;
+    uint8_t *bth = udp + RNIC_ROCE_UDP_HLEN;
+
+    memcpy(ps, ip, n);
+    if (ipv6) {
+        ps[0] |= 0x0f;      /* traffic class, high nibble */
+        ps[1] = 0xff;       /* traffic class low nibble, flow label */
+        ps[2] = 0xff;
+        ps[3] = 0xff;
+        ps[7] = 0xff;       /* hop limit */
+    } else {
+        ps[1] = 0xff;       /* TOS */
+        ps[8] = 0xff;       /* TTL */
+        ps[10] = 0xff;      /* header checksum */
+        ps[11] = 0xff;
+    }
+    udp[6] = 0xff;          /* UDP checksum */
+    udp[7] = 0xff;
+    bth[4] = 0xff;          /* FECN, BECN, resv6 */
+    return rnic_crc32(ICRC_LRH_CRC, ps, n);
+}
+
+uint32_t rnic_roce_icrc(const uint8_t *ip, bool ipv6, size_t ip_len)
+{
+    size_t fixed = (ipv6 ? RNIC_ROCE_IPV6_HLEN : RNIC_ROCE_IPV4_HLEN) +
+                   RNIC_ROCE_UDP_HLEN + RNIC_ROCE_BTH_LEN;
+
+    g_assert(ip_len >= fixed);
+    return rnic_crc32(rnic_roce_icrc_hdr(ip, ipv6), ip + fixed,
+                      ip_len - fixed);
+}
