@@ -24,8 +24,10 @@
 #
 # Outputs (build/guest/):
 #   KERNEL_VERSION      kernel release, e.g. 6.12.95+deb12-amd64
-#   kernel.env          KVER=, KERNEL_PKG_VERSION=, KDIR= (sourceable)
+#   kernel.env          KVER=, KERNEL_PKG_VERSION=, KDIR=, KBUILD_ARGS= (sourceable;
+#                       make -C $KDIR M=DIR $KBUILD_ARGS modules builds a module)
 #   vmlinuz             -> kernel/boot/vmlinuz-KVER
+#   vmlinux             the same kernel uncompressed (ELF, PVH entry): boots faster
 #   kernel/             the unpacked linux-image package (boot/, lib/modules/)
 #   headers/            unpacked headers; KDIR=headers/usr/src/linux-headers-KVER
 #   initramfs.cpio.gz
@@ -65,92 +67,159 @@ for tool in apt-cache apt-get dpkg dpkg-deb modinfo depmod xz cpio gzip make; do
     command -v "$tool" >/dev/null || die "$tool not found"
 done
 busybox=${BUSYBOX:-/bin/busybox}
-file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+file -L "$busybox" 2>/dev/null | grep 'statically linked' >/dev/null ||
     die "$busybox is not a static busybox (apt-get install busybox-static)"
 
 mkdir -p "$dl" "$guest"
+# One builder at a time (the test runner calls this too).
+exec 9>"$guest/.lock"
+flock 9
 apt_opts=()
 [ "$(id -u)" = 0 ] && apt_opts=(-o APT::Sandbox::User=root)
 
 # --- 1. resolve the kernel ---------------------------------------------------
-# Highest version of a package that bookworm-backports offers.
+# Highest version of PKG in bookworm-backports, from `apt-cache madison` on stdin.
 bpo_version() {
     local best="" v
-    for v in $(apt-cache madison "$1" |
-               awk -F'|' '$3 ~ /bookworm-backports/ && $3 ~ /Packages/ { gsub(/ /, "", $2); print $2 }'); do
+    for v in $(awk -F'|' -v p="$1" '$1 ~ "^ *"p" *$" && $3 ~ /bookworm-backports\/.*Packages/ {
+                   gsub(/ /, "", $2); print $2 }'); do
         if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then
             best=$v
         fi
     done
-    [ -n "$best" ] || die "no $1 in bookworm-backports (apt sources: see scripts/apt/; apt-get update?)"
+    [ -n "$best" ] || die "no $1 in bookworm-backports (apt sources: scripts/apt/; apt-get update?)"
     echo "$best"
 }
 
-# One field of the first apt record of PKG=VERSION.
-apt_field() {
-    apt-cache show "$1=$2" | awk -v f="$3:" '/^$/ { exit } $1 == f { sub(/^[^:]*: /, ""); print; exit }'
+# Field FIELD of package PKG in the `apt-cache show` records on stdin.
+record_field() {
+    awk -v p="$1" -v f="$2:" '/^$/ { in_pkg = 0 } $1 == "Package:" { in_pkg = ($2 == p) }
+                              in_pkg && $1 == f { sub(/^[^:]*: /, ""); print; exit }'
 }
 
-# The dependency of PKG=VERSION whose name matches the regex PATTERN.
+# The package of a Depends value whose name matches the regex PATTERN.
 dep_matching() {
-    apt_field "$1" "$2" Depends | tr ',|' '\n\n' | awk '{ print $1 }' | grep -xE "$3" | head -1
+    tr ',|' '\n' <<<"$1" | awk '{ print $1 }' | grep -xE "$2" | sed -n 1p
 }
 
-image_ver=$(bpo_version linux-image-amd64)
-headers_ver=$(bpo_version linux-headers-amd64)
-[ "$image_ver" = "$headers_ver" ] ||
-    die "bookworm-backports: linux-image-amd64 $image_ver but linux-headers-amd64 $headers_ver"
-image_pkg=$(dep_matching linux-image-amd64 "$image_ver" 'linux-image-.*-amd64')
-headers_pkg=$(dep_matching linux-headers-amd64 "$headers_ver" 'linux-headers-.*-amd64')
-kver=${image_pkg#linux-image-}
-[ "$headers_pkg" = "linux-headers-$kver" ] || die "headers $headers_pkg do not match $image_pkg"
-common_pkg=$(dep_matching "$headers_pkg" "$image_ver" 'linux-headers-.*-common')
-kbuild_pkg=$(dep_matching "$headers_pkg" "$image_ver" 'linux-kbuild-6\.12.*')
-[ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] || die "cannot read the dependencies of $headers_pkg"
+# Prints shell assignments: kver, image_ver, image_pkg, headers_pkg,
+# common_pkg, kbuild_pkg and deb_file/deb_sha (arrays indexed by package).
+resolve_kernel() {
+    local madison headers_ver records pkg
+    madison=$(apt-cache madison linux-image-amd64 linux-headers-amd64)
+    image_ver=$(bpo_version linux-image-amd64 <<<"$madison")
+    headers_ver=$(bpo_version linux-headers-amd64 <<<"$madison")
+    [ "$image_ver" = "$headers_ver" ] ||
+        die "bookworm-backports: linux-image-amd64 $image_ver but linux-headers-amd64 $headers_ver"
+    records=$(apt-cache show "linux-image-amd64=$image_ver" "linux-headers-amd64=$image_ver")
+    image_pkg=$(dep_matching "$(record_field linux-image-amd64 Depends <<<"$records")" 'linux-image-.*-amd64')
+    headers_pkg=$(dep_matching "$(record_field linux-headers-amd64 Depends <<<"$records")" 'linux-headers-.*-amd64')
+    kver=${image_pkg#linux-image-}
+    [ -n "$image_pkg" ] && [ "$headers_pkg" = "linux-headers-$kver" ] ||
+        die "metapackages $image_ver: image '$image_pkg' and headers '$headers_pkg' do not match"
+    records=$(apt-cache show "$headers_pkg=$image_ver")
+    common_pkg=$(dep_matching "$(record_field "$headers_pkg" Depends <<<"$records")" 'linux-headers-.*-common')
+    kbuild_pkg=$(dep_matching "$(record_field "$headers_pkg" Depends <<<"$records")" 'linux-kbuild-6\.12.*')
+    [ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] || die "cannot read the dependencies of $headers_pkg"
+    records=$(apt-cache show "$image_pkg=$image_ver" "$headers_pkg=$image_ver" \
+                             "$common_pkg=$image_ver" "$kbuild_pkg=$image_ver")
+    declare -A deb_file=() deb_sha=()
+    for pkg in "$image_pkg" "$headers_pkg" "$common_pkg" "$kbuild_pkg"; do
+        deb_file[$pkg]=$(record_field "$pkg" Filename <<<"$records")
+        deb_file[$pkg]=${deb_file[$pkg]##*/}
+        deb_sha[$pkg]=$(record_field "$pkg" SHA256 <<<"$records")
+        [ -n "${deb_file[$pkg]}" ] && [ -n "${deb_sha[$pkg]}" ] || die "no $pkg $image_ver in apt's lists"
+    done
+    declare -p kver image_ver image_pkg headers_pkg common_pkg kbuild_pkg deb_file deb_sha
+}
 
-# Download PKG=VERSION into build/dl unless a verified copy is there; prints the path.
-fetch_deb() {
-    local pkg=$1 ver=$2 file sha
-    file=$dl/$(basename "$(apt_field "$pkg" "$ver" Filename)")
-    sha=$(apt_field "$pkg" "$ver" SHA256)
-    if ! echo "$sha  $file" | sha256sum --check --status 2>/dev/null; then
-        log "downloading $pkg $ver"
-        (cd "$dl" && apt-get download -q "${apt_opts[@]}" "$pkg=$ver" >&2)
-        echo "$sha  $file" | sha256sum --check --status || die "$file: download failed or checksum mismatch"
-    fi
-    echo "$file"
+# apt-cache needs over a second per call here (no pkgcache.bin), so the
+# resolution is cached, keyed on apt's package lists (apt-get update changes them).
+lists_key=$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -printf '%f %s %T@\n' |
+            LC_ALL=C sort | sha256sum | cut -d' ' -f1)
+resolved=$guest/.resolved-kernel
+if [ $force = 1 ] || [ "$(head -1 "$resolved" 2>/dev/null)" != "# $lists_key" ]; then
+    { echo "# $lists_key"; resolve_kernel; } >"$resolved.tmp"
+    mv "$resolved.tmp" "$resolved"
+fi
+declare -A deb_file deb_sha
+# shellcheck source=/dev/null
+. "$resolved"
+
+# Download the PKGs (one apt-get call) that build/dl has no verified copy of.
+fetch_debs() {
+    local pkg missing=()
+    for pkg in "$@"; do
+        echo "${deb_sha[$pkg]}  $dl/${deb_file[$pkg]}" | sha256sum --check --status 2>/dev/null ||
+            missing+=("$pkg=$image_ver")
+    done
+    [ ${#missing[@]} = 0 ] && return 0
+    log "downloading ${missing[*]}"
+    (cd "$dl" && apt-get download -q "${apt_opts[@]}" "${missing[@]}" >&2)
+    for pkg in "$@"; do
+        echo "${deb_sha[$pkg]}  $dl/${deb_file[$pkg]}" | sha256sum --check --status ||
+            die "${deb_file[$pkg]}: download failed or checksum mismatch"
+    done
 }
 
 # --- 2. kernel and headers ---------------------------------------------------
+# The uncompressed kernel, for QEMU to boot through its ELF PVH entry: that
+# skips the in-guest decompression (~1 s under TCG). The bzImage header says
+# where the payload is: (setup_sects + 1) * 512 + payload_offset, payload_length;
+# kbuild ends the payload with the uncompressed size (32-bit little endian).
+extract_vmlinux() {
+    local bz=$1 out=$2 sects off len size decompress
+    sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$bz")
+    off=$(( (sects + 1) * 512 + $(od -An -tu4 -j $((0x248)) -N4 "$bz") ))
+    len=$(( $(od -An -tu4 -j $((0x24c)) -N4 "$bz") - 4 ))
+    size=$(( $(od -An -tu4 -j $((off + len)) -N4 "$bz") ))
+    case $(od -An -tx1 -j "$off" -N4 "$bz" | tr -d ' \n') in
+    28b52ffd) decompress=(zstd -dcq) ;;
+    fd377a58) decompress=(xz -dc) ;;
+    *) return 1 ;;
+    esac
+    dd if="$bz" iflag=skip_bytes,count_bytes skip="$off" count="$len" bs=1M status=none |
+        "${decompress[@]}" >"$out" || return 1
+    [ "$(stat -c %s "$out")" = "$size" ] &&
+        readelf -n "$out" 2>/dev/null | grep -E 'PHYS32_ENTRY|\(0x00000012\)' >/dev/null
+}
+
 kdir=$guest/headers/usr/src/linux-headers-$kver
-kernel_layout=1  # bump when the unpacking below changes
-kernel_key="$image_pkg=$image_ver $common_pkg $kbuild_pkg $guest layout$kernel_layout"
+# Without pahole (package dwarves, which linux-kbuild depends on) kbuild fails
+# to add BTF to modules: then build them with CONFIG_DEBUG_INFO_BTF_MODULES=.
+kbuild_args=
+command -v pahole >/dev/null || kbuild_args=CONFIG_DEBUG_INFO_BTF_MODULES=
+kernel_layout=3  # bump when the unpacking below changes
+kernel_key="$image_pkg=$image_ver $common_pkg $kbuild_pkg $guest layout$kernel_layout $kbuild_args"
 if [ $force = 0 ] && [ "$(cat "$guest/.stamp-kernel" 2>/dev/null)" = "$kernel_key" ]; then
     log "kernel $kver ($image_ver): up to date"
 else
     log "kernel $kver ($image_ver) from bookworm-backports"
     rm -f "$guest/.stamp-kernel"
-    image_deb=$(fetch_deb "$image_pkg" "$image_ver")
-    header_debs=()
-    for pkg in "$headers_pkg" "$common_pkg" "$kbuild_pkg"; do
-        header_debs+=("$(fetch_deb "$pkg" "$image_ver")")
-    done
+    fetch_debs "$image_pkg" "$headers_pkg" "$common_pkg" "$kbuild_pkg"
 
     rm -rf "$guest/kernel" "$guest/headers"
-    dpkg -x "$image_deb" "$guest/kernel"
-    for deb in "${header_debs[@]}"; do
-        dpkg -x "$deb" "$guest/headers"
+    # Two unpackers at once: each is bound by one core (xz) or by small files.
+    dpkg -x "$dl/${deb_file[$image_pkg]}" "$guest/kernel" &
+    image_job=$!
+    for pkg in "$headers_pkg" "$common_pkg" "$kbuild_pkg"; do
+        dpkg -x "$dl/${deb_file[$pkg]}" "$guest/headers"
     done
+    wait $image_job || die "unpacking $image_pkg failed"
     # Debian's headers refer to /usr/src by absolute paths: point them here.
     sed -i "s|^include /usr/src/|include $guest/headers/usr/src/|" "$kdir/Makefile"
     ln -sfn "../../../usr/src/linux-headers-$kver" "$guest/headers/lib/modules/$kver/build"
     ln -sfn "../../../usr/src/${common_pkg}" "$guest/headers/lib/modules/$kver/source"
     ln -sfn "kernel/boot/vmlinuz-$kver" "$guest/vmlinuz"
+    rm -f "$guest/vmlinux"
+    if ! extract_vmlinux "$guest/vmlinuz" "$guest/vmlinux.tmp"; then
+        log "note: no PVH vmlinux could be extracted; guests boot vmlinuz (slower)"
+        rm -f "$guest/vmlinux.tmp"
+    else
+        mv "$guest/vmlinux.tmp" "$guest/vmlinux"
+    fi
 
     # The headers must build an out-of-tree module with the host's gcc-12.
-    # Without pahole (package dwarves) kbuild cannot add BTF to modules.
-    btf=()
-    command -v pahole >/dev/null || btf=(CONFIG_DEBUG_INFO_BTF_MODULES=)
     probe=$(mktemp -d)
     trap 'rm -rf "$probe"' EXIT
     cat >"$probe/hello.c" <<'EOF'
@@ -163,27 +232,30 @@ module_exit(hello_exit);
 MODULE_LICENSE("GPL");
 EOF
     echo 'obj-m := hello.o' >"$probe/Kbuild"
-    if ! make -C "$kdir" M="$probe" "${btf[@]}" modules >"$probe/log" 2>&1 ||
+    if ! make -C "$kdir" M="$probe" $kbuild_args modules >"$probe/log" 2>&1 ||
        [ "$(modinfo -F vermagic "$probe/hello.ko" | awk '{ print $1 }')" != "$kver" ]; then
         cat "$probe/log" >&2
         die "the unpacked headers do not build a module"
     fi
     rm -rf "$probe"
     trap - EXIT
-    log "headers: out-of-tree module build OK (make -C $kdir M=...)"
+    log "headers: out-of-tree module build OK (make -C \$KDIR M=... \$KBUILD_ARGS, see kernel.env)"
+    [ -z "$kbuild_args" ] || log "note: no pahole on this host (apt-get install dwarves): modules are built without BTF"
 
     echo "$kver" >"$guest/KERNEL_VERSION"
     cat >"$guest/kernel.env" <<EOF
 KVER=$kver
 KERNEL_PKG_VERSION=$image_ver
 KDIR=$kdir
+KBUILD_ARGS=$kbuild_args
 EOF
     echo "$kernel_key" >"$guest/.stamp-kernel"
 fi
 
 # --- 3. initramfs ------------------------------------------------------------
 # Module names from modules.list and --module, in order.
-boot_modules=($(sed 's/#.*//' "$here/modules.list") "${modules[@]}")
+mapfile -t boot_modules < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$here/modules.list")
+boot_modules+=("${modules[@]}")
 
 # Content hash of everything the archive is made of.
 hash_inputs() {
@@ -207,7 +279,7 @@ moddir=lib/modules/$kver
 src_moddir=$guest/kernel/$moddir
 declare -A module_path=()   # normalized name -> path relative to $src_moddir
 while read -r path; do
-    name=$(basename "$path"); name=${name%%.ko*}
+    name=${path##*/}; name=${name%%.ko*}
     module_path[${name//-/_}]=$path
 done < <(cd "$src_moddir" && find kernel -name '*.ko*')
 declare -A ko_path=()       # out-of-tree modules
@@ -260,7 +332,7 @@ chmod 1777 "$stage/tmp"
 cp "$busybox" "$stage/usr/bin/busybox"
 for applet in $("$busybox" --list-full); do
     case $applet in
-    usr/bin/busybox|linuxrc) continue ;;
+    */busybox|linuxrc) continue ;;
     bin/*|usr/bin/*) ln -sf /usr/bin/busybox "$stage/usr/bin/${applet##*/}" ;;
     sbin/*|usr/sbin/*) ln -sf /usr/bin/busybox "$stage/usr/sbin/${applet##*/}" ;;
     *) die "busybox applet in unexpected place: $applet" ;;
