@@ -14,7 +14,7 @@ BASE_PKGS=(
     dpkg-dev devscripts xz-utils zstd cpio kmod busybox-static
     qemu-system-data seabios ipxe-qemu
     cmake libnl-3-dev libnl-route-3-dev libudev-dev
-    ccache git ca-certificates
+    ccache git ca-certificates dwarves tshark
 )
 # Packages that must come from bookworm-backports.
 BPO_PKGS=(meson python3-pycotap)
