@@ -24,7 +24,13 @@ step "engine library and unit tests"
 ninja -C build/project | tail -n 1
 
 step "QEMU $(apt-cache showsrc qemu 2>/dev/null | awk '/^Version: 1:10\.0\./ {print $2}' | sort -V | tail -1) from Debian's source, with the rnic device"
-scripts/build-qemu.sh 2>&1 | grep -E '^build-qemu: (QEMU source|done|configuring)'
+mkdir -p build
+if ! scripts/build-qemu.sh >build/qemu-build.log 2>&1; then
+    tail -n 40 build/qemu-build.log
+    echo "run-main: the QEMU build failed (log: build/qemu-build.log)" >&2
+    exit 1
+fi
+grep -E '^build-qemu: (QEMU source|done|configuring)' build/qemu-build.log
 
 step "guest image (Debian 6.12 kernel from bookworm-backports + busybox)"
 scripts/guest/build-image.sh | tail -n 3
