@@ -205,10 +205,13 @@ static void test_doorbell_bad(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(rnic_log_count("doorbell"), ==, 2);
     errs = rnic_reg_read(d, RNIC_REG_STAT_BASE + 8 * RNIC_STAT_DOORBELL_ERRORS);
     g_assert_cmpuint(errs, ==, 3);
-    /* a valid doorbell is accepted */
+    /* a well-formed doorbell naming no queue is refused too */
     rnic_doorbell(d, 0, RNIC_DB_CQ, rnic_db_value(0, RNIC_DB_ARM_NEXT, 0));
+    g_assert_cmpuint(rnic_log_count("bad doorbell"), ==, 1);
     g_assert_cmpuint(rnic_reg_read(d, RNIC_REG_STAT_BASE + 8 * RNIC_STAT_DOORBELLS),
-                     ==, 1);
+                     ==, 0);
+    g_assert_cmpuint(rnic_reg_read(d, RNIC_REG_STAT_BASE +
+                                   8 * RNIC_STAT_DOORBELL_ERRORS), ==, 4);
 }
 
 static void test_reset(void *obj, void *data, QGuestAllocator *alloc)

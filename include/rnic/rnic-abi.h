@@ -96,6 +96,31 @@ enum rnic_reg {
     RNIC_REG_AQ_HEAD        = 0x118, /* RO: free-running consumer index */
     RNIC_REG_ACQ_HEAD       = 0x11c, /* WO: driver's completion consumer index */
 
+    /*
+     * Ethernet function (0x140..0x19f): the guest net_device's rings for
+     * frames that are not RoCE for this device. Independent of
+     * RNIC_CTRL_ENABLE; reset by RNIC_CTRL_RESET only.
+     */
+    RNIC_REG_ETH_CTRL       = 0x140, /* RW: enum rnic_eth_ctrl */
+    RNIC_REG_ETH_STATUS     = 0x144, /* RO: enum rnic_eth_status */
+    RNIC_REG_ETH_MTU        = 0x148, /* RW: RNIC_ETH_MTU_MIN..MAX_MTU */
+    RNIC_REG_ETH_IRQ_VECTOR = 0x14c, /* RW: MSI-X vector of the function */
+    RNIC_REG_ETH_IRQ_MASK   = 0x150, /* RW: bit 0, 1 = masked (one-shot) */
+    RNIC_REG_ETH_MC_HASH_LO = 0x154, /* RW: multicast hash bits 0..31 */
+    RNIC_REG_ETH_MC_HASH_HI = 0x158, /* RW: bits 32..63 */
+    RNIC_REG_ETH_TX_BASE_LO = 0x160, /* RW while TX_EN = 0: TX ring */
+    RNIC_REG_ETH_TX_BASE_HI = 0x164,
+    RNIC_REG_ETH_TX_SIZE_LOG2 = 0x168, /* RW while TX_EN = 0 */
+    RNIC_REG_ETH_TX_TAIL    = 0x16c, /* RW doorbell: free-running producer */
+    RNIC_REG_ETH_TX_HEAD    = 0x170, /* RO: free-running consumer */
+    RNIC_REG_ETH_RX_BASE_LO = 0x180, /* RW while RX_EN = 0: RX ring */
+    RNIC_REG_ETH_RX_BASE_HI = 0x184,
+    RNIC_REG_ETH_RX_SIZE_LOG2 = 0x188, /* RW while RX_EN = 0 */
+    RNIC_REG_ETH_RX_TAIL    = 0x18c, /* RW doorbell: buffers posted */
+    RNIC_REG_ETH_RX_HEAD    = 0x190, /* RO: buffers consumed */
+    RNIC_REG_ETH_BASE       = 0x140, /* first and ... */
+    RNIC_REG_ETH_END        = 0x1a0, /* ... one past the last offset */
+
     /* statistics (read-only, 64-bit as _LO/_HI pairs, reset by RESET) */
     RNIC_REG_STAT_BASE      = 0x200,
 };
@@ -115,6 +140,21 @@ enum rnic_stat {
     RNIC_STAT_RX_FRAMES,        /* frames received */
     RNIC_STAT_RX_DROPPED,       /* frames dropped (bad header, ICRC, ...) */
     RNIC_STAT_DMA_ERRORS,       /* guest addresses that did not resolve */
+    RNIC_STAT_TX_DROPPED,       /* packets with no route (no wire yet, ...) */
+    RNIC_STAT_RETRANSMITS,      /* RC packets sent again (timeout, NAK, RNR) */
+    /* Ethernet function (frames of the guest net_device rings only) */
+    RNIC_STAT_ETH_TX_FRAMES,    /* frames sent from the TX ring */
+    RNIC_STAT_ETH_TX_BYTES,     /* their bytes (before padding) */
+    RNIC_STAT_ETH_TX_ERRORS,    /* frames completed with RNIC_ETH_DESC_ERR */
+    RNIC_STAT_ETH_TX_LINK_DOWN, /* frames completed but not sent: link down */
+    RNIC_STAT_ETH_RX_FRAMES,    /* frames written to the RX ring */
+    RNIC_STAT_ETH_RX_BYTES,     /* their bytes */
+    RNIC_STAT_ETH_RX_MULTICAST, /* of which multicast or broadcast */
+    RNIC_STAT_ETH_RX_FILTERED,  /* dropped by the address filter */
+    RNIC_STAT_ETH_RX_DISABLED,  /* dropped: RX_EN clear or RX ring halted */
+    RNIC_STAT_ETH_RX_LENGTH_ERRORS, /* dropped: runt or longer than the MTU */
+    RNIC_STAT_ETH_RX_DESC_ERRORS, /* completed with ERR (bad buffer, truncated) */
+    RNIC_STAT_ETH_IRQS,         /* interrupts raised by the Ethernet function */
     RNIC_STAT_COUNT
 };
 
@@ -129,6 +169,7 @@ enum rnic_cap {
     RNIC_CAP_MIGRATION      = 1u << 7, /* device state migrates */
     RNIC_CAP_SEND_INV       = 1u << 8,
     RNIC_CAP_MR_LEVEL2      = 1u << 9, /* two-level page lists */
+    RNIC_CAP_ETH            = 1u << 10, /* Ethernet function (RNIC_REG_ETH_*) */
 };
 
 enum rnic_dev_ctrl {
@@ -163,6 +204,18 @@ enum rnic_fatal {
  *   bits 32..63  free-running index (producer for SQ/RQ/SRQ, consumer
  *                for CQ/EQ); the slot is index & (entries - 1)
  * Doorbells must be single 8-byte stores (writeq); other sizes are refused.
+ */
+/*
+ * Doorbell semantics (details in docs/spec.md):
+ *  SQ/RQ/SRQ: index is the new producer; (index - device consumer) must not
+ *    exceed the ring entries and the producer may not move backwards.
+ *  CQ: index is the driver's consumer; ARM_NEXT asks for a completion event
+ *    on the next CQE, ARM_SOLICITED on the next solicited or error CQE. If
+ *    CQEs beyond 'index' already exist when the arm is processed, the event
+ *    fires at once (no lost wake-ups).
+ *  EQ: index is the consumer; ARM_NEXT re-enables the EQ's interrupt, which
+ *    fires at once if EQEs beyond 'index' exist. An EQ is armed at creation
+ *    and disarmed by each interrupt it raises.
  */
 enum rnic_db_offset {
     RNIC_DB_SQ  = 0x00,
@@ -229,6 +282,22 @@ enum rnic_admin_status {
     RNIC_ST_EXISTS,             /* e.g. network identifier already used */
 };
 
+/* CREATE_EQ flags. */
+enum rnic_eq_flags {
+    RNIC_EQ_ASYNC = 1u << 0,    /* this EQ receives the asynchronous events
+                                 * (QP/CQ/SRQ errors, port); at most one */
+};
+
+/* Ring sizes (log2 of entries) accepted by CREATE_EQ/CQ/SRQ/QP; the
+ * device's max_cqe / max_qp_wr bound them further. */
+#define RNIC_EQ_LOG_MIN         2
+#define RNIC_EQ_LOG_MAX         16
+#define RNIC_CQ_LOG_MIN         1
+#define RNIC_WQ_LOG_MIN         0
+#define RNIC_SQ_WQE_SHIFT_MIN   6
+#define RNIC_RQ_WQE_SHIFT_MIN   4
+#define RNIC_WQE_SHIFT_MAX      11
+
 /* Handle meaning "none" (no SRQ, kernel user context, ...). */
 #define RNIC_HANDLE_NONE        0xffffffffu
 #define RNIC_UCTX_KERNEL        0u
@@ -259,6 +328,7 @@ enum rnic_qp_state {
 enum rnic_qp_attr_mask {
     RNIC_QP_STATE              = 1u << 0,
     RNIC_QP_CUR_STATE          = 1u << 1,
+    RNIC_QP_EN_SQD_ASYNC_NOTIFY = 1u << 2,
     RNIC_QP_ACCESS_FLAGS       = 1u << 3,
     RNIC_QP_PKEY_INDEX         = 1u << 4,
     RNIC_QP_PORT               = 1u << 5,
@@ -270,9 +340,12 @@ enum rnic_qp_attr_mask {
     RNIC_QP_RNR_RETRY          = 1u << 11,
     RNIC_QP_RQ_PSN             = 1u << 12,
     RNIC_QP_MAX_QP_RD_ATOMIC   = 1u << 13,
+    RNIC_QP_ALT_PATH           = 1u << 14, /* not supported */
     RNIC_QP_MIN_RNR_TIMER      = 1u << 15,
     RNIC_QP_SQ_PSN             = 1u << 16,
     RNIC_QP_MAX_DEST_RD_ATOMIC = 1u << 17,
+    RNIC_QP_PATH_MIG_STATE     = 1u << 18, /* not supported */
+    RNIC_QP_CAP                = 1u << 19, /* not supported */
     RNIC_QP_DEST_QPN           = 1u << 20,
 };
 
@@ -346,7 +419,8 @@ struct rnic_admin_cmd {
         struct {                /* CREATE_EQ */
             uint64_t ring_addr; /* contiguous, 4 KiB aligned */
             uint8_t  log_size;  /* entries, log2 */
-            uint8_t  rsvd[3];
+            uint8_t  flags;     /* enum rnic_eq_flags */
+            uint8_t  rsvd[2];
             uint32_t vector;    /* MSI-X vector */
         } eq;
         struct {                /* CREATE_CQ, RESIZE_CQ */
@@ -615,6 +689,7 @@ enum rnic_cqe_flags {
     RNIC_CQE_GRH        = 1u << 2,  /* UD: a GRH precedes the payload */
     RNIC_CQE_IPV4       = 1u << 3,  /* UD: the GRH is an IPv4 header */
     RNIC_CQE_VLAN       = 1u << 4,
+    RNIC_CQE_SOLICITED  = 1u << 5,  /* the message had the solicited bit */
 };
 
 /*
@@ -666,6 +741,95 @@ struct rnic_eqe {
     uint8_t  owner;
 };
 
+/* ---------------------------------------------------------------------- */
+/* Ethernet function                                                      */
+/* ---------------------------------------------------------------------- */
+
+enum rnic_eth_ctrl {
+    RNIC_ETH_TX_EN          = 1u << 0, /* 0 -> 1: TX ring starts at head 0 */
+    RNIC_ETH_RX_EN          = 1u << 1, /* 0 -> 1: RX ring starts at head 0 */
+    RNIC_ETH_PROMISC        = 1u << 2, /* accept every frame */
+    RNIC_ETH_ALLMULTI       = 1u << 3, /* accept every multicast frame */
+    RNIC_ETH_BROADCAST      = 1u << 4, /* accept ff:ff:ff:ff:ff:ff */
+};
+
+enum rnic_eth_status {
+    RNIC_ETH_TX_HALTED      = 1u << 0, /* TX ring unreadable: cleared by TX_EN 1 -> 0 */
+    RNIC_ETH_RX_HALTED      = 1u << 1, /* RX ring unreadable: cleared by RX_EN 1 -> 0 */
+};
+
+#define RNIC_ETH_RING_LOG2_MIN  2       /* ring entries, log2 */
+#define RNIC_ETH_RING_LOG2_MAX  15
+#define RNIC_ETH_RING_ALIGN     16      /* ring base alignment, bytes */
+#define RNIC_ETH_MTU_MIN        68
+#define RNIC_ETH_MTU_DEFAULT    1500    /* reset value (max-mtu if smaller) */
+#define RNIC_ETH_HLEN           14      /* destination, source, ethertype */
+#define RNIC_ETH_OVERHEAD       18      /* + one 802.1Q tag: frame <= MTU + 18 */
+#define RNIC_ETH_MIN_FRAME      60      /* shorter TX frames are zero-padded */
+#define RNIC_ETH_TX_MAX_FRAGS   32      /* descriptors per TX frame */
+
+/* Descriptor flags (TX, written by the driver). */
+enum rnic_eth_tx_flags {
+    RNIC_ETH_TX_EOP         = 1u << 0, /* last descriptor of the frame */
+};
+
+/* Descriptor status (written back by the device; the driver zeroes it). */
+enum rnic_eth_desc_status {
+    RNIC_ETH_DESC_DONE      = 1u << 0, /* the device is done with it */
+    RNIC_ETH_DESC_ERR       = 1u << 1, /* frame not sent / not (fully) received */
+    RNIC_ETH_DESC_TRUNC     = 1u << 2, /* RX: frame longer than buf_len */
+};
+
+/*
+ * TX descriptor: one fragment of a frame. A frame is one or more
+ * consecutive descriptors, the last with RNIC_ETH_TX_EOP; the device sends
+ * it when the tail covers its EOP descriptor, then writes 'status' of every
+ * descriptor of the frame and advances RNIC_REG_ETH_TX_HEAD.
+ */
+struct rnic_eth_tx_desc {
+    uint64_t addr;              /* fragment address */
+    uint16_t len;               /* fragment length, > 0 */
+    uint8_t  flags;             /* enum rnic_eth_tx_flags */
+    uint8_t  status;            /* enum rnic_eth_desc_status */
+    uint32_t rsvd;
+};
+
+/* RX descriptor: one buffer receiving one whole frame (no FCS). */
+struct rnic_eth_rx_desc {
+    uint64_t addr;              /* buffer address */
+    uint16_t buf_len;           /* buffer size, should be >= MTU + 18 */
+    uint16_t len;               /* written: bytes stored in the buffer */
+    uint8_t  status;            /* written: enum rnic_eth_desc_status */
+    uint8_t  rsvd0;
+    uint16_t rsvd1;
+};
+
+/*
+ * Multicast hash filter: a frame to multicast address 'mac' passes when bit
+ * rnic_eth_mc_hash_index(mac) of ETH_MC_HASH_HI:LO is set. The index is the
+ * top 6 bits of the big-endian Ethernet CRC-32 of the address (Linux's
+ * ether_crc(6, mac) >> 26, QEMU's net_crc32() >> 26).
+ */
+static inline unsigned rnic_eth_mc_hash_index(const uint8_t *mac)
+{
+    uint32_t crc = 0xffffffffu;
+    unsigned i, bit;
+
+    for (i = 0; i < 6; i++) {
+        uint8_t b = mac[i];
+
+        for (bit = 0; bit < 8; bit++, b >>= 1) {
+            uint32_t carry = (crc >> 31) ^ (b & 1u);
+
+            crc <<= 1;
+            if (carry) {
+                crc ^= 0x04c11db7u;
+            }
+        }
+    }
+    return crc >> 26;
+}
+
 /* Compile-time size checks: these sizes are the ABI. */
 #define RNIC_ABI_ASSERT_SIZE(type, size) \
     _Static_assert(sizeof(type) == (size), #type " size is ABI")
@@ -680,5 +844,7 @@ RNIC_ABI_ASSERT_SIZE(struct rnic_sq_wqe, 64);
 RNIC_ABI_ASSERT_SIZE(struct rnic_rq_wqe, 16);
 RNIC_ABI_ASSERT_SIZE(struct rnic_cqe, 64);
 RNIC_ABI_ASSERT_SIZE(struct rnic_eqe, 16);
+RNIC_ABI_ASSERT_SIZE(struct rnic_eth_tx_desc, 16);
+RNIC_ABI_ASSERT_SIZE(struct rnic_eth_rx_desc, 16);
 
 #endif /* RNIC_ABI_H */

@@ -81,6 +81,13 @@ static void th_log(void *opaque, RnicLogKind kind, const char *msg)
     }
 }
 
+static void th_rx_ready(void *opaque)
+{
+    TestHost *h = opaque;
+
+    h->rx_ready++;
+}
+
 static const RnicHostOps test_host_ops = {
     .dma_read = th_dma_read,
     .dma_write = th_dma_write,
@@ -90,6 +97,7 @@ static const RnicHostOps test_host_ops = {
     .timer_arm = th_timer_arm,
     .clock_ns = th_clock_ns,
     .log = th_log,
+    .rx_ready = th_rx_ready,
 };
 
 TestHost *test_host_new(const RnicEngineConfig *cfg)

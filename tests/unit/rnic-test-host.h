@@ -23,6 +23,7 @@ typedef struct TestHost {
     uint64_t now_ns;
     uint64_t timer_deadline;
     GPtrArray *frames;          /* GByteArray per transmitted frame */
+    unsigned rx_ready;          /* RnicHostOps.rx_ready calls */
     GPtrArray *log;             /* char * per log message */
     unsigned guest_errors;
     /* admin queue state of the 'driver' */

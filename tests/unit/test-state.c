@@ -3,7 +3,8 @@
  * Engine unit tests: the migration state image (round trip, corruption).
  */
 #include <string.h>
-#include "rnic-test-host.h"
+#include "rnic-test-verbs.h"
+#include "rnic-engine-int.h"
 
 static GByteArray *save(TestHost *h)
 {
@@ -65,11 +66,8 @@ static void test_corrupt(void)
     img = save(src);
     /* every truncation fails cleanly */
     for (cut = 0; cut < img->len; cut++) {
-        if (rnic_engine_load(dst->engine, img->data, cut, &err)) {
-            /* only a cut exactly between sections may parse; it then
-             * lacks the mandatory registers or is complete */
-            continue;
-        }
+        /* every mandatory section must be there: no cut parses */
+        g_assert_false(rnic_engine_load(dst->engine, img->data, cut, &err));
         g_assert_nonnull(err);
         g_free(err);
         err = NULL;
@@ -94,10 +92,366 @@ static void test_corrupt(void)
     test_host_free(dst);
 }
 
+static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t flags,
+                              uint8_t num_sge)
+{
+    struct rnic_sq_wqe w;
+
+    memset(&w, 0, sizeof(w));
+    w.wr_id = wr_id;
+    w.opcode = opcode;
+    w.flags = flags;
+    w.num_sge = num_sge;
+    return w;
+}
+
+/* The driver's view of a pair, moved to another host. */
+static TvPair *pair_move(TvPair *p, TestHost *to)
+{
+    TvPair *q = g_new(TvPair, 1);
+
+    *q = *p;
+    q->h = to;
+    q->cqa = g_memdup2(p->cqa, sizeof(*p->cqa));
+    q->cqb = g_memdup2(p->cqb, sizeof(*p->cqb));
+    q->a = g_memdup2(p->a, sizeof(*p->a));
+    q->b = g_memdup2(p->b, sizeof(*p->b));
+    q->a->scq = q->a->rcq = q->cqa;
+    q->b->scq = q->b->rcq = q->cqb;
+    to->aq = p->h->aq;
+    to->acq = p->h->acq;
+    to->aq_log2 = p->h->aq_log2;
+    to->aq_tail = p->h->aq_tail;
+    to->acq_head = p->h->acq_head;
+    to->next_cmd_id = p->h->next_cmd_id;
+    to->alloc_next = p->h->alloc_next;
+    return q;
+}
+
+/* Every live entry of the source resolves, in the destination, to the same
+ * guest addresses under the same STag (and the same rights, PD, state). */
+static void compare_tables(RnicEngine *s, RnicEngine *d)
+{
+    uint32_t c, dir, i;
+    unsigned n = 0;
+
+    g_assert_cmpuint(s->mr_count, ==, d->mr_count);
+    for (c = 0; c < s->net_ctxs.cap; c++) {
+        RnicNetCtx *sc = s->net_ctxs.slots[c];
+        RnicNetCtx *dc = rnic_netctx_lookup(d, c);
+
+        if (!sc) {
+            continue;
+        }
+        g_assert_nonnull(dc);
+        g_assert_cmpuint(dc->net_id, ==, sc->net_id);
+        for (dir = 0; dir < sc->mrt.ndir; dir++) {
+            for (i = 0; sc->mrt.dir[dir] && i < RNIC_MRT_LEAF_SIZE; i++) {
+                RnicMr *sm = sc->mrt.dir[dir][i];
+                RnicMr *dm;
+                RnicDmaSeg ss[64], ds[64];
+                uint32_t sn = 0, dn = 0;
+
+                if (!sm) {
+                    continue;
+                }
+                dm = rnic_mrt_lookup(&dc->mrt, RNIC_STAG_INDEX(sm->stag));
+                g_assert_nonnull(dm);
+                g_assert_cmphex(dm->stag, ==, sm->stag);
+                g_assert_cmpuint(dm->pd->handle, ==, sm->pd->handle);
+                g_assert_cmpuint(dm->state, ==, sm->state);
+                g_assert_cmpuint(dm->access, ==, sm->access);
+                g_assert_cmpuint(dm->fast_reg, ==, sm->fast_reg);
+                n++;
+                if (sm->state != RNIC_MR_VALID) {
+                    continue;
+                }
+                g_assert_cmpuint(dm->iova, ==, sm->iova);
+                g_assert_cmpuint(dm->length, ==, sm->length);
+                g_assert_true(rnic_mr_segs(sm, sm->iova,
+                                           MIN(sm->length, 200000), ss, &sn,
+                                           64));
+                g_assert_true(rnic_mr_segs(dm, dm->iova,
+                                           MIN(dm->length, 200000), ds, &dn,
+                                           64));
+                g_assert_cmpuint(sn, ==, dn);
+                while (sn--) {
+                    g_assert_cmphex(ss[sn].addr, ==, ds[sn].addr);
+                    g_assert_cmpuint(ss[sn].len, ==, ds[sn].len);
+                }
+            }
+        }
+    }
+    g_assert_cmpuint(n, ==, s->mr_count);
+    for (i = 0; i < s->qps.cap; i++) {
+        RnicQp *sq = s->qps.slots[i];
+        RnicQp *dq = rnic_qp_lookup(d, i);
+
+        if (sq) {
+            g_assert_nonnull(dq);
+            g_assert_cmpuint(dq->qpn, ==, sq->qpn);
+            g_assert_cmpuint(dq->state, ==, sq->state);
+            g_assert_cmpuint(dq->ctx->handle, ==, sq->ctx->handle);
+            g_assert_cmpuint(dq->req_psn, ==, sq->req_psn);
+            g_assert_cmpuint(dq->resp.epsn, ==, sq->resp.epsn);
+            g_assert_true(rnic_qp_by_qpn(dq->ctx, dq->qpn) == dq);
+        } else {
+            g_assert_null(dq);
+        }
+    }
+}
+
+static uint32_t alloc_mr(TestHost *h, uint32_t pd, uint32_t npages)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
+
+    c.mr.pd = pd;
+    c.mr.npages = npages;
+    c.mr.key = 0x42;
+    return tv_cmd_ok(h, &c);
+}
+
+/* A busy device: every kind of object, traffic done, one SEND waiting for
+ * a receive (RNR), completions not consumed, a CQ armed. */
+static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
+                           uint64_t *l0_region)
+{
+    TvPair *p = tv_pair_new(NULL);
+    TestHost *h = p->h;
+    struct rnic_admin_cmd c;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s, r;
+    uint32_t u, ctx2, pd2, gone, inv;
+    uint64_t target = test_alloc(h, 8 * 4096, 4096);
+    uint64_t pbl = test_alloc(h, 64, 8);
+    uint64_t *l = test_ptr(h, pbl);
+    int i;
+
+    u = tv_uctx(h);
+    g_free(tv_cq(h, 4, p->eq, u));
+    ctx2 = tv_net_ctx(h, 33);
+    tv_gid(h, 5, ctx2, 9);
+    pd2 = tv_pd(h, ctx2, u);
+    tv_reg_mr(h, pd2, p->bufa, 8192, RNIC_ACCESS_LOCAL_WRITE, u, NULL);
+    g_free(tv_srq(h, p->pd, 4, 2, 0));
+    /* a hole in the table, a contiguous region, fast-reg MRs */
+    gone = tv_reg_mr(h, p->pd, p->bufa, 4096, 0, 0, NULL);
+    memset(&c, 0, sizeof(c));
+    c.opcode = RNIC_CMD_DEREG_MR;
+    c.destroy.handle = gone;
+    c.destroy.net_ctx = p->ctx;
+    tv_cmd_ok(h, &c);
+    *l0_region = test_alloc(h, 2 * 4096, 4096);
+    memset(&c, 0, sizeof(c));
+    c.opcode = RNIC_CMD_REG_MR;
+    c.mr.iova = 0x300000;
+    c.mr.length = 8192;
+    c.mr.pbl_addr = *l0_region;
+    c.mr.pd = p->pd;
+    c.mr.npages = 2;
+    c.mr.access = RNIC_ACCESS_ALL;
+    c.mr.page_shift = 12;
+    c.mr.levels = 0;
+    *l0_stag = tv_cmd_ok(h, &c);
+    *fr_stag = alloc_mr(h, p->pd, 8);
+    inv = alloc_mr(h, p->pd, 8);
+    for (i = 0; i < 8; i++) {
+        l[i] = GUINT64_TO_LE(target + (7 - i) * 4096);
+    }
+    w = wqe(1, RNIC_WR_REG_MR, RNIC_WQE_SIGNALED, 0);
+    w.reg.iova = 0x900000;
+    w.reg.length = 8 * 4096;
+    w.reg.pbl_addr = pbl;
+    w.reg.stag = RNIC_STAG(RNIC_STAG_INDEX(*fr_stag), 0x43);
+    w.reg.access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
+                   RNIC_ACCESS_REMOTE_READ;
+    w.reg.npages = 8;
+    w.reg.page_shift = 12;
+    tv_post_send(h, p->b, &w, NULL, NULL);
+    *fr_stag = w.reg.stag;
+    w.reg.stag = inv;
+    tv_post_send(h, p->b, &w, NULL, NULL);
+    w = wqe(2, RNIC_WR_LOCAL_INV, RNIC_WQE_SIGNALED, 0);
+    w.imm_or_inv = inv;
+    tv_post_send(h, p->b, &w, NULL, NULL);
+    g_assert_cmpuint(tv_poll_one(h, p->cqb).status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_poll_one(h, p->cqb).status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_poll_one(h, p->cqb).status, ==, RNIC_WC_SUCCESS);
+    /* traffic: PSNs move */
+    for (i = 0; i < 5; i++) {
+        s = tv_sge(p->bufa, 3000, p->mra);
+        r = tv_sge(p->bufb + 100000, 3000, p->mrb);
+        tv_post_recv(h, p->b, 100 + i, &r, 1);
+        w = wqe(10 + i, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+        tv_post_send(h, p->a, &w, &s, NULL);
+    }
+    /* leave 3 send completions unconsumed, consume the receives */
+    {
+        struct rnic_cqe cq[8];
+
+        g_assert_cmpint(tv_poll(h, p->cqb, cq, 8), ==, 5);
+        g_assert_cmpint(tv_poll(h, p->cqa, cq, 2), ==, 2);
+    }
+    /* a receive posted on a, a SEND from a that b cannot take (RNR) */
+    r = tv_sge(p->bufa + 200000, 500, p->mra);
+    tv_post_recv(h, p->a, 77, &r, 1);
+    memset(test_ptr(h, p->bufa + 300000), 0x5e, 700);
+    s = tv_sge(p->bufa + 300000, 700, p->mra);
+    w = wqe(20, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    tv_post_send(h, p->a, &w, &s, NULL);
+    /* b's CQ armed, nothing pending: no interrupt yet */
+    i = h->irqs[1];
+    tv_cq_arm(h, p->cqb, RNIC_DB_ARM_NEXT);
+    g_assert_cmpuint(h->irqs[1], ==, i);
+    return p;
+}
+
+static void test_objects_roundtrip(void)
+{
+    uint32_t fr, l0;
+    uint64_t l0_region;
+    TvPair *p = busy_device(&fr, &l0, &l0_region);
+    TestHost *src = p->h;
+    TestHost *dst = test_host_new(NULL);
+    GByteArray *img = save(src);
+    struct rnic_cqe c[8];
+    struct rnic_sq_wqe w;
+    struct rnic_sge s, r;
+    unsigned irqs;
+    char *err = NULL;
+    TvPair *q;
+
+    /* the guest's RAM migrates separately (QEMU's RAM migration) */
+    memcpy(dst->ram, src->ram, src->ram_size);
+    dst->now_ns = 7;
+    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
+    g_assert_null(err);
+    compare_tables(src->engine, dst->engine);
+    g_assert_cmpuint(dst->engine->reglog->len, ==, src->engine->reglog->len);
+    q = pair_move(p, dst);
+    irqs = dst->irqs[1];
+
+    /* the unconsumed completions are still there */
+    g_assert_cmpint(tv_poll(dst, q->cqa, c, 8), ==, 3);
+    g_assert_cmpuint(c[0].wr_id, ==, 12);
+    g_assert_cmpuint(c[2].wr_id, ==, 14);
+    g_assert_cmpint(tv_poll(dst, q->cqb, c, 8), ==, 0);
+    /* the SEND waiting for a receive completes on the destination: post
+     * one, let the RNR timer run out there */
+    r = tv_sge(q->bufb + 400000, 700, q->mrb);
+    tv_post_recv(dst, q->b, 200, &r, 1);
+    test_host_advance(dst, 1000000);
+    g_assert_cmpint(tv_poll(dst, q->cqb, c, 8), ==, 1);
+    g_assert_cmpuint(c[0].wr_id, ==, 200);
+    g_assert_cmpuint(c[0].byte_len, ==, 700);
+    g_assert_cmpmem(test_ptr(dst, q->bufb + 400000), 700,
+                    test_ptr(dst, q->bufa + 300000), 700);
+    g_assert_cmpint(tv_poll(dst, q->cqa, c, 8), ==, 1);
+    g_assert_cmpuint(c[0].wr_id, ==, 20);
+    /* the armed CQ notified */
+    g_assert_cmpuint(dst->irqs[1], >, irqs);
+    /* the STags the peer holds still work: fast-reg'd, contiguous */
+    memset(test_ptr(dst, q->bufa), 0x99, 5000);
+    s = tv_sge(q->bufa, 5000, q->mra);
+    w = wqe(30, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    w.rdma.remote_addr = 0x900000 + 4096 + 10;
+    w.rdma.rkey = fr;
+    tv_post_send(dst, q->a, &w, &s, NULL);
+    g_assert_cmpuint(tv_poll_one(dst, q->cqa).status, ==, RNIC_WC_SUCCESS);
+    w = wqe(31, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+    memset(test_ptr(dst, l0_region), 0x17, 8192);
+    w.rdma.remote_addr = 0x300000;
+    w.rdma.rkey = l0;
+    s = tv_sge(q->bufa + 500000, 8192, q->mra);
+    tv_post_send(dst, q->a, &w, &s, NULL);
+    g_assert_cmpuint(tv_poll_one(dst, q->cqa).status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpmem(test_ptr(dst, q->bufa + 500000), 8192,
+                    test_ptr(dst, l0_region), 8192);
+    /* the receive posted on a before migration is consumed by b's SEND */
+    s = tv_sge(q->bufb, 400, q->mrb);
+    w = wqe(40, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    tv_post_send(dst, q->b, &w, &s, NULL);
+    g_assert_cmpint(tv_poll(dst, q->cqa, c, 8), ==, 1);
+    g_assert_cmpuint(c[0].wr_id, ==, 77);
+
+    /* and the destination migrates on: same image content */
+    {
+        GByteArray *img2 = save(dst);
+        TestHost *third = test_host_new(NULL);
+
+        g_assert_true(rnic_engine_load(third->engine, img2->data, img2->len,
+                                       &err));
+        compare_tables(dst->engine, third->engine);
+        g_byte_array_unref(img2);
+        test_host_free(third);
+    }
+    g_byte_array_unref(img);
+    tv_pair_free(p);
+    g_free(q->cqa);
+    g_free(q->cqb);
+    g_free(q->a);
+    g_free(q->b);
+    g_free(q);
+    test_host_free(dst);
+}
+
+/* A full image with random damage: the load fails cleanly or yields a
+ * consistent engine that keeps running. */
+static void test_objects_fuzz(void)
+{
+    uint32_t fr, l0;
+    uint64_t l0_region;
+    TvPair *p = busy_device(&fr, &l0, &l0_region);
+    TestHost *dst = test_host_new(NULL);
+    GByteArray *img = save(p->h);
+    GRand *rand = g_rand_new_with_seed(1234);
+    uint8_t *copy = g_malloc(img->len);
+    unsigned ok = 0, i;
+    size_t cut;
+    char *err;
+
+    memcpy(dst->ram, p->h->ram, p->h->ram_size);
+    for (cut = 0; cut < img->len; cut += 7) {
+        err = NULL;
+        g_assert_false(rnic_engine_load(dst->engine, img->data, cut, &err));
+        g_assert_nonnull(err);
+        g_free(err);
+    }
+    for (i = 0; i < 3000; i++) {
+        int n = g_rand_int_range(rand, 1, 5), k;
+
+        memcpy(copy, img->data, img->len);
+        for (k = 0; k < n; k++) {
+            copy[g_rand_int_range(rand, 8, img->len)] ^=
+                1 << g_rand_int_range(rand, 0, 8);
+        }
+        err = NULL;
+        if (rnic_engine_load(dst->engine, copy, img->len, &err)) {
+            ok++;
+            /* whatever was accepted must run */
+            dst->scheduled = true;
+            test_host_run(dst);
+            test_host_advance(dst, 100000000);
+        } else {
+            g_assert_nonnull(err);
+            g_free(err);
+        }
+    }
+    g_test_message("%u of 3000 damaged images loaded", ok);
+    g_rand_free(rand);
+    g_free(copy);
+    g_byte_array_unref(img);
+    tv_pair_free(p);
+    test_host_free(dst);
+}
+
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/rnic/state/roundtrip", test_roundtrip);
     g_test_add_func("/rnic/state/corrupt", test_corrupt);
+    g_test_add_func("/rnic/state/objects-roundtrip", test_objects_roundtrip);
+    g_test_add_func("/rnic/state/objects-fuzz", test_objects_fuzz);
     return g_test_run();
 }

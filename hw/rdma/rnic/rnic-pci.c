@@ -20,7 +20,10 @@
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "net/eth.h"
 #include "net/net.h"
+#include "qemu/iov.h"
+#include "qemu/range.h"
 #include "system/dma.h"
 #include "system/system.h"
 #include "hw/rdma/rnic.h"
@@ -109,6 +112,14 @@ static void rnic_host_log(void *opaque, RnicLogKind kind, const char *msg)
     }
 }
 
+static void rnic_host_rx_ready(void *opaque)
+{
+    RnicState *s = opaque;
+
+    trace_rnic_eth_rx_ready();
+    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+}
+
 static const RnicHostOps rnic_host_ops = {
     .dma_read = rnic_host_dma_read,
     .dma_write = rnic_host_dma_write,
@@ -118,6 +129,7 @@ static const RnicHostOps rnic_host_ops = {
     .timer_arm = rnic_host_timer_arm,
     .clock_ns = rnic_host_clock_ns,
     .log = rnic_host_log,
+    .rx_ready = rnic_host_rx_ready,
 };
 
 static void rnic_bh(void *opaque)
@@ -137,6 +149,8 @@ static void rnic_timer_cb(void *opaque)
 /* ------------------------------------------------------------------ */
 /* BAR0: registers                                                      */
 /* ------------------------------------------------------------------ */
+
+static void rnic_update_nic_info(RnicState *s);
 
 static uint64_t rnic_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
@@ -175,6 +189,10 @@ static void rnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
     }
     trace_rnic_reg_write(addr, val);
     r = rnic_engine_reg_write(s->engine, addr, val);
+    if (addr == RNIC_REG_MAC_LO || addr == RNIC_REG_MAC_HI ||
+        addr == RNIC_REG_DEV_CTRL) {
+        rnic_update_nic_info(s);    /* 'info network' shows the live MAC */
+    }
     if (r != RNIC_ACCESS_OK) {
         RNIC_GUEST_ERROR(trace_rnic_err_reg(addr, size, rnic_access_result_str(r)),
                          "register write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
@@ -239,20 +257,126 @@ static const MemoryRegionOps rnic_db_ops = {
 /* Network backend                                                      */
 /* ------------------------------------------------------------------ */
 
+static ssize_t rnic_nc_receive_iov(NetClientState *nc, const struct iovec *iov,
+                                   int iovcnt)
+{
+    RnicState *s = qemu_get_nic_opaque(nc);
+    size_t size = iov_size(iov, iovcnt);
+
+    if (!rnic_engine_receive(s->engine, iov, iovcnt)) {
+        /* no RX buffer: the net layer queues it until rx_ready */
+        trace_rnic_eth_rx_queued(size);
+        return 0;
+    }
+    trace_rnic_eth_rx(size);
+    return size;
+}
+
 static ssize_t rnic_nc_receive(NetClientState *nc, const uint8_t *buf,
                                size_t size)
 {
-    /* The Ethernet function and RoCE receive path arrive with the wire
-     * transport; until then frames from the segment are consumed and
-     * dropped, like a NIC whose driver has not posted buffers. */
-    return size;
+    const struct iovec iov = { .iov_base = (uint8_t *)buf, .iov_len = size };
+
+    return rnic_nc_receive_iov(nc, &iov, 1);
+}
+
+static bool rnic_nc_can_receive(NetClientState *nc)
+{
+    RnicState *s = qemu_get_nic_opaque(nc);
+    PCIDevice *pci_dev = PCI_DEVICE(s);
+
+    /* like e1000: no DMA without bus mastering, keep the frames queued */
+    if (!(pci_dev->config[PCI_COMMAND] & PCI_COMMAND_MASTER)) {
+        return false;
+    }
+    return rnic_engine_can_receive(s->engine);
+}
+
+static void rnic_nc_link_status_changed(NetClientState *nc)
+{
+    RnicState *s = qemu_get_nic_opaque(nc);
+
+    trace_rnic_eth_link(!nc->link_down);
+    rnic_engine_set_link(s->engine, !nc->link_down);
+}
+
+/* The MAC the guest programmed (RNIC_REG_MAC_*), not necessarily conf's. */
+static void rnic_current_mac(RnicState *s, uint8_t *mac)
+{
+    uint32_t lo = 0, hi = 0;
+
+    rnic_engine_reg_read(s->engine, RNIC_REG_MAC_LO, &lo);
+    rnic_engine_reg_read(s->engine, RNIC_REG_MAC_HI, &hi);
+    mac[0] = lo;
+    mac[1] = lo >> 8;
+    mac[2] = lo >> 16;
+    mac[3] = lo >> 24;
+    mac[4] = hi;
+    mac[5] = hi >> 8;
+}
+
+static void rnic_update_nic_info(RnicState *s)
+{
+    uint8_t mac[ETH_ALEN];
+
+    rnic_current_mac(s, mac);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), mac);
+}
+
+#define RNIC_ETH_P_RARP 0x8035
+
+/*
+ * Self-announce (after incoming migration, or QMP announce-self): QEMU's
+ * announce timer has just sent a RARP for conf.macaddr, as for every NIC
+ * (e1000 and e1000e have nothing more). When the guest programmed another
+ * MAC, that is the one its peers must learn: announce it as well.
+ */
+static void rnic_nc_announce(NetClientState *nc)
+{
+    RnicState *s = qemu_get_nic_opaque(nc);
+    uint8_t buf[60];
+    uint8_t mac[ETH_ALEN];
+
+    rnic_current_mac(s, mac);
+    if (!memcmp(mac, s->conf.macaddr.a, ETH_ALEN)) {
+        return;
+    }
+    memset(buf, 0, sizeof(buf));
+    memset(buf, 0xff, ETH_ALEN);                    /* broadcast */
+    memcpy(buf + 6, mac, ETH_ALEN);
+    stw_be_p(buf + 12, RNIC_ETH_P_RARP);
+    stw_be_p(buf + 14, 1);                          /* Ethernet */
+    stw_be_p(buf + 16, ETH_P_IP);
+    buf[18] = ETH_ALEN;
+    buf[19] = 4;
+    stw_be_p(buf + 20, 3);                          /* reverse request */
+    memcpy(buf + 22, mac, ETH_ALEN);                /* sender */
+    memcpy(buf + 32, mac, ETH_ALEN);                /* target */
+    trace_rnic_eth_announce();
+    qemu_send_packet_raw(nc, buf, sizeof(buf));
 }
 
 static NetClientInfo rnic_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
+    .can_receive = rnic_nc_can_receive,
     .receive = rnic_nc_receive,
+    .receive_iov = rnic_nc_receive_iov,
+    .link_status_changed = rnic_nc_link_status_changed,
+    .announce = rnic_nc_announce,
 };
+
+static void rnic_write_config(PCIDevice *pci_dev, uint32_t address,
+                              uint32_t val, int len)
+{
+    RnicState *s = RNIC(pci_dev);
+
+    pci_default_write_config(pci_dev, address, val, len);
+    if (range_covers_byte(address, len, PCI_COMMAND) &&
+        (pci_dev->config[PCI_COMMAND] & PCI_COMMAND_MASTER)) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
+}
 
 /* ------------------------------------------------------------------ */
 /* Realize / exit                                                       */
@@ -264,6 +388,14 @@ static bool rnic_check_params(RnicState *s, Error **errp)
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
+    /*
+     * '-nic …,model=rnic' sets every NIC's "vectors" property to 0 (QEMU
+     * 10.0's net_param_nic leaves NICInfo.nvectors 0, not "unspecified",
+     * and qdev_set_nic_properties copies it): 0 means the default.
+     */
+    if (s->cfg.msix_vectors == 0) {
+        s->cfg.msix_vectors = RNIC_DEFAULT_VECTORS;
+    }
     msg = rnic_engine_config_check(&s->cfg);
     if (msg) {
         error_setg(errp, "rnic: %s", msg);
@@ -326,6 +458,8 @@ static void rnic_init_net(RnicState *s)
     s->nic = qemu_new_nic(&rnic_net_info, &s->conf, object_get_typename(OBJECT(s)),
                           dev->id, &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    /* a link set down before the device existed (or by a hub) */
+    rnic_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
 }
 
 static void rnic_free_state(RnicState *s)
@@ -379,6 +513,7 @@ static void rnic_reset_hold(Object *obj, ResetType type)
     timer_del(s->timer);
     qemu_bh_cancel(s->bh);
     rnic_engine_reset(s->engine);
+    rnic_update_nic_info(s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -412,6 +547,7 @@ static int rnic_post_load(void *opaque, int version_id)
 {
     RnicState *s = opaque;
     g_autofree char *err = NULL;
+    uint32_t status = 0;
     bool ok;
 
     trace_rnic_state_load(s->state_len);
@@ -424,6 +560,14 @@ static int rnic_post_load(void *opaque, int version_id)
         error_report("rnic: incoming device state refused: %s", err);
         return -EINVAL;
     }
+    /*
+     * Like e1000 and virtio-net: the link state is device state and
+     * migrates (nc->link_down itself does not). Frames queued for the
+     * device are flushed by the net layer when the VM starts running.
+     */
+    rnic_engine_reg_read(s->engine, RNIC_REG_DEV_STATUS, &status);
+    qemu_get_queue(s->nic)->link_down = !(status & RNIC_STATUS_LINK_UP);
+    rnic_update_nic_info(s);
     /* Work the source had accepted but not yet done runs here; no
      * interrupt is raised by the load itself. */
     qemu_bh_schedule(s->bh);
@@ -496,6 +640,7 @@ static void rnic_class_init(ObjectClass *oc, void *data)
 
     pc->realize = rnic_realize;
     pc->exit = rnic_exit;
+    pc->config_write = rnic_write_config;
     pc->vendor_id = RNIC_PCI_VENDOR_ID;
     pc->device_id = RNIC_PCI_DEVICE_ID;
     pc->revision = RNIC_PCI_REVISION;

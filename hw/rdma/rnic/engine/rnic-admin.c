@@ -2,6 +2,7 @@
 /*
  * rnic engine: admin queue mechanics and the command dispatch table.
  */
+#include <stdarg.h>
 #include <string.h>
 #include "rnic-admin.h"
 
@@ -59,21 +60,101 @@ static void rnic_cmd_nop(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     res->status = RNIC_ST_OK;
 }
 
-static void rnic_write_query_result(RnicEngine *e,
-                                    const struct rnic_admin_cmd *cmd,
-                                    const void *data, size_t size,
-                                    RnicAdminResult *res)
+void rnic_admin_fail(RnicEngine *e, RnicAdminResult *res, uint8_t status,
+                     const char *fmt, ...)
+{
+    va_list ap;
+    char *msg;
+    RnicLogKind kind;
+
+    res->status = status;
+    switch (status) {
+    case RNIC_ST_NO_RESOURCES:
+    case RNIC_ST_NOT_SUPPORTED:
+        kind = RNIC_LOG_TRACE;
+        break;
+    default:
+        kind = RNIC_LOG_GUEST_ERROR;
+        break;
+    }
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    rnic_log(e, kind, "admin: %s", msg);
+    g_free(msg);
+}
+
+bool rnic_admin_check_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                           RnicAdminResult *res, bool kernel_only)
+{
+    uint32_t uctx = GUINT32_FROM_LE(cmd->uctx);
+
+    if (kernel_only && uctx != RNIC_UCTX_KERNEL) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "%s is for the kernel context only (uctx %u)",
+                        rnic_admin_opcode_name(cmd->opcode), uctx);
+        return false;
+    }
+    if (!rnic_uctx_valid(e, uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "%s: user context %u is not allocated",
+                        rnic_admin_opcode_name(cmd->opcode), uctx);
+        return false;
+    }
+    return true;
+}
+
+bool rnic_admin_check_ring(RnicEngine *e, RnicAdminResult *res,
+                           const char *what, uint64_t addr, uint32_t log_size,
+                           uint32_t log_min, uint32_t max_entries,
+                           uint32_t stride)
+{
+    uint64_t size;
+    uint8_t probe;
+
+    if (log_size < log_min || log_size > 24 ||
+        (1u << log_size) > max_entries) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "%s: 2^%u entries out of range (2^%u..%u)", what,
+                        log_size, log_min, max_entries);
+        return false;
+    }
+    size = (uint64_t)stride << log_size;
+    if (!addr || (addr & 0xfff) || addr + size < addr) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "%s: ring address 0x%" G_GINT64_MODIFIER "x is not "
+                        "a 4 KiB aligned range", what, addr);
+        return false;
+    }
+    /* the whole ring must be guest memory: probe both ends */
+    if (rnic_dma_read(e, addr, &probe, 1) ||
+        rnic_dma_read(e, addr + size - 1, &probe, 1)) {
+        rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,
+                        "%s: ring 0x%" G_GINT64_MODIFIER "x + %"
+                        G_GINT64_MODIFIER "u is not accessible", what, addr,
+                        size);
+        return false;
+    }
+    return true;
+}
+
+void rnic_admin_write_result(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             const void *data, size_t size,
+                             RnicAdminResult *res)
 {
     uint64_t addr = GUINT64_FROM_LE(cmd->query.addr);
     uint32_t len = GUINT32_FROM_LE(cmd->query.len);
 
     if (len < size) {
-        res->status = RNIC_ST_BAD_PARAM;
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "%s: result buffer of %u bytes, %zu needed",
+                        rnic_admin_opcode_name(cmd->opcode), len, size);
         return;
     }
-    if (e->ops->dma_write(e->opaque, addr, data, size)) {
-        rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
-        res->status = RNIC_ST_DMA_ERROR;
+    if (rnic_dma_write(e, addr, data, size)) {
+        rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,
+                        "%s: result buffer 0x%" G_GINT64_MODIFIER "x is not "
+                        "writable", rnic_admin_opcode_name(cmd->opcode), addr);
         return;
     }
     res->status = RNIC_ST_OK;
@@ -102,7 +183,7 @@ static void rnic_cmd_query_device(RnicEngine *e,
         (uint64_t)(c->mac[0] ^ 2) << 56 | (uint64_t)c->mac[1] << 48 |
         (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |
         (uint64_t)c->mac[3] << 16 | (uint64_t)c->mac[4] << 8 | c->mac[5]);
-    a.max_mr_size = GUINT64_TO_LE(1ull << 40);
+    a.max_mr_size = GUINT64_TO_LE(RNIC_MR_MAX_SIZE);
     a.page_size_cap = GUINT64_TO_LE(((1ull << (RNIC_PAGE_SHIFT_MAX + 1)) - 1) &
                                     ~((1ull << RNIC_PAGE_SHIFT_MIN) - 1));
     a.max_net_ctx = GUINT32_TO_LE(c->max_net_ctx);
@@ -118,10 +199,10 @@ static void rnic_cmd_query_device(RnicEngine *e,
     a.max_eq = GUINT32_TO_LE(c->max_eq);
     a.max_inline = GUINT32_TO_LE(c->max_inline);
     a.max_qp_rd_atom = GUINT32_TO_LE(c->max_rd_atomic);
-    a.max_fast_reg_pages = GUINT32_TO_LE(RNIC_PBL_LEAF_ENTRIES * 64);
+    a.max_fast_reg_pages = GUINT32_TO_LE(RNIC_MR_MAX_FAST_REG_PAGES);
     a.max_gid = GUINT32_TO_LE(c->max_gid);
     a.max_uctx = GUINT32_TO_LE(c->db_pages - 1);
-    rnic_write_query_result(e, cmd, &a, sizeof(a), res);
+    rnic_admin_write_result(e, cmd, &a, sizeof(a), res);
 }
 
 /* IB MTU enum of the largest RoCE MTU that fits an Ethernet MTU. */
@@ -144,7 +225,8 @@ static void rnic_cmd_query_port(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     struct rnic_port_attr a;
 
     if (GUINT32_FROM_LE(cmd->query.handle) != 1) {
-        res->status = RNIC_ST_BAD_HANDLE;
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "QUERY_PORT: no port %u",
+                        GUINT32_FROM_LE(cmd->query.handle));
         return;
     }
     memset(&a, 0, sizeof(a));
@@ -155,13 +237,36 @@ static void rnic_cmd_query_port(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     a.max_msg_sz = GUINT32_TO_LE(1u << 31);
     a.link_speed_mbps = GUINT32_TO_LE(25000);
     memcpy(a.mac, e->regs.mac, sizeof(a.mac));
-    rnic_write_query_result(e, cmd, &a, sizeof(a), res);
+    rnic_admin_write_result(e, cmd, &a, sizeof(a), res);
 }
 
 static const RnicAdminHandler rnic_admin_handlers[RNIC_CMD_OPCODE_COUNT] = {
     [RNIC_CMD_NOP] = rnic_cmd_nop,
     [RNIC_CMD_QUERY_DEVICE] = rnic_cmd_query_device,
     [RNIC_CMD_QUERY_PORT] = rnic_cmd_query_port,
+    [RNIC_CMD_CREATE_NET_CTX] = rnic_cmd_create_net_ctx,
+    [RNIC_CMD_DESTROY_NET_CTX] = rnic_cmd_destroy_net_ctx,
+    [RNIC_CMD_ALLOC_UCTX] = rnic_cmd_alloc_uctx,
+    [RNIC_CMD_FREE_UCTX] = rnic_cmd_free_uctx,
+    [RNIC_CMD_ADD_GID] = rnic_cmd_add_gid,
+    [RNIC_CMD_DEL_GID] = rnic_cmd_del_gid,
+    [RNIC_CMD_ALLOC_PD] = rnic_cmd_alloc_pd,
+    [RNIC_CMD_DEALLOC_PD] = rnic_cmd_dealloc_pd,
+    [RNIC_CMD_CREATE_EQ] = rnic_cmd_create_eq,
+    [RNIC_CMD_DESTROY_EQ] = rnic_cmd_destroy_eq,
+    [RNIC_CMD_CREATE_CQ] = rnic_cmd_create_cq,
+    [RNIC_CMD_RESIZE_CQ] = rnic_cmd_resize_cq,
+    [RNIC_CMD_DESTROY_CQ] = rnic_cmd_destroy_cq,
+    [RNIC_CMD_CREATE_SRQ] = rnic_cmd_create_srq,
+    [RNIC_CMD_MODIFY_SRQ] = rnic_cmd_modify_srq,
+    [RNIC_CMD_DESTROY_SRQ] = rnic_cmd_destroy_srq,
+    [RNIC_CMD_CREATE_QP] = rnic_cmd_create_qp,
+    [RNIC_CMD_MODIFY_QP] = rnic_cmd_modify_qp,
+    [RNIC_CMD_QUERY_QP] = rnic_cmd_query_qp,
+    [RNIC_CMD_DESTROY_QP] = rnic_cmd_destroy_qp,
+    [RNIC_CMD_REG_MR] = rnic_cmd_reg_mr,
+    [RNIC_CMD_ALLOC_MR] = rnic_cmd_alloc_mr,
+    [RNIC_CMD_DEREG_MR] = rnic_cmd_dereg_mr,
 };
 
 static const char *const rnic_admin_opcode_names[RNIC_CMD_OPCODE_COUNT] = {
@@ -230,8 +335,8 @@ static void rnic_admin_execute(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     }
     memset(res, 0, sizeof(*res));
     if (!h) {
-        rnic_guest_error(e, "admin: unknown opcode %u", cmd->opcode);
-        res->status = RNIC_ST_BAD_OPCODE;
+        rnic_admin_fail(e, res, RNIC_ST_BAD_OPCODE, "unknown opcode %u",
+                        cmd->opcode);
         return;
     }
     h(e, cmd, res);
@@ -307,5 +412,10 @@ void rnic_admin_process(RnicEngine *e)
 
 void rnic_admin_objects_reset(RnicEngine *e)
 {
-    (void)e;
+    /* dependents first: QPs hold PDs/CQs/SRQs, MRs hold PDs, CQs hold EQs */
+    rnic_qp_reset(e);
+    rnic_srq_reset(e);
+    rnic_mr_reset(e);
+    rnic_cq_reset(e);
+    rnic_ctx_reset(e);
 }

@@ -34,4 +34,57 @@ void rnic_admin_objects_reset(RnicEngine *e);
 const char *rnic_admin_opcode_name(unsigned opcode);
 const char *rnic_admin_status_name(unsigned status);
 
+/*
+ * Helpers for handlers. rnic_admin_fail sets the status and logs why (a
+ * guest error for statuses that mean the guest asked for something wrong).
+ * rnic_admin_check_uctx validates cmd->uctx; kernel_only commands demand 0.
+ */
+void rnic_admin_fail(RnicEngine *e, RnicAdminResult *res, uint8_t status,
+                     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+bool rnic_admin_check_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                           RnicAdminResult *res, bool kernel_only);
+/* Write a query result to cmd->query.addr (len checked). */
+void rnic_admin_write_result(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             const void *data, size_t size,
+                             RnicAdminResult *res);
+
+#define RNIC_ADMIN_HANDLER(name) \
+    void name(RnicEngine *e, const struct rnic_admin_cmd *cmd, \
+              RnicAdminResult *res)
+
+/* rnic-ctx.c */
+RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx);
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_net_ctx);
+RNIC_ADMIN_HANDLER(rnic_cmd_alloc_uctx);
+RNIC_ADMIN_HANDLER(rnic_cmd_free_uctx);
+RNIC_ADMIN_HANDLER(rnic_cmd_add_gid);
+RNIC_ADMIN_HANDLER(rnic_cmd_del_gid);
+RNIC_ADMIN_HANDLER(rnic_cmd_alloc_pd);
+RNIC_ADMIN_HANDLER(rnic_cmd_dealloc_pd);
+/* rnic-cq.c */
+RNIC_ADMIN_HANDLER(rnic_cmd_create_eq);
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_eq);
+RNIC_ADMIN_HANDLER(rnic_cmd_create_cq);
+RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq);
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_cq);
+/* rnic-srq.c */
+RNIC_ADMIN_HANDLER(rnic_cmd_create_srq);
+RNIC_ADMIN_HANDLER(rnic_cmd_modify_srq);
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_srq);
+/* rnic-qp.c */
+RNIC_ADMIN_HANDLER(rnic_cmd_create_qp);
+RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp);
+RNIC_ADMIN_HANDLER(rnic_cmd_query_qp);
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_qp);
+/* rnic-mr.c */
+RNIC_ADMIN_HANDLER(rnic_cmd_reg_mr);
+RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr);
+RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr);
+
+/* Validation shared by queue creation: ring base and size. */
+bool rnic_admin_check_ring(RnicEngine *e, RnicAdminResult *res,
+                           const char *what, uint64_t addr, uint32_t log_size,
+                           uint32_t log_min, uint32_t max_entries,
+                           uint32_t stride);
+
 #endif /* RNIC_ADMIN_H */

@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: BAR2 doorbells. A doorbell store is validated and recorded
- * here; the work it announces runs later, in rnic_engine_run().
+ * rnic engine: BAR2 doorbells and the work queue.
+ *
+ * A doorbell store is validated (page, offset, flags, owner, handle, index
+ * range) and recorded in the queue it names: the new producer (SQ/RQ/SRQ)
+ * or consumer (CQ/EQ) index and any arm request. The queue is then marked
+ * pending (at most once: memory stays bounded whatever the guest rings)
+ * and the engine asks to be scheduled. rnic_engine_run() does the work,
+ * a bounded amount per call.
  */
 #include "rnic-engine-int.h"
 
-/* Bound on doorbells recorded between two runs of the engine. */
-#define RNIC_DB_QUEUE_MAX 4096
+/* Work items visited per rnic_engine_run(); more: run again. */
+#define RNIC_RUN_BUDGET 256
 
 void rnic_doorbells_reset(RnicEngine *e)
 {
-    g_array_set_size(e->db_queue, 0);
+    while (!rnic_list_empty(&e->work)) {
+        rnic_list_del(e->work.next);
+    }
 }
 
 static bool rnic_db_offset_valid(uint32_t page, uint32_t offset, uint32_t flags)
@@ -29,19 +37,47 @@ static bool rnic_db_offset_valid(uint32_t page, uint32_t offset, uint32_t flags)
     }
 }
 
+/*
+ * A producer index for a ring of 'entries' whose oldest uncompleted entry
+ * is 'cons' and whose producer is 'prod': it may not move backwards nor
+ * get more than 'entries' ahead of the consumer.
+ */
+static bool rnic_db_prod_ok(uint32_t index, uint32_t cons, uint32_t prod,
+                            uint32_t entries)
+{
+    return index - cons <= entries && index - cons >= prod - cons;
+}
+
+/* A consumer index: between the old consumer and the producer. */
+static bool rnic_db_cons_ok(uint32_t index, uint32_t cons, uint32_t prod)
+{
+    return index - cons <= prod - cons;
+}
+
+static RnicAccessResult rnic_db_bad(RnicEngine *e, const char *what,
+                                    uint32_t page, uint32_t handle,
+                                    uint32_t index)
+{
+    rnic_stat_inc(e, RNIC_STAT_DOORBELL_ERRORS);
+    rnic_guest_error(e, "doorbell page %u handle %u index %u: %s", page,
+                     handle, index, what);
+    return RNIC_ACCESS_BAD_DOORBELL;
+}
+
 RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
                                       uint32_t offset, uint64_t value)
 {
-    RnicDoorbellEvent ev = {
-        .page = page,
-        .offset = offset,
-        .handle = (uint32_t)value & RNIC_DB_HANDLE_MASK,
-        .flags = (uint32_t)value & ~RNIC_DB_HANDLE_MASK,
-        .index = (uint32_t)(value >> 32),
-    };
+    uint32_t handle = (uint32_t)value & RNIC_DB_HANDLE_MASK;
+    uint32_t flags = (uint32_t)value & ~RNIC_DB_HANDLE_MASK;
+    uint32_t index = (uint32_t)(value >> 32);
+    uint32_t owner = page;          /* page N belongs to user context N */
+    RnicQp *qp;
+    RnicCq *cq;
+    RnicEq *eq;
+    RnicSrq *srq;
 
     if (page >= e->cfg.db_pages ||
-        !rnic_db_offset_valid(page, offset, ev.flags)) {
+        !rnic_db_offset_valid(page, offset, flags)) {
         rnic_stat_inc(e, RNIC_STAT_DOORBELL_ERRORS);
         return RNIC_ACCESS_BAD_DOORBELL;
     }
@@ -50,20 +86,113 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
         rnic_stat_inc(e, RNIC_STAT_DOORBELL_ERRORS);
         return RNIC_ACCESS_NOT_NOW;
     }
-    if (e->db_queue->len >= RNIC_DB_QUEUE_MAX) {
-        /* the guest rings faster than the device runs: keep the newest */
-        rnic_stat_inc(e, RNIC_STAT_DOORBELL_ERRORS);
-        g_array_remove_index(e->db_queue, 0);
+    if (!rnic_uctx_valid(e, owner)) {
+        return rnic_db_bad(e, "page of no user context", page, handle, index);
+    }
+    switch (offset) {
+    case RNIC_DB_SQ:
+    case RNIC_DB_RQ:
+        qp = rnic_qp_lookup(e, handle);
+        if (!qp || qp->owner != owner) {
+            return rnic_db_bad(e, "no QP of this page", page, handle, index);
+        }
+        if (qp->state == RNIC_QPS_RESET) {
+            return rnic_db_bad(e, "QP in RESET", page, handle, index);
+        }
+        if (offset == RNIC_DB_SQ) {
+            if (!rnic_db_prod_ok(index, qp->sq_una, qp->sq_prod,
+                                 1u << qp->sq_log)) {
+                return rnic_db_bad(e, "SQ index out of range", page, handle,
+                                   index);
+            }
+            qp->sq_prod = index;
+            rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        } else {
+            if (qp->srq) {
+                return rnic_db_bad(e, "QP has an SRQ", page, handle, index);
+            }
+            if (!rnic_db_prod_ok(index, qp->rq_cons, qp->rq_prod,
+                                 1u << qp->rq_log)) {
+                return rnic_db_bad(e, "RQ index out of range", page, handle,
+                                   index);
+            }
+            qp->rq_prod = index;
+            if (qp->state == RNIC_QPS_ERR) {
+                rnic_qp_work(e, qp, RNIC_QPW_RQ);
+            }
+        }
+        break;
+    case RNIC_DB_SRQ:
+        srq = rnic_srq_lookup(e, handle);
+        if (!srq || srq->owner != owner) {
+            return rnic_db_bad(e, "no SRQ of this page", page, handle, index);
+        }
+        if (!rnic_db_prod_ok(index, srq->cons, srq->prod,
+                             1u << srq->log_size)) {
+            return rnic_db_bad(e, "SRQ index out of range", page, handle,
+                               index);
+        }
+        srq->prod = index;
+        break;
+    case RNIC_DB_CQ:
+        cq = rnic_cq_lookup(e, handle);
+        if (!cq || cq->owner != owner) {
+            return rnic_db_bad(e, "no CQ of this page", page, handle, index);
+        }
+        if (!rnic_db_cons_ok(index, cq->cons, cq->prod)) {
+            return rnic_db_bad(e, "CQ index beyond the producer", page,
+                               handle, index);
+        }
+        cq->cons = index;
+        if (flags) {
+            cq->db_arm |= flags >> 24;
+            rnic_work_queue(e, &cq->work);
+        }
+        break;
+    case RNIC_DB_EQ:
+        eq = rnic_eq_lookup(e, handle);
+        if (!eq) {
+            return rnic_db_bad(e, "no such EQ", page, handle, index);
+        }
+        if (!rnic_db_cons_ok(index, eq->cons, eq->prod)) {
+            return rnic_db_bad(e, "EQ index beyond the producer", page,
+                               handle, index);
+        }
+        eq->cons = index;
+        if (flags) {
+            eq->db_arm = true;
+            rnic_work_queue(e, &eq->work);
+        }
+        break;
     }
     rnic_stat_inc(e, RNIC_STAT_DOORBELLS);
-    g_array_append_val(e->db_queue, ev);
-    rnic_engine_schedule(e);
     return RNIC_ACCESS_OK;
 }
 
 void rnic_doorbells_process(RnicEngine *e)
 {
-    /* Queue objects arrive with the verbs engine; until then a recorded
-     * doorbell names no queue and is dropped here. */
-    g_array_set_size(e->db_queue, 0);
+    uint32_t budget = RNIC_RUN_BUDGET;
+
+    while (!rnic_list_empty(&e->work) && budget--) {
+        RnicWork *w = rnic_container_of(e->work.next, RnicWork, link);
+
+        rnic_list_del(&w->link);
+        switch (w->kind) {
+        case RNIC_WORK_QP:
+            rnic_qp_process(e, rnic_container_of(w, RnicQp, work));
+            break;
+        case RNIC_WORK_CQ:
+            rnic_cq_process(e, rnic_container_of(w, RnicCq, work));
+            break;
+        case RNIC_WORK_EQ:
+            rnic_eq_process(e, rnic_container_of(w, RnicEq, work));
+            break;
+        case RNIC_WORK_SRQ:
+            rnic_srq_process(e, rnic_container_of(w, RnicSrq, work));
+            break;
+        }
+    }
+    if (!rnic_list_empty(&e->work)) {
+        rnic_engine_schedule(e);
+    }
 }

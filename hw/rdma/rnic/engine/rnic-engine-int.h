@@ -1,12 +1,447 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * rnic engine internals, shared by the engine's source files only.
+ *
+ * Object model (docs/spec-engine-notes.md has the guest's view):
+ *  - every object lives in a handle table (small integers, free list);
+ *  - a network context owns a mapping table (STag index -> RnicMr) and a
+ *    QPN space (QPN -> RnicQp);
+ *  - PDs belong to a network context; MRs and QPs to a PD;
+ *  - every object records its owner user context (doorbell page);
+ *  - references between objects are counted; an object that is still
+ *    referenced cannot be destroyed (RNIC_ST_BUSY).
  */
 #ifndef RNIC_ENGINE_INT_H
 #define RNIC_ENGINE_INT_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include "rnic-engine.h"
+#include "rnic-eth.h"
+#include "rnic-packet.h"
+
+#define rnic_container_of(ptr, type, member) \
+    ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* ---------------------------------------------------------------------- */
+/* Small containers                                                       */
+/* ---------------------------------------------------------------------- */
+
+/* Objects indexed by handle 0..max-1, with a free list. */
+typedef struct RnicTable {
+    void **slots;
+    uint32_t cap;               /* slots allocated */
+    uint32_t max;               /* limit on handles */
+    uint32_t count;             /* live objects */
+    uint32_t *free;             /* stack of free handles below cap */
+    uint32_t nfree;
+} RnicTable;
+
+void rnic_table_init(RnicTable *t, uint32_t max);
+void rnic_table_destroy(RnicTable *t);
+/* Returns the new handle, or UINT32_MAX when full. */
+uint32_t rnic_table_alloc(RnicTable *t, void *obj);
+/* Place an object at a given handle (state load); false if taken/out of range. */
+bool rnic_table_insert_at(RnicTable *t, uint32_t handle, void *obj);
+void rnic_table_remove(RnicTable *t, uint32_t handle);
+
+static inline void *rnic_table_get(const RnicTable *t, uint32_t handle)
+{
+    return handle < t->cap ? t->slots[handle] : NULL;
+}
+
+/* Intrusive doubly-linked list (circular, with a sentinel head). */
+typedef struct RnicLink {
+    struct RnicLink *next, *prev;
+} RnicLink;
+
+static inline void rnic_list_init(RnicLink *head)
+{
+    head->next = head->prev = head;
+}
+
+static inline bool rnic_list_empty(const RnicLink *head)
+{
+    return head->next == head;
+}
+
+static inline bool rnic_link_linked(const RnicLink *l)
+{
+    return l->next != NULL;
+}
+
+static inline void rnic_list_add_tail(RnicLink *head, RnicLink *l)
+{
+    l->prev = head->prev;
+    l->next = head;
+    head->prev->next = l;
+    head->prev = l;
+}
+
+static inline void rnic_list_del(RnicLink *l)
+{
+    if (l->next) {
+        l->prev->next = l->next;
+        l->next->prev = l->prev;
+        l->next = l->prev = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Objects                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* Work scheduled by a doorbell (or by the engine itself) for the next run. */
+enum rnic_work_kind {
+    RNIC_WORK_QP,
+    RNIC_WORK_CQ,
+    RNIC_WORK_EQ,
+    RNIC_WORK_SRQ,
+};
+
+typedef struct RnicWork {
+    RnicLink link;              /* in RnicEngine.work, when queued */
+    uint8_t kind;               /* enum rnic_work_kind */
+} RnicWork;
+
+typedef struct RnicNetCtx RnicNetCtx;
+typedef struct RnicPd RnicPd;
+typedef struct RnicMr RnicMr;
+typedef struct RnicEq RnicEq;
+typedef struct RnicCq RnicCq;
+typedef struct RnicSrq RnicSrq;
+typedef struct RnicQp RnicQp;
+
+/*
+ * Per-network mapping table (patent a): STag index -> entry. The index space
+ * is 'range' entries (a power of two, >= 4 x max_mr, <= 2^24) so that
+ * random indexes are sparse; index 0 is never used (STag 0..255 invalid).
+ * Two levels: dir[index >> RNIC_MRT_LEAF_BITS][index & leaf mask], leaves
+ * allocated on first use.
+ */
+#define RNIC_MRT_LEAF_BITS      10
+#define RNIC_MRT_LEAF_SIZE      (1u << RNIC_MRT_LEAF_BITS)
+
+typedef struct RnicMrTable {
+    RnicMr ***dir;
+    uint32_t ndir;
+    uint32_t range;
+    uint32_t count;
+} RnicMrTable;
+
+struct RnicNetCtx {
+    uint32_t handle;
+    uint32_t net_id;            /* VLAN ID (or VNI) */
+    uint8_t net_type;           /* enum rnic_net_type */
+    uint32_t refs;              /* PDs and GIDs bound to it */
+    RnicMrTable mrt;
+    GHashTable *qpns;           /* QPN -> RnicQp */
+    uint32_t next_qpn;
+};
+
+typedef struct RnicGid {
+    bool valid;
+    uint8_t gid[16];
+    uint32_t net_ctx;           /* handle */
+    uint8_t type;
+} RnicGid;
+
+struct RnicPd {
+    uint32_t handle;
+    uint32_t owner;             /* user context */
+    RnicNetCtx *ctx;
+    uint32_t refs;              /* MRs, QPs, SRQs */
+};
+
+/*
+ * Physical side of a mapping-table entry: guest DMA addresses of the pages.
+ * Immutable once built and reference counted, so that the registration log
+ * shares it with the entry instead of copying it.
+ */
+typedef struct RnicPbl {
+    uint32_t refs;
+    uint32_t npages;
+    uint8_t page_shift;
+    bool contiguous;            /* pages[0] is the base of a contiguous range */
+    uint64_t pages[];
+} RnicPbl;
+
+enum rnic_mr_state {
+    RNIC_MR_INVALID = 0,        /* fast-reg MR not (or no longer) registered */
+    RNIC_MR_VALID = 1,
+};
+
+struct RnicMr {
+    uint32_t stag;              /* index << 8 | key */
+    uint32_t owner;
+    RnicNetCtx *ctx;
+    RnicPd *pd;
+    uint8_t kind;               /* enum rnic_mr_kind */
+    uint8_t state;              /* enum rnic_mr_state */
+    bool fast_reg;              /* allocated by ALLOC_MR */
+    uint32_t access;            /* enum rnic_access */
+    uint64_t iova;
+    uint64_t length;
+    uint32_t max_pages;         /* fast-reg: page list capacity */
+    RnicPbl *pbl;               /* NULL while a fast-reg MR is unregistered */
+};
+
+/* Registration log (patent a'): what the migration replays. */
+enum rnic_reglog_op {
+    RNIC_REGLOG_REG = 1,        /* REG_MR: entry created valid */
+    RNIC_REGLOG_ALLOC = 2,      /* ALLOC_MR: fast-reg entry created invalid */
+    RNIC_REGLOG_FAST_REG = 3,   /* REG_MR work request: entry (re)filled */
+    RNIC_REGLOG_INVALIDATE = 4, /* LOCAL_INV / SEND_WITH_INV */
+    RNIC_REGLOG_DEREG = 5,      /* DEREG_MR: entry removed */
+};
+
+typedef struct RnicRegLogRec {
+    uint8_t op;                 /* enum rnic_reglog_op */
+    uint8_t kind;
+    uint32_t net_ctx;           /* handle */
+    uint32_t stag;
+    uint32_t pd;                /* handle */
+    uint32_t owner;
+    uint32_t access;
+    uint32_t max_pages;
+    uint64_t iova;
+    uint64_t length;
+    RnicPbl *pbl;               /* REG, FAST_REG: shared with the entry */
+} RnicRegLogRec;
+
+struct RnicEq {
+    uint32_t handle;
+    uint64_t ring;
+    uint8_t log_size;
+    uint8_t flags;              /* enum rnic_eq_flags */
+    uint32_t vector;
+    uint32_t prod;              /* device */
+    uint32_t cons;              /* driver, from the doorbell */
+    bool armed;
+    uint32_t refs;              /* CQs */
+    uint64_t lost;              /* events dropped on a full ring */
+    bool db_arm;                /* arm request from the doorbell */
+    RnicWork work;
+};
+
+struct RnicCq {
+    uint32_t handle;
+    uint32_t owner;
+    uint64_t ring;
+    uint8_t log_size;
+    RnicEq *eq;                 /* NULL: no notifications */
+    uint32_t prod;
+    uint32_t cons;
+    uint8_t arm;                /* RNIC_DB_ARM_NEXT/SOLICITED >> 24 */
+    bool error;                 /* overrun or DMA failure: CQEs dropped */
+    uint32_t refs;              /* QPs */
+    uint8_t db_arm;             /* arm request from the doorbell */
+    RnicWork work;
+};
+
+struct RnicSrq {
+    uint32_t handle;
+    uint32_t owner;
+    RnicPd *pd;
+    uint64_t ring;
+    uint8_t log_size;
+    uint8_t wqe_shift;
+    uint32_t prod;
+    uint32_t cons;
+    uint32_t limit;             /* armed limit, 0 = off */
+    bool error;
+    uint32_t refs;              /* QPs */
+    RnicWork work;
+};
+
+/* A scatter/gather element with its mapping-table entry resolved. */
+typedef struct RnicSgeRes {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+    RnicMr *mr;                 /* valid while RnicEngine.mr_gen is unchanged */
+} RnicSgeRes;
+
+/* Decoded, validated send WQE (the requester's WQE cache). */
+typedef struct RnicSendWqe {
+    bool valid;
+    uint32_t index;             /* free-running SQ index */
+    uint64_t mr_gen;
+    struct rnic_sq_wqe hdr;
+    uint32_t nsge;
+    uint32_t length;            /* total bytes */
+    RnicSgeRes sge[RNIC_CFG_MAX_SGE];
+    uint8_t inline_data[RNIC_CFG_MAX_INLINE];
+} RnicSendWqe;
+
+/* A receive WQE being filled by the responder. */
+typedef struct RnicRecvWqe {
+    bool valid;
+    bool from_srq;
+    uint64_t wr_id;
+    uint64_t mr_gen;
+    uint32_t nsge;
+    uint32_t length;            /* capacity */
+    uint32_t offset;            /* bytes placed so far */
+    RnicSgeRes sge[RNIC_CFG_MAX_SGE];
+} RnicRecvWqe;
+
+/* Requester bookkeeping per SQ slot. */
+enum rnic_slot_state {
+    RNIC_SLOT_IDLE = 0,         /* not started */
+    RNIC_SLOT_STARTED,          /* PSNs assigned, packets (partly) sent */
+    RNIC_SLOT_DONE,             /* status final, CQE not yet written */
+};
+
+typedef struct RnicSqSlot {
+    uint64_t wr_id;
+    uint32_t first_psn;
+    uint32_t npsn;              /* request packets; READ: response packets */
+    uint32_t length;
+    uint32_t recv_psn;          /* READ: response packets received */
+    uint8_t opcode;             /* enum rnic_wr_opcode */
+    uint8_t flags;              /* enum rnic_wqe_flags */
+    uint8_t status;             /* enum rnic_wc_status, when DONE */
+    uint8_t state;              /* enum rnic_slot_state */
+} RnicSqSlot;
+
+/* Responder resources for RDMA READ and atomics (duplicate replay). */
+enum rnic_res_kind {
+    RNIC_RES_FREE = 0,
+    RNIC_RES_READ,
+    RNIC_RES_ATOMIC,
+};
+
+typedef struct RnicRespRes {
+    uint8_t kind;
+    bool pending;               /* responses still to send */
+    uint32_t psn;               /* of the request */
+    uint32_t npsn;              /* response packets */
+    uint32_t next;              /* next response packet to send */
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t len;
+    uint64_t orig;              /* atomic: the original value */
+} RnicRespRes;
+
+typedef struct RnicResp {
+    uint32_t epsn;              /* expected PSN */
+    uint32_t msn;
+    uint8_t in_msg;             /* 0, RNIC_RESP_SEND or RNIC_RESP_WRITE */
+    bool nak_sent;              /* PSN sequence NAK outstanding */
+    bool comm_est;              /* COMM_EST raised */
+    RnicRecvWqe recv;           /* SEND / WRITE_IMM target */
+    /* RDMA WRITE in progress */
+    uint32_t w_rkey;
+    uint64_t w_va;
+    uint32_t w_len;
+    uint32_t w_done;
+    /* READ/atomic resources: a ring of 'nres' */
+    RnicRespRes *res;
+    uint32_t nres;
+    uint32_t res_head;          /* next to allocate */
+    uint32_t res_send;          /* oldest with responses pending */
+    uint32_t res_pending;       /* entries with responses pending */
+    /* ACK owed once the pending responses are out */
+    bool ack_owed;
+    uint32_t ack_psn;
+    uint8_t ack_syndrome;
+} RnicResp;
+
+#define RNIC_RESP_SEND  1
+#define RNIC_RESP_WRITE 2
+
+enum rnic_timer_kind {
+    RNIC_TIMER_NONE = 0,
+    RNIC_TIMER_RETRANSMIT,
+    RNIC_TIMER_RNR,
+};
+
+/* Work flags of a QP in its RnicWork. */
+enum rnic_qp_work {
+    RNIC_QPW_SQ = 1u << 0,      /* send queue has work */
+    RNIC_QPW_RQ = 1u << 1,      /* receive queue doorbell (flush in ERR) */
+    RNIC_QPW_RESP = 1u << 2,    /* responder has READ responses to stream */
+};
+
+struct RnicQp {
+    uint32_t handle;
+    uint32_t qpn;
+    uint32_t owner;
+    uint8_t type;               /* enum rnic_qp_type */
+    uint8_t state;              /* enum rnic_qp_state */
+    RnicNetCtx *ctx;
+    RnicPd *pd;
+    RnicCq *scq;
+    RnicCq *rcq;
+    RnicSrq *srq;
+    bool sq_sig_all;
+
+    /* send queue */
+    uint64_t sq_addr;
+    uint8_t sq_log;
+    uint8_t sq_shift;
+    uint32_t sq_max_sge;
+    uint32_t max_inline;
+    uint32_t sq_prod;           /* from the doorbell */
+    uint32_t sq_next;           /* next slot to (re)transmit */
+    uint32_t sq_una;            /* oldest slot not completed */
+    uint32_t sq_hi;             /* slots below have PSNs assigned */
+    uint32_t tx_pkt;            /* packet of slot sq_next to send next */
+    RnicSqSlot *slots;
+
+    /* receive queue */
+    uint64_t rq_addr;
+    uint8_t rq_log;
+    uint8_t rq_shift;
+    uint32_t rq_max_sge;
+    uint32_t rq_prod;
+    uint32_t rq_cons;
+
+    /* attributes (MODIFY_QP) */
+    uint8_t path_mtu;           /* enum rnic_mtu */
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer;
+    uint8_t max_rd_atomic;
+    uint8_t max_dest_rd_atomic;
+    uint8_t port;
+    uint16_t pkey_index;
+    uint32_t qkey;
+    uint32_t dest_qpn;
+    uint32_t access;
+    struct rnic_av av;
+    bool sqd_notify;
+    bool sq_drained;            /* SQD reached and announced */
+
+    /* requester */
+    uint32_t req_psn;           /* PSN of the next new request packet */
+    uint32_t una_psn;           /* oldest PSN not acknowledged */
+    bool sq_stalled;            /* fence / initiator depth: wait for responses */
+    uint32_t rq_psn_init;       /* RQ PSN of the last RTR (QUERY_QP) */
+    uint8_t retry_left;
+    uint8_t rnr_left;
+    uint32_t rd_outstanding;    /* READ/atomic started, not done */
+    bool rnr_wait;              /* RNR NAK: sending paused until the timer */
+    uint8_t timer_kind;         /* enum rnic_timer_kind */
+    uint64_t timer_deadline;
+    RnicLink timer_link;        /* in RnicEngine.timers */
+
+    /* responder */
+    RnicResp resp;
+
+    /* scheduling */
+    RnicWork work;
+    uint32_t work_flags;        /* enum rnic_qp_work */
+
+    /* caches (rebuilt on demand, never migrated) */
+    RnicSendWqe *txc;           /* WQE being transmitted */
+    RnicSendWqe *rxc;           /* WQE receiving READ/atomic responses */
+    RnicQp *peer;               /* loopback destination of RC traffic */
+    bool peer_local;            /* the AV's GID is one of ours */
+    uint64_t peer_gen;
+};
 
 /* Guest-visible register state (everything BAR0 exposes that is writable
  * or changes at run time). Part of the migration image. */
@@ -26,6 +461,7 @@ typedef struct RnicRegs {
     uint64_t heartbeat_base_ns; /* clock at reset */
 } RnicRegs;
 
+#define RNIC_BOUNCE_SIZE        (64 * 1024)
 
 struct RnicEngine {
     RnicEngineConfig cfg;
@@ -34,25 +470,51 @@ struct RnicEngine {
 
     RnicRegs regs;
     uint64_t stats[RNIC_STAT_COUNT];
+    RnicEth eth;                /* Ethernet function (rnic-eth.c) */
     bool run_scheduled;
 
-    /* Doorbells recorded since the last rnic_engine_run(), in order. */
-    GArray *db_queue;           /* of RnicDoorbellEvent */
+    /* objects */
+    bool uctx_used[RNIC_DB_PAGES_MAX];
+    uint32_t uctx_refs[RNIC_DB_PAGES_MAX];  /* objects owned */
+    RnicTable net_ctxs;
+    GHashTable *net_ids;        /* (type << 24 | id) + 1 -> RnicNetCtx */
+    RnicGid *gids;              /* cfg.max_gid entries */
+    RnicTable pds;
+    RnicTable eqs;
+    RnicEq *async_eq;
+    RnicTable cqs;
+    RnicTable srqs;
+    RnicTable qps;
+    uint64_t mr_count;          /* mapping-table entries, all contexts */
+    uint64_t pbl_pages;         /* page-list entries held, all entries */
+
+    /* registration log */
+    GArray *reglog;             /* of RnicRegLogRec */
+    uint64_t reglog_appended;   /* records ever appended (statistics) */
+
+    /* generations: cached pointers are valid while these are unchanged */
+    uint64_t mr_gen;            /* bumped by every MR change */
+    uint64_t qp_gen;            /* bumped by QP create/destroy, GID changes */
+
+    GRand *rand;                /* unpredictable STag indexes */
+
+    /* scheduling */
+    RnicLink work;              /* RnicWork queued for the next run */
+    RnicLink timers;            /* QPs with a timer armed */
+    uint64_t timer_armed;       /* deadline given to the host, or UINT64_MAX */
+
+    uint8_t *bounce;            /* RNIC_BOUNCE_SIZE, guest-to-guest copies */
 };
 
-/* Pending doorbell, queued by rnic_engine_doorbell(). */
-typedef struct RnicDoorbellEvent {
-    uint32_t page;
-    uint32_t offset;            /* enum rnic_db_offset */
-    uint32_t handle;
-    uint32_t flags;
-    uint32_t index;
-} RnicDoorbellEvent;
+/* ---------------------------------------------------------------------- */
+/* Helpers                                                                */
+/* ---------------------------------------------------------------------- */
 
 /* Logging helpers: messages go to RnicHostOps.log. */
 void rnic_log(RnicEngine *e, RnicLogKind kind, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
 #define rnic_guest_error(e, ...) rnic_log((e), RNIC_LOG_GUEST_ERROR, __VA_ARGS__)
+#define rnic_trace(e, ...) rnic_log((e), RNIC_LOG_TRACE, __VA_ARGS__)
 
 static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 {
@@ -62,11 +524,246 @@ static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 void rnic_engine_schedule(RnicEngine *e);
 void rnic_raise_irq(RnicEngine *e, unsigned vector);
 
+static inline int rnic_dma_read(RnicEngine *e, uint64_t addr, void *buf,
+                                size_t len)
+{
+    if (e->ops->dma_read(e->opaque, addr, buf, len)) {
+        rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int rnic_dma_write(RnicEngine *e, uint64_t addr, const void *buf,
+                                 size_t len)
+{
+    if (e->ops->dma_write(e->opaque, addr, buf, len)) {
+        rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
+        return -1;
+    }
+    return 0;
+}
+
+/* Guest-to-guest copy (mapped when the host can, else via the bounce). */
+int rnic_dma_copy(RnicEngine *e, uint64_t dst, uint64_t src, uint64_t len);
+
+/* Queue work for the next rnic_engine_run(). */
+void rnic_work_queue(RnicEngine *e, RnicWork *w);
+static inline void rnic_work_cancel(RnicWork *w)
+{
+    rnic_list_del(&w->link);
+}
+
+/* User context checks: is 'uctx' allocated (0, the kernel, always is)? */
+bool rnic_uctx_valid(const RnicEngine *e, uint32_t uctx);
+static inline void rnic_uctx_get(RnicEngine *e, uint32_t uctx)
+{
+    e->uctx_refs[uctx]++;
+}
+static inline void rnic_uctx_put(RnicEngine *e, uint32_t uctx)
+{
+    e->uctx_refs[uctx]--;
+}
+
 /* rnic-regs.c */
 void rnic_regs_reset(RnicEngine *e);
 
 /* rnic-doorbell.c */
 void rnic_doorbells_reset(RnicEngine *e);
 void rnic_doorbells_process(RnicEngine *e);
+
+/* rnic-ctx.c: network contexts, user contexts, GIDs, PDs */
+void rnic_ctx_init(RnicEngine *e);
+void rnic_ctx_fini(RnicEngine *e);
+void rnic_ctx_reset(RnicEngine *e);
+RnicNetCtx *rnic_netctx_lookup(RnicEngine *e, uint32_t handle);
+RnicNetCtx *rnic_netctx_by_id(RnicEngine *e, uint8_t type, uint32_t net_id);
+RnicNetCtx *rnic_netctx_create(RnicEngine *e, uint32_t handle, uint8_t type,
+                               uint32_t net_id);
+void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx);
+RnicPd *rnic_pd_lookup(RnicEngine *e, uint32_t handle);
+RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
+                       uint32_t owner);
+/* Is gid one of this device's GIDs in network context 'ctx'? */
+bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
+                       const uint8_t gid[16]);
+const RnicGid *rnic_gid_get(RnicEngine *e, uint32_t index);
+
+/* rnic-mr.c: mapping tables, STags, translation, registration log */
+void rnic_mrt_init(RnicEngine *e, RnicMrTable *t);
+void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx);
+RnicMr *rnic_mrt_lookup(const RnicMrTable *t, uint32_t index);
+void rnic_mr_init(RnicEngine *e);
+void rnic_mr_fini(RnicEngine *e);
+void rnic_mr_reset(RnicEngine *e);
+void rnic_pbl_unref(RnicEngine *e, RnicPbl *pbl);
+/* A page list to fill (state load); NULL when too big or over budget. */
+RnicPbl *rnic_pbl_alloc(RnicEngine *e, uint32_t npages, uint8_t shift,
+                        bool contiguous);
+
+/* Why a translation failed. */
+typedef enum RnicXlateErr {
+    RNIC_XLATE_OK = 0,
+    RNIC_XLATE_NO_ENTRY,        /* no entry at the STag's index */
+    RNIC_XLATE_KEY,             /* entry's key differs */
+    RNIC_XLATE_STATE,           /* entry not valid (fast-reg, invalidated) */
+    RNIC_XLATE_PD,              /* entry in another PD */
+    RNIC_XLATE_BOUNDS,          /* range outside the region */
+    RNIC_XLATE_ACCESS,          /* missing access right */
+} RnicXlateErr;
+
+const char *rnic_xlate_err_str(RnicXlateErr err);
+
+/*
+ * Resolve 'stag' in 'ctx' for [va, va + len) with 'access' rights (0 for
+ * a local read) in protection domain 'pd' (NULL: any). On success *mr is
+ * the entry. Every key, PD, bounds (overflow-safe), rights and state check
+ * happens here: this is the single gate to registered memory.
+ */
+RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
+                             uint64_t va, uint64_t len, uint32_t access,
+                             RnicMr **mr);
+/* Re-check an already resolved entry for a sub-range (after rnic_mr_resolve). */
+bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len);
+
+/* Guest DMA segments of [va, va + len) of a resolved entry (range checked
+ * by the caller). Appends to segs[*nsegs], at most 'max'; returns false if
+ * more segments would be needed. */
+bool rnic_mr_segs(const RnicMr *mr, uint64_t va, uint64_t len,
+                  RnicDmaSeg *segs, uint32_t *nsegs, uint32_t max);
+
+/* Copy between host bytes and a resolved entry's memory. */
+int rnic_mr_write(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                  const void *buf, uint64_t len);
+int rnic_mr_read(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                 void *buf, uint64_t len);
+/* Copy a payload (host bytes or guest segments) into an entry's memory,
+ * starting at payload offset 'off' for 'len' bytes. */
+int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                  const RnicPayload *pl, uint32_t off, uint32_t len);
+
+/* Work-request side of MRs: status is an enum rnic_wc_status. */
+uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
+                         const struct rnic_sq_wqe *wqe);
+uint8_t rnic_mr_invalidate(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
+                           uint32_t owner, uint32_t stag);
+
+/* Registration log: replay one record (state load). */
+bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err);
+/* Drop records that no longer describe live state, when worth it. */
+void rnic_reglog_compact(RnicEngine *e, bool force);
+
+/* rnic-cq.c: event queues, completion queues, async events */
+void rnic_cq_init(RnicEngine *e);
+void rnic_cq_fini(RnicEngine *e);
+void rnic_cq_reset(RnicEngine *e);
+RnicEq *rnic_eq_lookup(RnicEngine *e, uint32_t handle);
+RnicCq *rnic_cq_lookup(RnicEngine *e, uint32_t handle);
+RnicEq *rnic_eq_create(RnicEngine *e, uint32_t handle);
+RnicCq *rnic_cq_create(RnicEngine *e, uint32_t handle);
+void rnic_eq_process(RnicEngine *e, RnicEq *eq);
+void rnic_cq_process(RnicEngine *e, RnicCq *cq);
+
+/* A completion to write; fields as struct rnic_cqe, host order. */
+typedef struct RnicCqeInfo {
+    uint64_t wr_id;
+    uint32_t byte_len;
+    uint32_t imm_or_inv;
+    uint32_t src_qp;
+    uint8_t opcode;
+    uint8_t status;
+    uint8_t flags;
+    uint16_t vlan_id;
+    const uint8_t *smac;
+} RnicCqeInfo;
+
+/* Write a CQE for 'qp' (notifies the EQ when armed). */
+void rnic_cq_post(RnicEngine *e, RnicCq *cq, const RnicQp *qp,
+                  const RnicCqeInfo *info);
+/* Asynchronous event to the async EQ (dropped, logged, when there is none). */
+void rnic_async_event(RnicEngine *e, uint8_t type, uint32_t handle,
+                      uint32_t data);
+
+/* rnic-srq.c */
+void rnic_srq_init(RnicEngine *e);
+void rnic_srq_fini(RnicEngine *e);
+void rnic_srq_reset(RnicEngine *e);
+RnicSrq *rnic_srq_lookup(RnicEngine *e, uint32_t handle);
+RnicSrq *rnic_srq_create(RnicEngine *e, uint32_t handle);
+void rnic_srq_process(RnicEngine *e, RnicSrq *srq);
+/* After a consumption: raise the limit event if armed and crossed. */
+void rnic_srq_check_limit(RnicEngine *e, RnicSrq *srq);
+
+/* rnic-qp.c */
+void rnic_qp_init(RnicEngine *e);
+void rnic_qp_fini(RnicEngine *e);
+void rnic_qp_reset(RnicEngine *e);
+RnicQp *rnic_qp_lookup(RnicEngine *e, uint32_t handle);
+RnicQp *rnic_qp_by_qpn(RnicNetCtx *ctx, uint32_t qpn);
+RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn);
+void rnic_qp_destroy(RnicEngine *e, RnicQp *qp);
+/* Move to ERR (flushes both queues) or, for UD send errors, to SQE. */
+void rnic_qp_error(RnicEngine *e, RnicQp *qp);
+void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp);
+void rnic_qp_process(RnicEngine *e, RnicQp *qp);
+void rnic_qp_flush(RnicEngine *e, RnicQp *qp);
+uint32_t rnic_qp_pmtu(const RnicQp *qp);
+static inline void rnic_qp_work(RnicEngine *e, RnicQp *qp, uint32_t flags)
+{
+    qp->work_flags |= flags;
+    rnic_work_queue(e, &qp->work);
+}
+/* Read a receive WQE from the RQ/SRQ ring and resolve its SGEs. */
+bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
+                     uint8_t *status);
+/* Resolve SGEs (lkey, PD, bounds, access); false on a protection error. */
+bool rnic_sges_resolve(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
+                       RnicSgeRes *sge, uint32_t nsge, uint32_t access);
+/* Scatter payload bytes [poff, poff + len) to SGE list offset 'off'. */
+int rnic_sges_place(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
+                    uint32_t off, const RnicPayload *pl, uint32_t poff,
+                    uint32_t len);
+/* Guest segments of SGE list bytes [off, off + len). */
+bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
+                    uint32_t len, RnicDmaSeg *segs, uint32_t *nsegs,
+                    uint32_t max);
+bool rnic_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next,
+                           uint32_t mask);
+uint8_t rnic_wc_opcode(uint8_t wr_opcode);
+void rnic_qp_load_attach(RnicEngine *e, RnicQp *qp);
+
+/* rnic-req.c: the requester (SQ -> packets, responses -> completions) */
+void rnic_req_reset_qp(RnicQp *qp);
+/* Transmit up to 'budget' packets; returns packets sent. */
+uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget);
+/* A response packet (ACK, NAK, READ response, atomic ACK) for 'qp'. */
+void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt);
+void rnic_req_timer(RnicEngine *e, RnicQp *qp);
+/* Complete every slot DONE in order from sq_una (writes CQEs). */
+void rnic_req_complete(RnicEngine *e, RnicQp *qp);
+
+/* rnic-resp.c: the responder */
+void rnic_resp_reset_qp(RnicQp *qp);
+void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt);
+/* Stream pending READ responses; returns packets sent. */
+uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget);
+
+/* rnic-transport.c: delivery (loopback / wire), timers */
+void rnic_transport_init(RnicEngine *e);
+void rnic_transport_reset(RnicEngine *e);
+/* Fill the network part of a packet from 'qp' (RC: its AV) */
+void rnic_packet_net_from_av(RnicEngine *e, const RnicQp *qp,
+                             const struct rnic_av *av, RnicPacket *pkt);
+/* Send a packet of 'qp' (loopback or wire). */
+void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt);
+/* A packet arrived in network context 'ctx'. */
+void rnic_rx(RnicEngine *e, RnicNetCtx *ctx, const RnicPacket *pkt);
+/* The wire: counts and drops for now (the RoCEv2 issue fills it in). */
+void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt);
+void rnic_qp_timer_set(RnicEngine *e, RnicQp *qp, uint8_t kind, uint64_t ns);
+void rnic_qp_timer_cancel(RnicEngine *e, RnicQp *qp);
+/* Local ACK timeout of a QP in ns (0: none), RNR timer code in ns. */
+uint64_t rnic_ack_timeout_ns(uint8_t timeout);
+uint64_t rnic_rnr_timer_ns(uint8_t code);
 
 #endif /* RNIC_ENGINE_INT_H */

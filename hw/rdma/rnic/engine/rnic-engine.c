@@ -94,7 +94,15 @@ RnicEngine *rnic_engine_new(const RnicEngineConfig *cfg,
     e->cfg = *cfg;
     e->ops = ops;
     e->opaque = opaque;
-    e->db_queue = g_array_new(FALSE, FALSE, sizeof(RnicDoorbellEvent));
+    e->rand = g_rand_new();
+    e->bounce = g_malloc(RNIC_BOUNCE_SIZE);
+    rnic_list_init(&e->work);
+    rnic_transport_init(e);
+    rnic_ctx_init(e);
+    rnic_mr_init(e);
+    rnic_cq_init(e);
+    rnic_srq_init(e);
+    rnic_qp_init(e);
     rnic_engine_reset(e);
     return e;
 }
@@ -104,7 +112,14 @@ void rnic_engine_free(RnicEngine *e)
     if (!e) {
         return;
     }
-    g_array_free(e->db_queue, TRUE);
+    rnic_admin_objects_reset(e);
+    rnic_qp_fini(e);
+    rnic_srq_fini(e);
+    rnic_cq_fini(e);
+    rnic_mr_fini(e);
+    rnic_ctx_fini(e);
+    g_rand_free(e->rand);
+    g_free(e->bounce);
     g_free(e);
 }
 
@@ -116,7 +131,10 @@ const RnicEngineConfig *rnic_engine_config(const RnicEngine *e)
 void rnic_engine_reset(RnicEngine *e)
 {
     rnic_regs_reset(e);
+    rnic_eth_reset(e);
+    rnic_admin_objects_reset(e);
     rnic_doorbells_reset(e);
+    rnic_transport_reset(e);
     memset(e->stats, 0, sizeof(e->stats));
     e->run_scheduled = false;
 }
@@ -134,11 +152,7 @@ void rnic_engine_run(RnicEngine *e)
     e->run_scheduled = false;
     rnic_admin_process(e);
     rnic_doorbells_process(e);
-}
-
-void rnic_engine_timer_expired(RnicEngine *e)
-{
-    (void)e;
+    rnic_eth_run(e);
 }
 
 void rnic_raise_irq(RnicEngine *e, unsigned vector)

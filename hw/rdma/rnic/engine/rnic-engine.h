@@ -59,6 +59,14 @@ typedef struct RnicHostOps {
     void *(*dma_map)(void *opaque, uint64_t addr, uint64_t *len, bool is_write);
     void (*dma_unmap)(void *opaque, void *ptr, uint64_t len, bool is_write,
                       uint64_t access_len);
+    /*
+     * Optional (may be NULL): the Ethernet function can take frames again
+     * after rnic_engine_can_receive() returned false or
+     * rnic_engine_receive() refused a frame (QEMU: flush the frames queued
+     * for the device). Called from inside an engine call (a register write
+     * or rnic_engine_run); the host may call rnic_engine_receive from it.
+     */
+    void (*rx_ready)(void *opaque);
 } RnicHostOps;
 
 /* Static configuration: the limits the device advertises. */
@@ -118,6 +126,13 @@ typedef struct RnicEngineConfig {
 #define RNIC_DEFAULT_MAX_GID        128
 #define RNIC_DEFAULT_MAX_RD_ATOMIC  16
 
+/* Memory registration limits (QUERY_DEVICE reports them). */
+#define RNIC_MR_MAX_SIZE            (1ull << 40)    /* bytes per region */
+#define RNIC_MR_MAX_PAGES           (1u << 20)      /* page-list entries per region */
+#define RNIC_MR_MAX_FAST_REG_PAGES  (RNIC_PBL_LEAF_ENTRIES * 64)
+#define RNIC_PBL_BUDGET             (1u << 24)      /* page-list entries, device-wide */
+#define RNIC_MAX_MSG_SIZE           (1u << 31)      /* bytes per message */
+
 void rnic_engine_config_defaults(RnicEngineConfig *cfg);
 /* Returns NULL when valid, else a newly allocated message (g_free it). */
 char *rnic_engine_config_check(const RnicEngineConfig *cfg);
@@ -170,5 +185,21 @@ uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat);
 void rnic_engine_save(RnicEngine *e, GByteArray *out);
 bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
                       char **err);
+
+/*
+ * Ethernet function (the wire side of the converged NIC).
+ *
+ * rnic_engine_receive: one frame from the segment (no FCS), as an iovec.
+ * Returns true when the frame was taken (to the RDMA engine, to the RX
+ * ring, or dropped and counted), false when it cannot be taken now: the
+ * host keeps it and offers it again after RnicHostOps.rx_ready.
+ * rnic_engine_can_receive: false while RX is enabled and no buffer is
+ * posted (the host should queue frames; rx_ready follows).
+ * rnic_engine_set_link: the host's link state (QEMU: !nc->link_down);
+ * reflected in RNIC_STATUS_LINK_UP, kept across function resets.
+ */
+bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt);
+bool rnic_engine_can_receive(RnicEngine *e);
+void rnic_engine_set_link(RnicEngine *e, bool up);
 
 #endif /* RNIC_ENGINE_H */

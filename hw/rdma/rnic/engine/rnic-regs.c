@@ -13,7 +13,8 @@ static uint64_t rnic_caps(void)
 {
     return RNIC_CAP_RC | RNIC_CAP_UD | RNIC_CAP_SRQ | RNIC_CAP_ATOMIC |
            RNIC_CAP_FAST_REG | RNIC_CAP_INLINE | RNIC_CAP_NET_CTX |
-           RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2;
+           RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2 |
+           RNIC_CAP_ETH;
 }
 
 void rnic_regs_reset(RnicEngine *e)
@@ -105,6 +106,8 @@ RnicAccessResult rnic_engine_reg_read(RnicEngine *e, uint32_t offset,
     case RNIC_REG_ACQ_HEAD:     *value = r->acq_head; break;
     case RNIC_REG_IRQ_TEST:
         return RNIC_ACCESS_WRITE_ONLY;
+    case RNIC_REG_ETH_BASE ... RNIC_REG_ETH_END - 1:
+        return rnic_eth_reg_read(e, offset, value);
     default:
         return RNIC_ACCESS_UNKNOWN_REG;
     }
@@ -248,6 +251,8 @@ RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
         return rnic_admin_tail_write(e, value);
     case RNIC_REG_ACQ_HEAD:
         return rnic_admin_cq_head_write(e, value);
+    case RNIC_REG_ETH_BASE ... RNIC_REG_ETH_END - 1:
+        return rnic_eth_reg_write(e, offset, value);
     default:
         return RNIC_ACCESS_UNKNOWN_REG;
     }

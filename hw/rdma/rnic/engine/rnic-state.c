@@ -10,10 +10,21 @@
 #include <string.h>
 #include "rnic-engine-int.h"
 #include "rnic-image.h"
+#include "rnic-state.h"
 
 enum rnic_section_tag {
     RNIC_SEC_REGS = 1,
     RNIC_SEC_STATS = 2,
+    RNIC_SEC_UCTX = 3,
+    RNIC_SEC_NET_CTX = 4,
+    RNIC_SEC_GIDS = 5,
+    RNIC_SEC_PDS = 6,
+    RNIC_SEC_EQS = 7,
+    RNIC_SEC_CQS = 8,
+    RNIC_SEC_SRQS = 9,
+    RNIC_SEC_MR_LOG = 10,
+    RNIC_SEC_QPS = 11,
+    RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
 };
 
 static void rnic_regs_save(RnicEngine *e, RnicImageWriter *w)
@@ -121,6 +132,18 @@ static const RnicSection rnic_sections[] = {
     { RNIC_SEC_REGS, 0, "registers", rnic_regs_save, rnic_regs_load },
     { RNIC_SEC_STATS, RNIC_SECTION_OPTIONAL, "statistics",
       rnic_stats_save, rnic_stats_load },
+    { RNIC_SEC_ETH, 0, "ethernet", rnic_eth_save, rnic_eth_load },
+    { RNIC_SEC_UCTX, 0, "user contexts", rnic_uctx_save, rnic_uctx_load },
+    { RNIC_SEC_NET_CTX, 0, "network contexts", rnic_netctx_save,
+      rnic_netctx_load },
+    { RNIC_SEC_GIDS, 0, "GID table", rnic_gids_save, rnic_gids_load },
+    { RNIC_SEC_PDS, 0, "PDs", rnic_pds_save, rnic_pds_load },
+    { RNIC_SEC_EQS, 0, "EQs", rnic_eqs_save, rnic_eqs_load },
+    { RNIC_SEC_CQS, 0, "CQs", rnic_cqs_save, rnic_cqs_load },
+    { RNIC_SEC_SRQS, 0, "SRQs", rnic_srqs_save, rnic_srqs_load },
+    { RNIC_SEC_MR_LOG, 0, "registration log", rnic_mrlog_save,
+      rnic_mrlog_load },
+    { RNIC_SEC_QPS, 0, "QPs", rnic_qps_save, rnic_qps_load },
 };
 
 static const RnicSection *rnic_section_find(uint16_t tag)
@@ -154,8 +177,10 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
 {
     RnicImageReader r = { .data = data, .len = len };
     RnicImageReader payload;
+    bool seen[G_N_ELEMENTS(rnic_sections)] = { false };
     uint16_t tag, flags;
     uint32_t magic, version;
+    size_t i;
 
     *err = NULL;
     rnic_engine_reset(e);
@@ -180,6 +205,11 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
             *err = g_strdup_printf("unknown mandatory state section %u", tag);
             goto fail;
         }
+        if (seen[s - rnic_sections]) {
+            *err = g_strdup_printf("state section %s twice", s->name);
+            goto fail;
+        }
+        seen[s - rnic_sections] = true;
         if (!s->load(e, &payload, err)) {
             goto fail;
         }
@@ -188,6 +218,14 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
         *err = g_strdup("state image truncated");
         goto fail;
     }
+    for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
+        if (!seen[i] && !(rnic_sections[i].flags & RNIC_SECTION_OPTIONAL)) {
+            *err = g_strdup_printf("state section %s missing",
+                                   rnic_sections[i].name);
+            goto fail;
+        }
+    }
+    rnic_state_post_load(e);
     return true;
 
 fail:

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: network contexts (patent a: one mapping table and one QPN
+ * space per network identifier), user contexts (doorbell pages), the GID
+ * table and protection domains.
+ */
+#include <string.h>
+#include "rnic-admin.h"
+
+#define RNIC_VLAN_ID_MAX 4095
+
+static gpointer rnic_net_key(uint8_t type, uint32_t net_id)
+{
+    return GUINT_TO_POINTER((((guint)type << 24) | (net_id & 0xffffff)) + 1);
+}
+
+void rnic_ctx_init(RnicEngine *e)
+{
+    rnic_table_init(&e->net_ctxs, e->cfg.max_net_ctx);
+    rnic_table_init(&e->pds, e->cfg.max_pd);
+    e->net_ids = g_hash_table_new(g_direct_hash, g_direct_equal);
+    e->gids = g_new0(RnicGid, e->cfg.max_gid);
+}
+
+void rnic_ctx_fini(RnicEngine *e)
+{
+    rnic_ctx_reset(e);
+    rnic_table_destroy(&e->net_ctxs);
+    rnic_table_destroy(&e->pds);
+    g_hash_table_destroy(e->net_ids);
+    g_free(e->gids);
+}
+
+void rnic_ctx_reset(RnicEngine *e)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->pds.cap; i++) {
+        RnicPd *pd = e->pds.slots[i];
+
+        if (pd) {
+            rnic_table_remove(&e->pds, i);
+            g_free(pd);
+        }
+    }
+    memset(e->gids, 0, sizeof(RnicGid) * e->cfg.max_gid);
+    for (i = 0; i < e->net_ctxs.cap; i++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[i];
+
+        if (ctx) {
+            ctx->refs = 0;
+            rnic_netctx_destroy(e, ctx);
+        }
+    }
+    memset(e->uctx_used, 0, sizeof(e->uctx_used));
+    memset(e->uctx_refs, 0, sizeof(e->uctx_refs));
+    e->qp_gen++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Network contexts                                                       */
+/* ---------------------------------------------------------------------- */
+
+RnicNetCtx *rnic_netctx_lookup(RnicEngine *e, uint32_t handle)
+{
+    return rnic_table_get(&e->net_ctxs, handle);
+}
+
+RnicNetCtx *rnic_netctx_by_id(RnicEngine *e, uint8_t type, uint32_t net_id)
+{
+    return g_hash_table_lookup(e->net_ids, rnic_net_key(type, net_id));
+}
+
+RnicNetCtx *rnic_netctx_create(RnicEngine *e, uint32_t handle, uint8_t type,
+                               uint32_t net_id)
+{
+    RnicNetCtx *ctx = g_new0(RnicNetCtx, 1);
+
+    if (handle == UINT32_MAX) {
+        handle = rnic_table_alloc(&e->net_ctxs, ctx);
+        if (handle == UINT32_MAX) {
+            g_free(ctx);
+            return NULL;
+        }
+    } else if (!rnic_table_insert_at(&e->net_ctxs, handle, ctx)) {
+        g_free(ctx);
+        return NULL;
+    }
+    ctx->handle = handle;
+    ctx->net_type = type;
+    ctx->net_id = net_id;
+    ctx->qpns = g_hash_table_new(g_direct_hash, g_direct_equal);
+    ctx->next_qpn = 2;
+    rnic_mrt_init(e, &ctx->mrt);
+    g_hash_table_insert(e->net_ids, rnic_net_key(type, net_id), ctx);
+    return ctx;
+}
+
+void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx)
+{
+    g_hash_table_remove(e->net_ids, rnic_net_key(ctx->net_type, ctx->net_id));
+    rnic_mrt_destroy(e, ctx);
+    g_hash_table_destroy(ctx->qpns);
+    rnic_table_remove(&e->net_ctxs, ctx->handle);
+    g_free(ctx);
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx)
+{
+    uint32_t net_id = GUINT32_FROM_LE(cmd->net_ctx.net_id);
+    uint8_t type = cmd->net_ctx.net_type;
+    RnicNetCtx *ctx;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    if (type == RNIC_NET_VNI) {
+        rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
+                        "CREATE_NET_CTX: VNI network identifiers are reserved");
+        return;
+    }
+    if (type != RNIC_NET_VLAN || net_id > RNIC_VLAN_ID_MAX) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "CREATE_NET_CTX: bad network identifier type %u id %u",
+                        type, net_id);
+        return;
+    }
+    if (rnic_netctx_by_id(e, type, net_id)) {
+        rnic_admin_fail(e, res, RNIC_ST_EXISTS,
+                        "CREATE_NET_CTX: VLAN %u already has a context", net_id);
+        return;
+    }
+    ctx = rnic_netctx_create(e, UINT32_MAX, type, net_id);
+    if (!ctx) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "CREATE_NET_CTX: all %u contexts in use",
+                        e->cfg.max_net_ctx);
+        return;
+    }
+    res->result0 = ctx->handle;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_net_ctx)
+{
+    uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
+    RnicNetCtx *ctx;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    ctx = rnic_netctx_lookup(e, h);
+    if (!ctx) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "DESTROY_NET_CTX: no context %u", h);
+        return;
+    }
+    if (ctx->refs) {
+        rnic_admin_fail(e, res, RNIC_ST_BUSY,
+                        "DESTROY_NET_CTX: context %u still has %u PDs/GIDs",
+                        h, ctx->refs);
+        return;
+    }
+    rnic_netctx_destroy(e, ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+/* User contexts                                                          */
+/* ---------------------------------------------------------------------- */
+
+RNIC_ADMIN_HANDLER(rnic_cmd_alloc_uctx)
+{
+    uint32_t i;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    for (i = 1; i < e->cfg.db_pages; i++) {
+        if (!e->uctx_used[i]) {
+            e->uctx_used[i] = true;
+            e->uctx_refs[i] = 0;
+            res->result0 = i;
+            res->result2 = i;
+            return;
+        }
+    }
+    rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                    "ALLOC_UCTX: all %u doorbell pages in use",
+                    e->cfg.db_pages - 1);
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_free_uctx)
+{
+    uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    if (h == RNIC_UCTX_KERNEL || h >= e->cfg.db_pages || !e->uctx_used[h]) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "FREE_UCTX: no user context %u", h);
+        return;
+    }
+    if (e->uctx_refs[h]) {
+        rnic_admin_fail(e, res, RNIC_ST_BUSY,
+                        "FREE_UCTX: context %u still owns %u objects", h,
+                        e->uctx_refs[h]);
+        return;
+    }
+    e->uctx_used[h] = false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* GID table                                                              */
+/* ---------------------------------------------------------------------- */
+
+const RnicGid *rnic_gid_get(RnicEngine *e, uint32_t index)
+{
+    return index < e->cfg.max_gid && e->gids[index].valid ? &e->gids[index]
+                                                          : NULL;
+}
+
+bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
+                       const uint8_t gid[16])
+{
+    uint32_t i;
+
+    for (i = 0; i < e->cfg.max_gid; i++) {
+        const RnicGid *g = &e->gids[i];
+
+        if (g->valid && g->net_ctx == ctx->handle &&
+            !memcmp(g->gid, gid, 16)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_add_gid)
+{
+    static const uint8_t zero[16];
+    uint32_t index = GUINT32_FROM_LE(cmd->gid.index);
+    uint32_t h = GUINT32_FROM_LE(cmd->gid.net_ctx);
+    RnicNetCtx *ctx;
+    RnicGid *g;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    if (index >= e->cfg.max_gid || cmd->gid.gid_type != 0 ||
+        !memcmp(cmd->gid.gid, zero, 16)) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "ADD_GID: bad index %u, type %u or zero GID", index,
+                        cmd->gid.gid_type);
+        return;
+    }
+    ctx = rnic_netctx_lookup(e, h);
+    if (!ctx) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "ADD_GID: no network context %u", h);
+        return;
+    }
+    if (e->gids[index].valid || rnic_gid_is_local(e, ctx, cmd->gid.gid)) {
+        rnic_admin_fail(e, res, RNIC_ST_EXISTS,
+                        "ADD_GID: index %u in use or GID already present",
+                        index);
+        return;
+    }
+    g = &e->gids[index];
+    g->valid = true;
+    memcpy(g->gid, cmd->gid.gid, 16);
+    g->net_ctx = h;
+    g->type = cmd->gid.gid_type;
+    ctx->refs++;
+    e->qp_gen++;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_del_gid)
+{
+    uint32_t index = GUINT32_FROM_LE(cmd->gid.index);
+    RnicGid *g;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    if (index >= e->cfg.max_gid || !e->gids[index].valid) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "DEL_GID: no GID at index %u", index);
+        return;
+    }
+    g = &e->gids[index];
+    rnic_netctx_lookup(e, g->net_ctx)->refs--;
+    memset(g, 0, sizeof(*g));
+    e->qp_gen++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Protection domains                                                     */
+/* ---------------------------------------------------------------------- */
+
+RnicPd *rnic_pd_lookup(RnicEngine *e, uint32_t handle)
+{
+    return rnic_table_get(&e->pds, handle);
+}
+
+RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
+                       uint32_t owner)
+{
+    RnicPd *pd = g_new0(RnicPd, 1);
+
+    if (handle == UINT32_MAX) {
+        handle = rnic_table_alloc(&e->pds, pd);
+        if (handle == UINT32_MAX) {
+            g_free(pd);
+            return NULL;
+        }
+    } else if (!rnic_table_insert_at(&e->pds, handle, pd)) {
+        g_free(pd);
+        return NULL;
+    }
+    pd->handle = handle;
+    pd->ctx = ctx;
+    pd->owner = owner;
+    ctx->refs++;
+    rnic_uctx_get(e, owner);
+    return pd;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_alloc_pd)
+{
+    uint32_t h = GUINT32_FROM_LE(cmd->pd.net_ctx);
+    RnicNetCtx *ctx;
+    RnicPd *pd;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return;
+    }
+    ctx = rnic_netctx_lookup(e, h);
+    if (!ctx) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "ALLOC_PD: no network context %u", h);
+        return;
+    }
+    pd = rnic_pd_create(e, UINT32_MAX, ctx, GUINT32_FROM_LE(cmd->uctx));
+    if (!pd) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "ALLOC_PD: all %u PDs in use", e->cfg.max_pd);
+        return;
+    }
+    res->result0 = pd->handle;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_dealloc_pd)
+{
+    uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
+    RnicPd *pd;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return;
+    }
+    pd = rnic_pd_lookup(e, h);
+    if (!pd) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "DEALLOC_PD: no PD %u", h);
+        return;
+    }
+    if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "DEALLOC_PD: PD %u belongs to context %u", h,
+                        pd->owner);
+        return;
+    }
+    if (pd->refs) {
+        rnic_admin_fail(e, res, RNIC_ST_BUSY,
+                        "DEALLOC_PD: PD %u still used by %u objects", h,
+                        pd->refs);
+        return;
+    }
+    pd->ctx->refs--;
+    rnic_uctx_put(e, pd->owner);
+    rnic_table_remove(&e->pds, h);
+    g_free(pd);
+}

@@ -1,0 +1,1051 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: per-network mapping tables (patent a), STag allocation,
+ * memory registration (REG_MR / ALLOC_MR / DEREG_MR, fast-register and
+ * invalidate work requests), DMA translation and the registration log.
+ *
+ * A mapping-table entry joins the virtual region the consumer registered
+ * (iova, length, access, PD, kind) to the physical one (the page list of
+ * guest DMA addresses copied from the guest at registration). Every access
+ * to registered memory goes through rnic_mr_resolve(): key, state, PD,
+ * rights and bounds are checked before a single byte moves, and the bytes
+ * then move only through RnicHostOps, page by page.
+ *
+ * The registration log records every change of every table in order; it
+ * is what the migration stream carries for MRs and what the destination
+ * replays (rnic_reglog_replay) to rebuild identical STags over its own
+ * physical side. It is compacted when most of it has become history.
+ */
+#include <string.h>
+#include "rnic-admin.h"
+
+/* ---------------------------------------------------------------------- */
+/* Page lists                                                             */
+/* ---------------------------------------------------------------------- */
+
+static RnicPbl *rnic_pbl_new(RnicEngine *e, uint32_t npages, uint8_t shift,
+                             bool contiguous)
+{
+    uint32_t n = contiguous ? 1 : npages;
+    RnicPbl *pbl;
+
+    if (!contiguous) {
+        if (e->pbl_pages + npages > RNIC_PBL_BUDGET) {
+            return NULL;
+        }
+        e->pbl_pages += npages;
+    }
+    pbl = g_malloc(sizeof(*pbl) + (size_t)n * sizeof(uint64_t));
+    pbl->refs = 1;
+    pbl->npages = npages;
+    pbl->page_shift = shift;
+    pbl->contiguous = contiguous;
+    return pbl;
+}
+
+static RnicPbl *rnic_pbl_ref(RnicPbl *pbl)
+{
+    if (pbl) {
+        pbl->refs++;
+    }
+    return pbl;
+}
+
+void rnic_pbl_unref(RnicEngine *e, RnicPbl *pbl)
+{
+    if (pbl && --pbl->refs == 0) {
+        if (!pbl->contiguous) {
+            e->pbl_pages -= pbl->npages;
+        }
+        g_free(pbl);
+    }
+}
+
+/* Pages needed for [iova, iova + length) with pages of 1 << shift. */
+static uint64_t rnic_pages_for(uint64_t iova, uint64_t length, uint8_t shift)
+{
+    uint64_t pgmask = (1ull << shift) - 1;
+
+    return ((iova & pgmask) + length + pgmask) >> shift;
+}
+
+/* Checks shared by REG_MR, fast-register and log replay; NULL when fine. */
+static const char *rnic_mr_check_region(uint64_t iova, uint64_t length,
+                                        uint32_t access, uint8_t shift,
+                                        uint64_t npages)
+{
+    if (access & ~RNIC_ACCESS_ALL) {
+        return "unknown access bits";
+    }
+    if ((access & (RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & RNIC_ACCESS_LOCAL_WRITE)) {
+        return "remote write/atomic access needs local write access";
+    }
+    if (!length || length > RNIC_MR_MAX_SIZE) {
+        return "length is zero or beyond the maximum region size";
+    }
+    if (iova + length < iova) {
+        return "iova + length overflows";
+    }
+    if (shift < RNIC_PAGE_SHIFT_MIN || shift > RNIC_PAGE_SHIFT_MAX) {
+        return "page shift out of range";
+    }
+    if (npages != rnic_pages_for(iova, length, shift)) {
+        return "page count does not match iova, length and page size";
+    }
+    return NULL;
+}
+
+/* Check the page addresses of a list: aligned, and a page never wraps. */
+static const char *rnic_pbl_check(const RnicPbl *pbl)
+{
+    uint64_t pgmask = (1ull << pbl->page_shift) - 1;
+    uint32_t i, n = pbl->contiguous ? 1 : pbl->npages;
+
+    for (i = 0; i < n; i++) {
+        uint64_t a = pbl->pages[i];
+
+        if (a & pgmask) {
+            return "page address not aligned to the page size";
+        }
+        if (pbl->contiguous) {
+            uint64_t size = (uint64_t)pbl->npages << pbl->page_shift;
+
+            if (a + size < a && a + size != 0) {
+                return "contiguous region wraps the address space";
+            }
+        } else if (a + pgmask < a) {
+            return "page wraps the address space";
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Copy a guest page list into a new RnicPbl. levels: 0 contiguous (addr is
+ * page 0), 1 flat list at addr, 2 list of 4 KiB leaves at addr. On failure
+ * returns NULL with *status (admin status) and *why.
+ */
+static RnicPbl *rnic_pbl_read(RnicEngine *e, uint64_t addr, uint8_t levels,
+                              uint32_t npages, uint8_t shift, uint8_t *status,
+                              const char **why)
+{
+    RnicPbl *pbl;
+
+    if (levels > 2) {
+        *status = RNIC_ST_BAD_PARAM;
+        *why = "page-list levels beyond 2";
+        return NULL;
+    }
+    if (levels > 0 && npages > RNIC_MR_MAX_PAGES) {
+        *status = RNIC_ST_BAD_PARAM;
+        *why = "page list longer than the device maximum";
+        return NULL;
+    }
+    pbl = rnic_pbl_new(e, npages, shift, levels == 0);
+    if (!pbl) {
+        *status = RNIC_ST_NO_RESOURCES;
+        *why = "device page-list budget exhausted";
+        return NULL;
+    }
+    if (levels == 0) {
+        pbl->pages[0] = addr;
+    } else if (levels == 1) {
+        if ((addr & 7) || addr + (uint64_t)npages * 8 < addr) {
+            *status = RNIC_ST_BAD_PARAM;
+            *why = "page list not 8-byte aligned";
+            goto fail;
+        }
+        if (rnic_dma_read(e, addr, pbl->pages, (size_t)npages * 8)) {
+            *status = RNIC_ST_DMA_ERROR;
+            *why = "page list not readable";
+            goto fail;
+        }
+    } else {
+        uint32_t nleaves = (npages + RNIC_PBL_LEAF_ENTRIES - 1) /
+                           RNIC_PBL_LEAF_ENTRIES;
+        uint64_t *leaves = g_new(uint64_t, nleaves);
+        uint32_t i;
+
+        if ((addr & 7) || rnic_dma_read(e, addr, leaves, (size_t)nleaves * 8)) {
+            g_free(leaves);
+            *status = (addr & 7) ? RNIC_ST_BAD_PARAM : RNIC_ST_DMA_ERROR;
+            *why = "level-2 directory misaligned or not readable";
+            goto fail;
+        }
+        for (i = 0; i < nleaves; i++) {
+            uint64_t leaf = GUINT64_FROM_LE(leaves[i]);
+            uint32_t n = MIN(RNIC_PBL_LEAF_ENTRIES,
+                             npages - i * RNIC_PBL_LEAF_ENTRIES);
+
+            if (leaf & 0xfff) {
+                g_free(leaves);
+                *status = RNIC_ST_BAD_PARAM;
+                *why = "level-2 leaf not 4 KiB aligned";
+                goto fail;
+            }
+            if (rnic_dma_read(e, leaf, pbl->pages + i * RNIC_PBL_LEAF_ENTRIES,
+                              (size_t)n * 8)) {
+                g_free(leaves);
+                *status = RNIC_ST_DMA_ERROR;
+                *why = "level-2 leaf not readable";
+                goto fail;
+            }
+        }
+        g_free(leaves);
+    }
+    if (levels > 0) {
+        uint32_t i;
+
+        for (i = 0; i < npages; i++) {
+            pbl->pages[i] = GUINT64_FROM_LE(pbl->pages[i]);
+        }
+    }
+    *why = rnic_pbl_check(pbl);
+    if (*why) {
+        *status = RNIC_ST_BAD_PARAM;
+        goto fail;
+    }
+    return pbl;
+
+fail:
+    rnic_pbl_unref(e, pbl);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Mapping tables                                                         */
+/* ---------------------------------------------------------------------- */
+
+void rnic_mrt_init(RnicEngine *e, RnicMrTable *t)
+{
+    uint64_t want = MAX(4ull * e->cfg.max_mr, 4ull * RNIC_MRT_LEAF_SIZE);
+    uint32_t range = RNIC_MRT_LEAF_SIZE;
+
+    while (range < want && range < (1u << 24)) {
+        range <<= 1;
+    }
+    t->range = range;
+    t->ndir = range / RNIC_MRT_LEAF_SIZE;
+    t->dir = g_new0(RnicMr **, t->ndir);
+    t->count = 0;
+}
+
+RnicMr *rnic_mrt_lookup(const RnicMrTable *t, uint32_t index)
+{
+    RnicMr **leaf;
+
+    if (index >= t->range) {
+        return NULL;
+    }
+    leaf = t->dir[index >> RNIC_MRT_LEAF_BITS];
+    return leaf ? leaf[index & (RNIC_MRT_LEAF_SIZE - 1)] : NULL;
+}
+
+static void rnic_mrt_set(RnicMrTable *t, uint32_t index, RnicMr *mr)
+{
+    RnicMr ***leaf = &t->dir[index >> RNIC_MRT_LEAF_BITS];
+
+    if (!*leaf) {
+        *leaf = g_new0(RnicMr *, RNIC_MRT_LEAF_SIZE);
+    }
+    (*leaf)[index & (RNIC_MRT_LEAF_SIZE - 1)] = mr;
+}
+
+/* A random free index (never 0): unpredictable STags. */
+static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
+{
+    uint32_t start = g_rand_int_range(e->rand, 1, t->range);
+    uint32_t i, idx;
+
+    for (i = 0; i < t->range; i++) {
+        idx = (start + i) & (t->range - 1);
+        if (idx && !rnic_mrt_lookup(t, idx)) {
+            return idx;
+        }
+    }
+    return 0;
+}
+
+static void rnic_mr_free(RnicEngine *e, RnicMr *mr)
+{
+    rnic_pbl_unref(e, mr->pbl);
+    g_free(mr);
+}
+
+void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx)
+{
+    RnicMrTable *t = &ctx->mrt;
+    uint32_t d, i;
+
+    for (d = 0; d < t->ndir; d++) {
+        if (!t->dir[d]) {
+            continue;
+        }
+        for (i = 0; i < RNIC_MRT_LEAF_SIZE; i++) {
+            if (t->dir[d][i]) {
+                rnic_mr_free(e, t->dir[d][i]);
+                e->mr_count--;
+            }
+        }
+        g_free(t->dir[d]);
+    }
+    g_free(t->dir);
+    memset(t, 0, sizeof(*t));
+    e->mr_gen++;
+}
+
+/* Call fn for every entry of every table (index order per context). */
+static void rnic_mr_foreach(RnicEngine *e, void (*fn)(RnicEngine *, RnicMr *,
+                                                       void *), void *opaque)
+{
+    uint32_t c, d, i;
+
+    for (c = 0; c < e->net_ctxs.cap; c++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+
+        if (!ctx) {
+            continue;
+        }
+        for (d = 0; d < ctx->mrt.ndir; d++) {
+            RnicMr **leaf = ctx->mrt.dir[d];
+
+            if (!leaf) {
+                continue;
+            }
+            for (i = 0; i < RNIC_MRT_LEAF_SIZE; i++) {
+                if (leaf[i]) {
+                    fn(e, leaf[i], opaque);
+                }
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Registration log                                                       */
+/* ---------------------------------------------------------------------- */
+
+static void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
+{
+    RnicRegLogRec rec = {
+        .op = op,
+        .kind = mr->kind,
+        .net_ctx = mr->ctx->handle,
+        .stag = mr->stag,
+        .pd = mr->pd->handle,
+        .owner = mr->owner,
+        .access = mr->access,
+        .max_pages = mr->max_pages,
+        .iova = mr->iova,
+        .length = mr->length,
+    };
+
+    if (op == RNIC_REGLOG_REG || op == RNIC_REGLOG_FAST_REG) {
+        rec.pbl = rnic_pbl_ref(mr->pbl);
+    }
+    g_array_append_val(e->reglog, rec);
+    e->reglog_appended++;
+}
+
+static void rnic_reglog_clear(RnicEngine *e)
+{
+    guint i;
+
+    for (i = 0; i < e->reglog->len; i++) {
+        rnic_pbl_unref(e, g_array_index(e->reglog, RnicRegLogRec, i).pbl);
+    }
+    g_array_set_size(e->reglog, 0);
+}
+
+static void rnic_reglog_snapshot_one(RnicEngine *e, RnicMr *mr, void *opaque)
+{
+    GArray *log = opaque;
+    RnicRegLogRec rec = {
+        .op = mr->fast_reg ? RNIC_REGLOG_ALLOC : RNIC_REGLOG_REG,
+        .kind = mr->kind,
+        .net_ctx = mr->ctx->handle,
+        .stag = mr->stag,
+        .pd = mr->pd->handle,
+        .owner = mr->owner,
+        .access = mr->access,
+        .max_pages = mr->max_pages,
+        .iova = mr->iova,
+        .length = mr->length,
+    };
+
+    if (!mr->fast_reg) {
+        rec.pbl = rnic_pbl_ref(mr->pbl);
+        g_array_append_val(log, rec);
+        return;
+    }
+    g_array_append_val(log, rec);
+    if (mr->pbl) {
+        /* registered at least once: its last fast-register, then maybe
+         * the invalidation that followed */
+        rec.op = RNIC_REGLOG_FAST_REG;
+        rec.pbl = rnic_pbl_ref(mr->pbl);
+        g_array_append_val(log, rec);
+        if (mr->state != RNIC_MR_VALID) {
+            rec.op = RNIC_REGLOG_INVALIDATE;
+            rec.pbl = NULL;
+            g_array_append_val(log, rec);
+        }
+    }
+}
+
+void rnic_reglog_compact(RnicEngine *e, bool force)
+{
+    GArray *log;
+
+    /* every live entry needs at most three records */
+    if (!force && e->reglog->len <= 3 * e->mr_count + 64) {
+        return;
+    }
+    log = g_array_new(FALSE, FALSE, sizeof(RnicRegLogRec));
+    rnic_mr_foreach(e, rnic_reglog_snapshot_one, log);
+    rnic_reglog_clear(e);
+    g_array_free(e->reglog, TRUE);
+    e->reglog = log;
+}
+
+void rnic_mr_init(RnicEngine *e)
+{
+    e->reglog = g_array_new(FALSE, FALSE, sizeof(RnicRegLogRec));
+}
+
+void rnic_mr_fini(RnicEngine *e)
+{
+    rnic_reglog_clear(e);
+    g_array_free(e->reglog, TRUE);
+}
+
+static void rnic_mr_remove(RnicEngine *e, RnicMr *mr)
+{
+    rnic_mrt_set(&mr->ctx->mrt, RNIC_STAG_INDEX(mr->stag), NULL);
+    mr->ctx->mrt.count--;
+    e->mr_count--;
+    mr->pd->refs--;
+    rnic_uctx_put(e, mr->owner);
+    rnic_mr_free(e, mr);
+    e->mr_gen++;
+}
+
+static void rnic_mr_reset_one(RnicEngine *e, RnicMr *mr, void *opaque)
+{
+    rnic_mr_remove(e, mr);
+}
+
+void rnic_mr_reset(RnicEngine *e)
+{
+    rnic_mr_foreach(e, rnic_mr_reset_one, NULL);
+    rnic_reglog_clear(e);
+    e->mr_gen++;
+}
+
+/* Insert a new entry at 'index' (or a random one when 0). */
+static RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
+                              uint32_t index, uint8_t key)
+{
+    RnicNetCtx *ctx = pd->ctx;
+    RnicMr *mr;
+
+    if (ctx->mrt.count >= e->cfg.max_mr) {
+        return NULL;
+    }
+    if (!index) {
+        index = rnic_mrt_alloc_index(e, &ctx->mrt);
+        if (!index) {
+            return NULL;
+        }
+    } else if (index >= ctx->mrt.range || rnic_mrt_lookup(&ctx->mrt, index)) {
+        return NULL;
+    }
+    mr = g_new0(RnicMr, 1);
+    mr->stag = RNIC_STAG(index, key);
+    mr->owner = owner;
+    mr->ctx = ctx;
+    mr->pd = pd;
+    rnic_mrt_set(&ctx->mrt, index, mr);
+    ctx->mrt.count++;
+    e->mr_count++;
+    pd->refs++;
+    rnic_uctx_get(e, owner);
+    return mr;
+}
+
+/* Look up the PD of an MR command and check its owner. */
+static RnicPd *rnic_mr_cmd_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                              RnicAdminResult *res)
+{
+    uint32_t h = GUINT32_FROM_LE(cmd->mr.pd);
+    RnicPd *pd;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return NULL;
+    }
+    pd = rnic_pd_lookup(e, h);
+    if (!pd) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no PD %u",
+                        rnic_admin_opcode_name(cmd->opcode), h);
+        return NULL;
+    }
+    if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "%s: PD %u belongs to context %u",
+                        rnic_admin_opcode_name(cmd->opcode), h, pd->owner);
+        return NULL;
+    }
+    if (cmd->mr.kind == RNIC_MR_KIND_SCM || cmd->mr.kind == RNIC_MR_KIND_MAPPED) {
+        rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
+                        "%s: MR kind %u is reserved",
+                        rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
+        return NULL;
+    }
+    if (cmd->mr.kind != RNIC_MR_KIND_MEM) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "%s: unknown MR kind %u",
+                        rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
+        return NULL;
+    }
+    return pd;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_reg_mr)
+{
+    uint64_t iova = GUINT64_FROM_LE(cmd->mr.iova);
+    uint64_t length = GUINT64_FROM_LE(cmd->mr.length);
+    uint64_t pbl_addr = GUINT64_FROM_LE(cmd->mr.pbl_addr);
+    uint32_t npages = GUINT32_FROM_LE(cmd->mr.npages);
+    uint32_t access = GUINT32_FROM_LE(cmd->mr.access);
+    uint8_t shift = cmd->mr.page_shift;
+    const char *why;
+    uint8_t status;
+    RnicPbl *pbl;
+    RnicPd *pd;
+    RnicMr *mr;
+
+    pd = rnic_mr_cmd_pd(e, cmd, res);
+    if (!pd) {
+        return;
+    }
+    why = rnic_mr_check_region(iova, length, access, shift, npages);
+    if (why) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "REG_MR: %s (iova 0x%" G_GINT64_MODIFIER "x length %"
+                        G_GINT64_MODIFIER "u shift %u npages %u)", why, iova,
+                        length, shift, npages);
+        return;
+    }
+    if (pd->ctx->mrt.count >= e->cfg.max_mr) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "REG_MR: mapping table of context %u full",
+                        pd->ctx->handle);
+        return;
+    }
+    pbl = rnic_pbl_read(e, pbl_addr, cmd->mr.levels, npages, shift, &status,
+                        &why);
+    if (!pbl) {
+        rnic_admin_fail(e, res, status, "REG_MR: %s", why);
+        return;
+    }
+    mr = rnic_mr_insert(e, pd, pd->owner, 0, cmd->mr.key);
+    if (!mr) {
+        rnic_pbl_unref(e, pbl);
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "REG_MR: no free STag index");
+        return;
+    }
+    mr->kind = cmd->mr.kind;
+    mr->state = RNIC_MR_VALID;
+    mr->access = access;
+    mr->iova = iova;
+    mr->length = length;
+    mr->pbl = pbl;
+    rnic_reglog_append(e, RNIC_REGLOG_REG, mr);
+    rnic_reglog_compact(e, false);
+    res->result0 = mr->stag;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr)
+{
+    uint32_t npages = GUINT32_FROM_LE(cmd->mr.npages);
+    RnicPd *pd;
+    RnicMr *mr;
+
+    pd = rnic_mr_cmd_pd(e, cmd, res);
+    if (!pd) {
+        return;
+    }
+    if (!npages || npages > RNIC_MR_MAX_FAST_REG_PAGES) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "ALLOC_MR: %u pages (1..%u)", npages,
+                        RNIC_MR_MAX_FAST_REG_PAGES);
+        return;
+    }
+    mr = rnic_mr_insert(e, pd, pd->owner, 0, cmd->mr.key);
+    if (!mr) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "ALLOC_MR: mapping table of context %u full",
+                        pd->ctx->handle);
+        return;
+    }
+    mr->kind = cmd->mr.kind;
+    mr->state = RNIC_MR_INVALID;
+    mr->fast_reg = true;
+    mr->max_pages = npages;
+    rnic_reglog_append(e, RNIC_REGLOG_ALLOC, mr);
+    rnic_reglog_compact(e, false);
+    res->result0 = mr->stag;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr)
+{
+    uint32_t stag = GUINT32_FROM_LE(cmd->destroy.handle);
+    uint32_t h = GUINT32_FROM_LE(cmd->destroy.net_ctx);
+    RnicNetCtx *ctx;
+    RnicMr *mr;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return;
+    }
+    ctx = rnic_netctx_lookup(e, h);
+    if (!ctx) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "DEREG_MR: no network context %u", h);
+        return;
+    }
+    mr = rnic_mrt_lookup(&ctx->mrt, RNIC_STAG_INDEX(stag));
+    if (!mr || mr->stag != stag) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "DEREG_MR: STag 0x%x not registered in context %u",
+                        stag, h);
+        return;
+    }
+    if (mr->owner != GUINT32_FROM_LE(cmd->uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "DEREG_MR: STag 0x%x belongs to context %u", stag,
+                        mr->owner);
+        return;
+    }
+    rnic_reglog_append(e, RNIC_REGLOG_DEREG, mr);
+    rnic_mr_remove(e, mr);
+    rnic_reglog_compact(e, false);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Fast register and invalidate (work requests)                           */
+/* ---------------------------------------------------------------------- */
+
+uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
+                         const struct rnic_sq_wqe *wqe)
+{
+    uint32_t stag = GUINT32_FROM_LE(wqe->reg.stag);
+    uint64_t iova = GUINT64_FROM_LE(wqe->reg.iova);
+    uint64_t length = GUINT64_FROM_LE(wqe->reg.length);
+    uint32_t access = GUINT32_FROM_LE(wqe->reg.access);
+    uint32_t npages = GUINT32_FROM_LE(wqe->reg.npages);
+    uint8_t shift = wqe->reg.page_shift;
+    RnicMr *mr = rnic_mrt_lookup(&qp->ctx->mrt, RNIC_STAG_INDEX(stag));
+    const char *why;
+    uint8_t status;
+    RnicPbl *pbl;
+
+    if (!mr || !mr->fast_reg || mr->owner != qp->owner || mr->pd != qp->pd) {
+        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: no fast-reg "
+                         "MR of this PD at that index", qp->qpn, stag);
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    if (mr->state == RNIC_MR_VALID) {
+        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: MR still "
+                         "valid (invalidate it first)", qp->qpn, stag);
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    why = rnic_mr_check_region(iova, length, access, shift, npages);
+    if (!why && npages > mr->max_pages) {
+        why = "more pages than the MR was allocated for";
+    }
+    if (why) {
+        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: %s", qp->qpn,
+                         stag, why);
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    pbl = rnic_pbl_read(e, GUINT64_FROM_LE(wqe->reg.pbl_addr), 1, npages, shift,
+                        &status, &why);
+    if (!pbl) {
+        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: %s", qp->qpn,
+                         stag, why);
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    rnic_pbl_unref(e, mr->pbl);
+    mr->pbl = pbl;
+    mr->stag = stag;
+    mr->iova = iova;
+    mr->length = length;
+    mr->access = access;
+    mr->state = RNIC_MR_VALID;
+    e->mr_gen++;
+    rnic_reglog_append(e, RNIC_REGLOG_FAST_REG, mr);
+    rnic_reglog_compact(e, false);
+    return RNIC_WC_SUCCESS;
+}
+
+uint8_t rnic_mr_invalidate(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
+                           uint32_t owner, uint32_t stag)
+{
+    RnicMr *mr = rnic_mrt_lookup(&ctx->mrt, RNIC_STAG_INDEX(stag));
+
+    if (!mr || mr->stag != stag || !mr->fast_reg || mr->pd != pd ||
+        mr->owner != owner) {
+        rnic_guest_error(e, "invalidate of STag 0x%x: no fast-reg MR with "
+                         "that key in this PD", stag);
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    mr->state = RNIC_MR_INVALID;
+    e->mr_gen++;
+    rnic_reglog_append(e, RNIC_REGLOG_INVALIDATE, mr);
+    rnic_reglog_compact(e, false);
+    return RNIC_WC_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Translation                                                            */
+/* ---------------------------------------------------------------------- */
+
+const char *rnic_xlate_err_str(RnicXlateErr err)
+{
+    switch (err) {
+    case RNIC_XLATE_OK:
+        return "ok";
+    case RNIC_XLATE_NO_ENTRY:
+        return "no such STag";
+    case RNIC_XLATE_KEY:
+        return "STag key mismatch";
+    case RNIC_XLATE_STATE:
+        return "region not valid";
+    case RNIC_XLATE_PD:
+        return "region in another PD";
+    case RNIC_XLATE_BOUNDS:
+        return "outside the region";
+    case RNIC_XLATE_ACCESS:
+        return "access right missing";
+    }
+    return "?";
+}
+
+bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len)
+{
+    uint64_t off;
+
+    if (!len) {
+        return true;
+    }
+    if (va < mr->iova) {
+        return false;
+    }
+    off = va - mr->iova;
+    return off < mr->length && len <= mr->length - off;
+}
+
+RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
+                             uint64_t va, uint64_t len, uint32_t access,
+                             RnicMr **out)
+{
+    RnicMr *mr = rnic_mrt_lookup(&ctx->mrt, RNIC_STAG_INDEX(stag));
+
+    *out = NULL;
+    if (!mr) {
+        return RNIC_XLATE_NO_ENTRY;
+    }
+    /* the key byte is checked on every access (patent b will give it
+     * storage semantics for RNIC_MR_KIND_SCM entries) */
+    if (mr->stag != stag) {
+        return RNIC_XLATE_KEY;
+    }
+    if (mr->state != RNIC_MR_VALID) {
+        return RNIC_XLATE_STATE;
+    }
+    if (pd && mr->pd != pd) {
+        return RNIC_XLATE_PD;
+    }
+    if ((mr->access & access) != access) {
+        return RNIC_XLATE_ACCESS;
+    }
+    if (!rnic_mr_range_ok(mr, va, len)) {
+        return RNIC_XLATE_BOUNDS;
+    }
+    *out = mr;
+    return RNIC_XLATE_OK;
+}
+
+/*
+ * Guest address of region byte 'va' and the length of the DMA-contiguous run
+ * from there, at most 'max' (pages that follow each other are merged).
+ */
+static uint64_t rnic_mr_run(const RnicMr *mr, uint64_t va, uint64_t max,
+                            uint64_t *run)
+{
+    const RnicPbl *p = mr->pbl;
+    uint64_t pgsz = 1ull << p->page_shift;
+    uint64_t off = va - mr->iova + (mr->iova & (pgsz - 1));
+    uint64_t idx, in, addr, len;
+
+    if (p->contiguous) {
+        *run = max;
+        return p->pages[0] + off;
+    }
+    idx = off >> p->page_shift;
+    in = off & (pgsz - 1);
+    addr = p->pages[idx] + in;
+    len = pgsz - in;
+    while (len < max && idx + 1 < p->npages &&
+           p->pages[idx + 1] == p->pages[idx] + pgsz) {
+        idx++;
+        len += pgsz;
+    }
+    *run = MIN(len, max);
+    return addr;
+}
+
+bool rnic_mr_segs(const RnicMr *mr, uint64_t va, uint64_t len,
+                  RnicDmaSeg *segs, uint32_t *nsegs, uint32_t max)
+{
+    while (len) {
+        uint64_t run;
+        uint64_t addr = rnic_mr_run(mr, va, len, &run);
+        RnicDmaSeg *prev = *nsegs ? &segs[*nsegs - 1] : NULL;
+
+        if (prev && prev->addr + prev->len == addr) {
+            prev->len += run;
+        } else {
+            if (*nsegs >= max) {
+                return false;
+            }
+            segs[*nsegs].addr = addr;
+            segs[*nsegs].len = run;
+            (*nsegs)++;
+        }
+        va += run;
+        len -= run;
+    }
+    return true;
+}
+
+int rnic_mr_write(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                  const void *buf, uint64_t len)
+{
+    const uint8_t *p = buf;
+
+    while (len) {
+        uint64_t run;
+        uint64_t addr = rnic_mr_run(mr, va, len, &run);
+
+        if (rnic_dma_write(e, addr, p, run)) {
+            return -1;
+        }
+        p += run;
+        va += run;
+        len -= run;
+    }
+    return 0;
+}
+
+int rnic_mr_read(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                 void *buf, uint64_t len)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        uint64_t run;
+        uint64_t addr = rnic_mr_run(mr, va, len, &run);
+
+        if (rnic_dma_read(e, addr, p, run)) {
+            return -1;
+        }
+        p += run;
+        va += run;
+        len -= run;
+    }
+    return 0;
+}
+
+int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                  const RnicPayload *pl, uint32_t off, uint32_t len)
+{
+    uint32_t si = 0, soff;
+
+    if (pl->data) {
+        return rnic_mr_write(e, mr, va, pl->data + off, len);
+    }
+    /* find the source segment holding payload byte 'off' */
+    while (si < pl->nsegs && off >= pl->segs[si].len) {
+        off -= pl->segs[si].len;
+        si++;
+    }
+    soff = off;
+    while (len) {
+        uint64_t run;
+        uint64_t dst = rnic_mr_run(mr, va, len, &run);
+
+        while (run) {
+            uint64_t n;
+
+            if (si >= pl->nsegs) {
+                return -1;
+            }
+            n = MIN(run, (uint64_t)pl->segs[si].len - soff);
+            if (rnic_dma_copy(e, dst, pl->segs[si].addr + soff, n)) {
+                return -1;
+            }
+            dst += n;
+            va += n;
+            run -= n;
+            len -= n;
+            soff += n;
+            if (soff == pl->segs[si].len) {
+                si++;
+                soff = 0;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Replay (state load)                                                    */
+/* ---------------------------------------------------------------------- */
+
+bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
+{
+    RnicNetCtx *ctx = rnic_netctx_lookup(e, rec->net_ctx);
+    uint32_t index = RNIC_STAG_INDEX(rec->stag);
+    RnicPd *pd;
+    RnicMr *mr;
+    const char *why;
+
+    if (!ctx) {
+        *err = g_strdup_printf("registration log: STag 0x%x in unknown "
+                               "network context %u", rec->stag, rec->net_ctx);
+        return false;
+    }
+    mr = rnic_mrt_lookup(&ctx->mrt, index);
+    switch (rec->op) {
+    case RNIC_REGLOG_REG:
+    case RNIC_REGLOG_ALLOC:
+        pd = rnic_pd_lookup(e, rec->pd);
+        if (!pd || pd->ctx != ctx || pd->owner != rec->owner) {
+            *err = g_strdup_printf("registration log: STag 0x%x names PD %u "
+                                   "which is not in its context", rec->stag,
+                                   rec->pd);
+            return false;
+        }
+        if (rec->kind != RNIC_MR_KIND_MEM) {
+            *err = g_strdup_printf("registration log: STag 0x%x of kind %u",
+                                   rec->stag, rec->kind);
+            return false;
+        }
+        if (rec->op == RNIC_REGLOG_REG) {
+            if (!rec->pbl) {
+                *err = g_strdup("registration log: REG without page list");
+                return false;
+            }
+            why = rnic_mr_check_region(rec->iova, rec->length, rec->access,
+                                       rec->pbl->page_shift, rec->pbl->npages);
+            if (!why) {
+                why = rnic_pbl_check(rec->pbl);
+            }
+            if (why) {
+                *err = g_strdup_printf("registration log: STag 0x%x: %s",
+                                       rec->stag, why);
+                return false;
+            }
+        } else if (!rec->max_pages ||
+                   rec->max_pages > RNIC_MR_MAX_FAST_REG_PAGES) {
+            *err = g_strdup_printf("registration log: STag 0x%x: bad page "
+                                   "capacity %u", rec->stag, rec->max_pages);
+            return false;
+        }
+        mr = index ? rnic_mr_insert(e, pd, rec->owner, index,
+                                    RNIC_STAG_KEY(rec->stag)) : NULL;
+        if (!mr) {
+            *err = g_strdup_printf("registration log: STag 0x%x: index taken "
+                                   "or beyond this device's table", rec->stag);
+            return false;
+        }
+        mr->kind = rec->kind;
+        if (rec->op == RNIC_REGLOG_REG) {
+            mr->state = RNIC_MR_VALID;
+            mr->access = rec->access;
+            mr->iova = rec->iova;
+            mr->length = rec->length;
+            mr->pbl = rnic_pbl_ref(rec->pbl);
+        } else {
+            mr->state = RNIC_MR_INVALID;
+            mr->fast_reg = true;
+            mr->max_pages = rec->max_pages;
+        }
+        break;
+    case RNIC_REGLOG_FAST_REG:
+        if (!mr || !mr->fast_reg || !rec->pbl) {
+            *err = g_strdup_printf("registration log: fast-register of "
+                                   "unknown STag 0x%x", rec->stag);
+            return false;
+        }
+        why = rnic_mr_check_region(rec->iova, rec->length, rec->access,
+                                   rec->pbl->page_shift, rec->pbl->npages);
+        if (!why) {
+            why = rnic_pbl_check(rec->pbl);
+        }
+        if (!why && (rec->pbl->contiguous ||
+                     rec->pbl->npages > mr->max_pages)) {
+            why = "page list does not fit the MR";
+        }
+        if (why) {
+            *err = g_strdup_printf("registration log: STag 0x%x: %s",
+                                   rec->stag, why);
+            return false;
+        }
+        rnic_pbl_unref(e, mr->pbl);
+        mr->pbl = rnic_pbl_ref(rec->pbl);
+        mr->stag = rec->stag;
+        mr->iova = rec->iova;
+        mr->length = rec->length;
+        mr->access = rec->access;
+        mr->state = RNIC_MR_VALID;
+        break;
+    case RNIC_REGLOG_INVALIDATE:
+        if (!mr || !mr->fast_reg) {
+            *err = g_strdup_printf("registration log: invalidate of unknown "
+                                   "STag 0x%x", rec->stag);
+            return false;
+        }
+        mr->state = RNIC_MR_INVALID;
+        break;
+    case RNIC_REGLOG_DEREG:
+        if (!mr || mr->stag != rec->stag) {
+            *err = g_strdup_printf("registration log: deregistration of "
+                                   "unknown STag 0x%x", rec->stag);
+            return false;
+        }
+        rnic_reglog_append(e, RNIC_REGLOG_DEREG, mr);
+        rnic_mr_remove(e, mr);
+        rnic_reglog_compact(e, false);
+        return true;
+    default:
+        *err = g_strdup_printf("registration log: unknown record %u", rec->op);
+        return false;
+    }
+    rnic_reglog_append(e, rec->op, mr);
+    rnic_reglog_compact(e, false);
+    e->mr_gen++;
+    return true;
+}
+
+RnicPbl *rnic_pbl_alloc(RnicEngine *e, uint32_t npages, uint8_t shift,
+                        bool contiguous)
+{
+    if (npages > (contiguous ? (uint32_t)(RNIC_MR_MAX_SIZE >> 12) + 1
+                             : RNIC_MR_MAX_PAGES)) {
+        return NULL;
+    }
+    return rnic_pbl_new(e, npages, shift, contiguous);
+}

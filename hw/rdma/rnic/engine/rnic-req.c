@@ -1,0 +1,942 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: the requester. Turns send-queue WQEs into packets (IBTA
+ * opcodes, PSNs, segmentation to the path MTU), executes local work
+ * requests (fast-register, local invalidate), and completes WQEs in order
+ * from the responses: ACK (cumulative), NAK (sequence error, RNR, fatal),
+ * READ responses and atomic acknowledgements. Reliability (RC): a single
+ * retransmission timer per QP (local ACK timeout, retry_cnt), RNR waits
+ * (rnr_retry, 7 = forever), go-back-N from the first unacknowledged PSN.
+ *
+ * Loopback delivers synchronously: the responder may answer (and this code
+ * run rnic_req_rx) while rnic_req_process is inside rnic_xmit, so the send
+ * loop re-reads its cursor from the QP after every packet.
+ */
+#include <string.h>
+#include "rnic-engine-int.h"
+
+/* Ask for an ACK at least every this many packets of a long message. */
+#define RNIC_ACK_EVERY 64
+
+static inline bool rnic_wr_is_rd_atomic(uint8_t op)
+{
+    return op == RNIC_WR_RDMA_READ || op == RNIC_WR_ATOMIC_CMP_SWP ||
+           op == RNIC_WR_ATOMIC_FETCH_ADD;
+}
+
+static inline bool rnic_wr_is_local(uint8_t op)
+{
+    return op == RNIC_WR_LOCAL_INV || op == RNIC_WR_REG_MR;
+}
+
+static inline uint32_t rnic_sq_mask(const RnicQp *qp)
+{
+    return (1u << qp->sq_log) - 1;
+}
+
+/* Is free-running index i in [lo, hi)? */
+static inline bool rnic_idx_in(uint32_t i, uint32_t lo, uint32_t hi)
+{
+    return i - lo < hi - lo;
+}
+
+void rnic_req_reset_qp(RnicQp *qp)
+{
+    qp->rd_outstanding = 0;
+    qp->rnr_wait = false;
+    qp->txc->valid = false;
+    qp->rxc->valid = false;
+    qp->una_psn = qp->req_psn;
+    qp->sq_stalled = false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* WQE decode                                                             */
+/* ---------------------------------------------------------------------- */
+
+static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
+                                uint8_t status, const char *why)
+{
+    rnic_guest_error(e, "QP %u: send WQE %u: %s", qp->qpn, index, why);
+    return status;
+}
+
+/*
+ * Read and validate the send WQE at free-running index 'index' into 'c'.
+ * Returns an rnic_wc_status; c->hdr is filled whenever the WQE was read.
+ */
+static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
+                               RnicSendWqe *c)
+{
+    uint32_t stride = 1u << qp->sq_shift;
+    uint32_t len = MIN(stride, 64 + MAX(qp->sq_max_sge * 16, qp->max_inline));
+    uint8_t buf[64 + MAX(RNIC_CFG_MAX_INLINE, RNIC_CFG_MAX_SGE * 16)];
+    const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
+    struct rnic_sq_wqe *w = &c->hdr;
+    uint64_t total = 0;
+    uint32_t access = 0, i;
+
+    c->valid = false;
+    if (rnic_dma_read(e, qp->sq_addr + ((uint64_t)(index & rnic_sq_mask(qp)) <<
+                                        qp->sq_shift), buf, len)) {
+        memset(w, 0, sizeof(*w));
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
+                                "send queue ring not readable");
+    }
+    memcpy(w, buf, sizeof(*w));
+    c->index = index;
+    c->mr_gen = e->mr_gen;
+    c->nsge = 0;
+    c->length = 0;
+    if (w->opcode >= RNIC_WR_OPCODE_COUNT) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "unknown opcode");
+    }
+    if (w->flags & ~(RNIC_WQE_SIGNALED | RNIC_WQE_SOLICITED | RNIC_WQE_FENCE |
+                     RNIC_WQE_INLINE)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "unknown flags");
+    }
+    if (qp->type != RNIC_QPT_RC && w->opcode != RNIC_WR_SEND &&
+        w->opcode != RNIC_WR_SEND_IMM) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "opcode not valid on a UD QP");
+    }
+    if (rnic_wr_is_local(w->opcode)) {
+        return RNIC_WC_SUCCESS;
+    }
+    if (rnic_wr_is_rd_atomic(w->opcode) && !qp->max_rd_atomic) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "READ/atomic with max_rd_atomic 0");
+    }
+    if (w->flags & RNIC_WQE_INLINE) {
+        uint32_t ilen = GUINT32_FROM_LE(w->inline_len);
+
+        if (rnic_wr_is_rd_atomic(w->opcode)) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "inline data on a READ/atomic");
+        }
+        if (ilen > qp->max_inline) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "inline data longer than the QP allows");
+        }
+        memcpy(c->inline_data, buf + 64, ilen);
+        c->length = ilen;
+    } else {
+        if (w->num_sge > qp->sq_max_sge) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "more SGEs than the QP allows");
+        }
+        c->nsge = w->num_sge;
+        for (i = 0; i < c->nsge; i++) {
+            c->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
+            c->sge[i].length = GUINT32_FROM_LE(sg[i].length);
+            c->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
+            total += c->sge[i].length;
+        }
+        if (total > RNIC_MAX_MSG_SIZE) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
+                                    "message longer than 2 GiB");
+        }
+        c->length = total;
+        if (rnic_wr_is_rd_atomic(w->opcode)) {
+            access = RNIC_ACCESS_LOCAL_WRITE;
+        }
+        if (!rnic_sges_resolve(e, qp->ctx, qp->pd, c->sge, c->nsge, access)) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
+                                    "local protection error");
+        }
+    }
+    if ((w->opcode == RNIC_WR_ATOMIC_CMP_SWP ||
+         w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) && c->length != 8) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
+                                "atomic result buffer is not 8 bytes");
+    }
+    if (qp->type != RNIC_QPT_RC) {
+        const RnicGid *g = rnic_gid_get(e, w->ud.av.sgid_index);
+
+        if (c->length > rnic_qp_pmtu(qp)) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
+                                    "UD message longer than the path MTU");
+        }
+        if (!g || g->net_ctx != qp->ctx->handle) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "UD address vector names no local GID");
+        }
+    }
+    c->valid = true;
+    return RNIC_WC_SUCCESS;
+}
+
+/* Make 'c' hold WQE 'index' with its SGEs resolved against the current
+ * mapping tables. */
+static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
+                              RnicSendWqe *c)
+{
+    uint32_t access;
+
+    if (!c->valid || c->index != index) {
+        return rnic_req_decode(e, qp, index, c);
+    }
+    if (c->mr_gen != e->mr_gen) {
+        access = rnic_wr_is_rd_atomic(c->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE
+                                                     : 0;
+        if (!rnic_sges_resolve(e, qp->ctx, qp->pd, c->sge, c->nsge, access)) {
+            c->valid = false;
+            return RNIC_WC_LOC_PROT_ERR;
+        }
+        c->mr_gen = e->mr_gen;
+    }
+    return RNIC_WC_SUCCESS;
+}
+
+/* PSNs a WQE consumes: packets, or READ response packets. */
+static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *c)
+{
+    uint32_t pmtu = rnic_qp_pmtu(qp);
+
+    switch (c->hdr.opcode) {
+    case RNIC_WR_LOCAL_INV:
+    case RNIC_WR_REG_MR:
+        return 0;
+    case RNIC_WR_ATOMIC_CMP_SWP:
+    case RNIC_WR_ATOMIC_FETCH_ADD:
+        return 1;
+    default:
+        return c->length ? (c->length + pmtu - 1) / pmtu : 1;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Completion                                                             */
+/* ---------------------------------------------------------------------- */
+
+static void rnic_req_slot_done(RnicQp *qp, RnicSqSlot *s, uint8_t status)
+{
+    if (s->state == RNIC_SLOT_DONE) {
+        return;
+    }
+    if (s->state == RNIC_SLOT_STARTED && rnic_wr_is_rd_atomic(s->opcode)) {
+        qp->rd_outstanding--;
+    }
+    s->state = RNIC_SLOT_DONE;
+    s->status = status;
+}
+
+void rnic_req_complete(RnicEngine *e, RnicQp *qp)
+{
+    uint32_t mask = rnic_sq_mask(qp);
+    bool progress = false;
+
+    while (qp->sq_una != qp->sq_hi) {
+        RnicSqSlot *s = &qp->slots[qp->sq_una & mask];
+
+        if (s->state != RNIC_SLOT_DONE) {
+            break;
+        }
+        if (s->status != RNIC_WC_SUCCESS || (s->flags & RNIC_WQE_SIGNALED) ||
+            qp->sq_sig_all) {
+            RnicCqeInfo ci = {
+                .wr_id = s->wr_id,
+                .byte_len = s->length,
+                .opcode = rnic_wc_opcode(s->opcode),
+                .status = s->status,
+            };
+
+            rnic_cq_post(e, qp->scq, qp, &ci);
+        }
+        if (s->status != RNIC_WC_SUCCESS) {
+            /* the caller moves the QP to ERR/SQE, which flushes the rest */
+            qp->sq_una++;
+            return;
+        }
+        s->state = RNIC_SLOT_IDLE;
+        qp->sq_una++;
+        progress = true;
+    }
+    /* a stale acknowledgement may complete past the send cursor */
+    if (!rnic_idx_in(qp->sq_next, qp->sq_una, qp->sq_hi + 1)) {
+        qp->sq_next = qp->sq_una;
+        qp->tx_pkt = 0;
+    }
+    if (!progress) {
+        return;
+    }
+    if (qp->timer_kind == RNIC_TIMER_RETRANSMIT) {
+        if (qp->sq_una == qp->sq_hi) {
+            rnic_qp_timer_cancel(e, qp);
+        } else {
+            rnic_qp_timer_set(e, qp, RNIC_TIMER_RETRANSMIT,
+                              rnic_ack_timeout_ns(qp->timeout));
+        }
+    }
+    if (qp->sq_stalled || qp->state == RNIC_QPS_SQD) {
+        qp->sq_stalled = false;
+        rnic_qp_work(e, qp, RNIC_QPW_SQ);
+    }
+}
+
+/* A WQE failed locally: complete it in error and stop the send queue. */
+static void rnic_req_local_error(RnicEngine *e, RnicQp *qp, RnicSqSlot *s,
+                                 uint8_t status)
+{
+    rnic_req_slot_done(qp, s, status);
+    if (status == RNIC_WC_FATAL_ERR) {
+        rnic_async_event(e, RNIC_EQE_QP_FATAL, qp->handle, qp->qpn);
+    }
+    rnic_req_complete(e, qp);
+    rnic_qp_send_queue_error(e, qp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Transmit                                                               */
+/* ---------------------------------------------------------------------- */
+
+static uint8_t rnic_req_rc_opcode(uint8_t wr, bool first, bool last)
+{
+    switch (wr) {
+    case RNIC_WR_SEND:
+        return first ? (last ? RNIC_OP_RC_SEND_ONLY : RNIC_OP_RC_SEND_FIRST)
+                     : (last ? RNIC_OP_RC_SEND_LAST : RNIC_OP_RC_SEND_MIDDLE);
+    case RNIC_WR_SEND_IMM:
+        return first ? (last ? RNIC_OP_RC_SEND_ONLY_IMM : RNIC_OP_RC_SEND_FIRST)
+                     : (last ? RNIC_OP_RC_SEND_LAST_IMM
+                             : RNIC_OP_RC_SEND_MIDDLE);
+    case RNIC_WR_SEND_INV:
+        return first ? (last ? RNIC_OP_RC_SEND_ONLY_INV : RNIC_OP_RC_SEND_FIRST)
+                     : (last ? RNIC_OP_RC_SEND_LAST_INV
+                             : RNIC_OP_RC_SEND_MIDDLE);
+    case RNIC_WR_RDMA_WRITE:
+        return first ? (last ? RNIC_OP_RC_RDMA_WRITE_ONLY
+                             : RNIC_OP_RC_RDMA_WRITE_FIRST)
+                     : (last ? RNIC_OP_RC_RDMA_WRITE_LAST
+                             : RNIC_OP_RC_RDMA_WRITE_MIDDLE);
+    case RNIC_WR_RDMA_WRITE_IMM:
+        return first ? (last ? RNIC_OP_RC_RDMA_WRITE_ONLY_IMM
+                             : RNIC_OP_RC_RDMA_WRITE_FIRST)
+                     : (last ? RNIC_OP_RC_RDMA_WRITE_LAST_IMM
+                             : RNIC_OP_RC_RDMA_WRITE_MIDDLE);
+    case RNIC_WR_RDMA_READ:
+        return RNIC_OP_RC_RDMA_READ_REQUEST;
+    case RNIC_WR_ATOMIC_CMP_SWP:
+        return RNIC_OP_RC_COMPARE_SWAP;
+    default:
+        return RNIC_OP_RC_FETCH_ADD;
+    }
+}
+
+/* Payload [off, off + len) of a WQE: inline bytes or guest segments. */
+static bool rnic_req_payload(const RnicSendWqe *c, uint32_t off, uint32_t len,
+                             RnicPacket *pkt, RnicDmaSeg *segs)
+{
+    pkt->payload.len = len;
+    if (c->hdr.flags & RNIC_WQE_INLINE) {
+        pkt->payload.data = c->inline_data + off;
+        pkt->payload.segs = NULL;
+        pkt->payload.nsegs = 0;
+        return true;
+    }
+    pkt->payload.data = NULL;
+    pkt->payload.segs = segs;
+    pkt->payload.nsegs = 0;
+    return rnic_sges_segs(c->sge, c->nsge, off, len, segs,
+                          &pkt->payload.nsegs, RNIC_PKT_MAX_SEGS);
+}
+
+/* Build and send packet k of an RC WQE. false: the payload did not fit. */
+static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
+                             const RnicSendWqe *c, uint32_t k)
+{
+    uint32_t pmtu = rnic_qp_pmtu(qp);
+    uint8_t op = c->hdr.opcode;
+    bool first = k == 0;
+    bool last = k + 1 >= s->npsn;
+    RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+    RnicPacket pkt;
+    uint32_t off;
+
+    pkt.hdrs = 0;
+    rnic_packet_net_from_av(e, qp, &qp->av, &pkt);
+    pkt.bth.opcode = rnic_req_rc_opcode(op, first, last);
+    pkt.bth.se = last && (c->hdr.flags & RNIC_WQE_SOLICITED) &&
+                 op != RNIC_WR_RDMA_WRITE && !rnic_wr_is_rd_atomic(op);
+    pkt.bth.m = false;
+    pkt.bth.pad = 0;
+    pkt.bth.tver = 0;
+    pkt.bth.pkey = RNIC_BTH_PKEY_DEFAULT;
+    pkt.bth.fecn = pkt.bth.becn = false;
+    pkt.bth.dest_qp = qp->dest_qpn;
+    pkt.bth.psn = rnic_psn_add(s->first_psn, k);
+    pkt.bth.ack_req = last || (k % RNIC_ACK_EVERY) == RNIC_ACK_EVERY - 1;
+    pkt.hdrs = rnic_opcode_hdrs(pkt.bth.opcode);
+    pkt.payload.len = 0;
+    pkt.payload.data = NULL;
+    pkt.payload.segs = NULL;
+    pkt.payload.nsegs = 0;
+
+    switch (op) {
+    case RNIC_WR_RDMA_READ:
+        off = k * pmtu;
+        pkt.reth.va = GUINT64_FROM_LE(c->hdr.rdma.remote_addr) + off;
+        pkt.reth.rkey = GUINT32_FROM_LE(c->hdr.rdma.rkey);
+        pkt.reth.dma_len = c->length - off;
+        pkt.bth.ack_req = true;
+        break;
+    case RNIC_WR_ATOMIC_CMP_SWP:
+    case RNIC_WR_ATOMIC_FETCH_ADD:
+        pkt.atomic.va = GUINT64_FROM_LE(c->hdr.atomic.remote_addr);
+        pkt.atomic.rkey = GUINT32_FROM_LE(c->hdr.atomic.rkey);
+        pkt.atomic.compare = GUINT64_FROM_LE(c->hdr.atomic.compare_add);
+        pkt.atomic.swap_add = op == RNIC_WR_ATOMIC_CMP_SWP ?
+                              GUINT64_FROM_LE(c->hdr.atomic.swap) :
+                              GUINT64_FROM_LE(c->hdr.atomic.compare_add);
+        pkt.bth.ack_req = true;
+        break;
+    default:
+        off = k * pmtu;
+        if (!rnic_req_payload(c, off, MIN(pmtu, c->length - off), &pkt, segs)) {
+            return false;
+        }
+        if (pkt.hdrs & RNIC_HDR_RETH) {
+            pkt.reth.va = GUINT64_FROM_LE(c->hdr.rdma.remote_addr);
+            pkt.reth.rkey = GUINT32_FROM_LE(c->hdr.rdma.rkey);
+            pkt.reth.dma_len = c->length;
+        }
+        if (pkt.hdrs & RNIC_HDR_IMM) {
+            pkt.imm = c->hdr.imm_or_inv;
+        }
+        if (pkt.hdrs & RNIC_HDR_IETH) {
+            pkt.ieth.rkey = GUINT32_FROM_LE(c->hdr.imm_or_inv);
+        }
+        break;
+    }
+    rnic_xmit(e, qp, &pkt);
+    return true;
+}
+
+/* Send the one packet of a UD WQE. */
+static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *c)
+{
+    RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+    uint32_t qkey = GUINT32_FROM_LE(c->hdr.ud.remote_qkey);
+    RnicPacket pkt;
+
+    pkt.hdrs = 0;
+    rnic_packet_net_from_av(e, qp, &c->hdr.ud.av, &pkt);
+    pkt.bth.opcode = c->hdr.opcode == RNIC_WR_SEND_IMM ?
+                     RNIC_OP_UD_SEND_ONLY_IMM : RNIC_OP_UD_SEND_ONLY;
+    pkt.bth.se = !!(c->hdr.flags & RNIC_WQE_SOLICITED);
+    pkt.bth.m = false;
+    pkt.bth.pad = 0;
+    pkt.bth.tver = 0;
+    pkt.bth.pkey = RNIC_BTH_PKEY_DEFAULT;
+    pkt.bth.fecn = pkt.bth.becn = false;
+    pkt.bth.dest_qp = GUINT32_FROM_LE(c->hdr.ud.remote_qpn) & RNIC_QPN_MASK;
+    pkt.bth.psn = qp->req_psn;
+    pkt.bth.ack_req = false;
+    qp->req_psn = rnic_psn_add(qp->req_psn, 1);
+    pkt.hdrs = rnic_opcode_hdrs(pkt.bth.opcode);
+    /* a Q_Key with the high bit set means "use the QP's own" (IB 10.2.5) */
+    pkt.deth.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
+    pkt.deth.src_qp = qp->qpn;
+    pkt.imm = c->hdr.imm_or_inv;
+    if (!rnic_req_payload(c, 0, c->length, &pkt, segs)) {
+        return false;
+    }
+    rnic_xmit(e, qp, &pkt);
+    return true;
+}
+
+enum {
+    RNIC_START_STOP,            /* stall or error: the send queue stops */
+    RNIC_START_LOCAL,           /* a local operation, executed */
+    RNIC_START_SEND,            /* PSNs assigned, packets to send */
+};
+
+/* Start slot 'index' (first transmission): decode, checks, PSNs. */
+static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
+{
+    RnicSqSlot *s = &qp->slots[index & rnic_sq_mask(qp)];
+    RnicSendWqe *c = qp->txc;
+    uint8_t status;
+
+    if (!c->valid || c->index != index) {
+        status = rnic_req_decode(e, qp, index, c);
+        memset(s, 0, sizeof(*s));
+        s->wr_id = GUINT64_FROM_LE(c->hdr.wr_id);
+        s->opcode = c->hdr.opcode;
+        s->flags = c->hdr.flags;
+        s->length = c->length;
+        if (status != RNIC_WC_SUCCESS) {
+            qp->sq_hi = index + 1;
+            qp->sq_next = index + 1;
+            rnic_req_local_error(e, qp, s, status);
+            return RNIC_START_STOP;
+        }
+    }
+    /* fence: wait for every earlier READ/atomic; initiator depth */
+    if (((c->hdr.flags & RNIC_WQE_FENCE) && qp->rd_outstanding) ||
+        (rnic_wr_is_rd_atomic(c->hdr.opcode) &&
+         qp->rd_outstanding >= qp->max_rd_atomic)) {
+        qp->sq_stalled = true;
+        return RNIC_START_STOP;
+    }
+    qp->sq_hi = index + 1;
+    if (rnic_wr_is_local(c->hdr.opcode)) {
+        if (c->hdr.opcode == RNIC_WR_REG_MR) {
+            status = rnic_mr_fast_reg(e, qp, &c->hdr);
+        } else {
+            status = rnic_mr_invalidate(e, qp->ctx, qp->pd, qp->owner,
+                                        GUINT32_FROM_LE(c->hdr.imm_or_inv));
+        }
+        c->valid = false;
+        qp->sq_next = index + 1;
+        if (status != RNIC_WC_SUCCESS) {
+            rnic_req_local_error(e, qp, s, status);
+            return RNIC_START_STOP;
+        }
+        rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
+        rnic_req_complete(e, qp);
+        return RNIC_START_LOCAL;
+    }
+    s->first_psn = qp->req_psn;
+    s->npsn = rnic_req_npsn(qp, c);
+    s->recv_psn = 0;
+    s->state = RNIC_SLOT_STARTED;
+    if (qp->type == RNIC_QPT_RC) {
+        qp->req_psn = rnic_psn_add(qp->req_psn, s->npsn);
+        if (rnic_wr_is_rd_atomic(s->opcode)) {
+            qp->rd_outstanding++;
+        }
+    }
+    qp->tx_pkt = 0;
+    return RNIC_START_SEND;
+}
+
+uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
+{
+    uint32_t sent = 0;
+
+    while (sent < budget && !qp->rnr_wait &&
+           (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD)) {
+        uint32_t index = qp->sq_next;
+        RnicSqSlot *s = &qp->slots[index & rnic_sq_mask(qp)];
+        RnicSendWqe *c = qp->txc;
+        uint32_t k;
+        uint8_t status;
+
+        if (index == qp->sq_prod) {
+            break;
+        }
+        if (!rnic_idx_in(index, qp->sq_una, qp->sq_hi)) {
+            int r;
+
+            /* a new WQE; SQD starts none */
+            if (qp->state == RNIC_QPS_SQD) {
+                break;
+            }
+            r = rnic_req_start(e, qp, index);
+            if (r == RNIC_START_STOP) {
+                break;
+            }
+            if (r == RNIC_START_LOCAL) {
+                continue;
+            }
+        } else if (s->state != RNIC_SLOT_STARTED) {
+            /* retransmission passes over finished work */
+            qp->sq_next = index + 1;
+            qp->tx_pkt = 0;
+            continue;
+        } else {
+            status = rnic_req_cache(e, qp, index, c);
+            if (status != RNIC_WC_SUCCESS) {
+                rnic_req_local_error(e, qp, s, status);
+                break;
+            }
+        }
+
+        if (qp->type != RNIC_QPT_RC) {
+            qp->sq_next = index + 1;
+            if (!rnic_req_send_ud(e, qp, c)) {
+                rnic_req_local_error(e, qp, s, RNIC_WC_LOC_QP_OP_ERR);
+                break;
+            }
+            sent++;
+            rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
+            rnic_req_complete(e, qp);
+            continue;
+        }
+
+        if (qp->timer_kind == RNIC_TIMER_NONE && qp->timeout) {
+            rnic_qp_timer_set(e, qp, RNIC_TIMER_RETRANSMIT,
+                              rnic_ack_timeout_ns(qp->timeout));
+        }
+        k = qp->tx_pkt;
+        if (s->opcode == RNIC_WR_RDMA_READ) {
+            /* one request covers the rest of the READ's response PSNs */
+            k = MAX(k, s->recv_psn);
+            qp->tx_pkt = s->npsn;
+            qp->sq_next = index + 1;
+            rnic_req_send_rc(e, qp, s, c, k);
+            sent++;
+            continue;
+        }
+        qp->tx_pkt = k + 1;
+        if (qp->tx_pkt >= s->npsn) {
+            qp->sq_next = index + 1;
+            qp->tx_pkt = 0;
+        }
+        if (!rnic_req_send_rc(e, qp, s, c, k)) {
+            rnic_req_local_error(e, qp, s, RNIC_WC_LOC_QP_OP_ERR);
+            break;
+        }
+        sent++;
+    }
+    return sent;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Responses                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* Go back to PSN 'psn': the slot holding it becomes the send cursor. */
+static void rnic_req_rewind(RnicEngine *e, RnicQp *qp, uint32_t psn)
+{
+    uint32_t mask = rnic_sq_mask(qp);
+    uint32_t i;
+
+    for (i = qp->sq_una; i != qp->sq_hi; i++) {
+        RnicSqSlot *s = &qp->slots[i & mask];
+        int32_t d;
+
+        if (s->state != RNIC_SLOT_STARTED) {
+            continue;
+        }
+        d = rnic_psn_diff(psn, s->first_psn);
+        if (d < (int32_t)s->npsn || rnic_wr_is_rd_atomic(s->opcode)) {
+            qp->sq_next = i;
+            qp->tx_pkt = d > 0 && d < (int32_t)s->npsn ? d : 0;
+            if (s->opcode == RNIC_WR_RDMA_READ) {
+                qp->tx_pkt = s->recv_psn;
+            }
+            rnic_stat_inc(e, RNIC_STAT_RETRANSMITS);
+            return;
+        }
+    }
+}
+
+/*
+ * Acknowledge every SEND/WRITE whose last PSN is before 'psn' (or at it,
+ * when 'inclusive'). Stops at the first READ/atomic without its response:
+ * returns true when the acknowledgement covers it (the response was lost).
+ */
+static bool rnic_req_ack(RnicEngine *e, RnicQp *qp, uint32_t psn,
+                         bool inclusive)
+{
+    uint32_t mask = rnic_sq_mask(qp);
+    uint32_t i;
+
+    for (i = qp->sq_una; i != qp->sq_hi; i++) {
+        RnicSqSlot *s = &qp->slots[i & mask];
+        int32_t d;
+
+        if (s->state != RNIC_SLOT_STARTED) {
+            continue;
+        }
+        if (rnic_wr_is_rd_atomic(s->opcode)) {
+            d = rnic_psn_diff(psn, rnic_psn_add(s->first_psn, s->recv_psn));
+            return d > 0 || (inclusive && d == 0);
+        }
+        d = rnic_psn_diff(psn, rnic_psn_add(s->first_psn, s->npsn - 1));
+        if (d > 0 || (inclusive && d == 0)) {
+            rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
+        } else {
+            break;
+        }
+    }
+    return false;
+}
+
+/* The oldest started, unfinished slot (NULL if none). */
+static RnicSqSlot *rnic_req_oldest(RnicQp *qp, uint32_t *index)
+{
+    uint32_t mask = rnic_sq_mask(qp);
+    uint32_t i;
+
+    for (i = qp->sq_una; i != qp->sq_hi; i++) {
+        RnicSqSlot *s = &qp->slots[i & mask];
+
+        if (s->state == RNIC_SLOT_STARTED) {
+            *index = i;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static void rnic_req_progress(RnicEngine *e, RnicQp *qp, uint32_t psn)
+{
+    if (rnic_psn_diff(psn, qp->una_psn) >= 0) {
+        qp->una_psn = rnic_psn_add(psn, 1);
+        if (qp->timer_kind == RNIC_TIMER_RETRANSMIT) {
+            rnic_qp_timer_set(e, qp, RNIC_TIMER_RETRANSMIT,
+                              rnic_ack_timeout_ns(qp->timeout));
+        }
+    }
+    qp->retry_left = qp->retry_cnt;
+    qp->rnr_left = qp->rnr_retry;
+}
+
+/* A fatal NAK or bad response: the slot fails, the QP goes to ERR. */
+static void rnic_req_fatal(RnicEngine *e, RnicQp *qp, uint32_t psn,
+                           uint8_t status)
+{
+    uint32_t index;
+    RnicSqSlot *s;
+
+    rnic_req_ack(e, qp, psn, false);
+    s = rnic_req_oldest(qp, &index);
+    if (s) {
+        rnic_req_slot_done(qp, s, status);
+    }
+    rnic_req_complete(e, qp);
+    rnic_qp_error(e, qp);
+}
+
+static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    uint8_t syn = pkt->aeth.syndrome;
+    uint32_t psn = pkt->bth.psn;
+
+    if ((syn & RNIC_AETH_KIND_MASK) == RNIC_AETH_RNR_NAK) {
+        uint32_t index;
+        RnicSqSlot *s;
+
+        rnic_req_ack(e, qp, psn, false);
+        rnic_req_complete(e, qp);
+        if (qp->state == RNIC_QPS_ERR) {
+            return;
+        }
+        s = rnic_req_oldest(qp, &index);
+        if (!s) {
+            return;
+        }
+        if (qp->rnr_retry != 7) {
+            if (!qp->rnr_left) {
+                rnic_req_slot_done(qp, s, RNIC_WC_RNR_RETRY_EXC_ERR);
+                rnic_req_complete(e, qp);
+                rnic_qp_error(e, qp);
+                return;
+            }
+            qp->rnr_left--;
+        }
+        rnic_req_rewind(e, qp, psn);
+        qp->rnr_wait = true;
+        rnic_qp_timer_set(e, qp, RNIC_TIMER_RNR,
+                          rnic_rnr_timer_ns(syn & RNIC_AETH_VALUE_MASK));
+        return;
+    }
+    switch (syn & RNIC_AETH_VALUE_MASK) {
+    case RNIC_NAK_PSN_SEQ_ERR:
+        rnic_req_ack(e, qp, psn, false);
+        rnic_req_complete(e, qp);
+        if (qp->state != RNIC_QPS_ERR) {
+            rnic_req_rewind(e, qp, psn);
+            rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        }
+        break;
+    case RNIC_NAK_REM_ACCESS:
+        rnic_req_fatal(e, qp, psn, RNIC_WC_REM_ACCESS_ERR);
+        break;
+    case RNIC_NAK_REM_OP:
+        rnic_req_fatal(e, qp, psn, RNIC_WC_REM_OP_ERR);
+        break;
+    default:
+        rnic_req_fatal(e, qp, psn, RNIC_WC_REM_INV_REQ_ERR);
+        break;
+    }
+}
+
+/* Data of a READ response or an atomic result into the slot's buffers. */
+static bool rnic_req_place(RnicEngine *e, RnicQp *qp, uint32_t index,
+                           uint32_t off, const RnicPayload *pl)
+{
+    RnicSendWqe *c = qp->rxc;
+
+    if (rnic_req_cache(e, qp, index, c) != RNIC_WC_SUCCESS) {
+        return false;
+    }
+    if (off + pl->len > c->length) {
+        return false;
+    }
+    return !rnic_sges_place(e, c->sge, c->nsge, off, pl, 0, pl->len);
+}
+
+static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
+                                   const RnicPacket *pkt)
+{
+    uint32_t pmtu = rnic_qp_pmtu(qp);
+    uint8_t op = pkt->bth.opcode;
+    uint32_t psn = pkt->bth.psn;
+    uint32_t index, expect, want, k;
+    RnicSqSlot *s;
+    int32_t d;
+
+    rnic_req_ack(e, qp, psn, false);
+    rnic_req_complete(e, qp);
+    s = rnic_req_oldest(qp, &index);
+    if (!s || s->opcode != RNIC_WR_RDMA_READ) {
+        return;                     /* stale or duplicate */
+    }
+    expect = rnic_psn_add(s->first_psn, s->recv_psn);
+    d = rnic_psn_diff(psn, expect);
+    if (d < 0) {
+        return;                     /* duplicate */
+    }
+    if (d > 0) {
+        /* responses missing: ask again from the first one we lack */
+        rnic_req_rewind(e, qp, expect);
+        rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        return;
+    }
+    k = s->recv_psn;
+    want = MIN(pmtu, s->length - k * pmtu);
+    if (s->length == 0) {
+        want = 0;
+    }
+    if (((op == RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST ||
+          op == RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY) != (k == 0)) ||
+        ((op == RNIC_OP_RC_RDMA_READ_RESPONSE_LAST ||
+          op == RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY) != (k + 1 == s->npsn)) ||
+        pkt->payload.len != want) {
+        rnic_guest_error(e, "QP %u: bad READ response (opcode 0x%x, %u "
+                         "bytes, packet %u of %u)", qp->qpn, op,
+                         pkt->payload.len, k, s->npsn);
+        rnic_req_fatal(e, qp, psn, RNIC_WC_BAD_RESP_ERR);
+        return;
+    }
+    if (want && !rnic_req_place(e, qp, index, k * pmtu, &pkt->payload)) {
+        rnic_req_fatal(e, qp, psn, RNIC_WC_LOC_PROT_ERR);
+        return;
+    }
+    s->recv_psn++;
+    rnic_req_progress(e, qp, psn);
+    if (s->recv_psn == s->npsn) {
+        rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
+    }
+    rnic_req_complete(e, qp);
+}
+
+static void rnic_req_atomic_ack(RnicEngine *e, RnicQp *qp,
+                                const RnicPacket *pkt)
+{
+    uint32_t psn = pkt->bth.psn;
+    uint64_t orig = GUINT64_TO_LE(pkt->atomic_ack.orig);
+    RnicPayload pl = { .len = 8, .data = (const uint8_t *)&orig };
+    uint32_t index;
+    RnicSqSlot *s;
+
+    rnic_req_ack(e, qp, psn, false);
+    s = rnic_req_oldest(qp, &index);
+    if (!s || s->first_psn != psn ||
+        (s->opcode != RNIC_WR_ATOMIC_CMP_SWP &&
+         s->opcode != RNIC_WR_ATOMIC_FETCH_ADD)) {
+        rnic_req_complete(e, qp);
+        return;                     /* stale or duplicate */
+    }
+    if (!rnic_req_place(e, qp, index, 0, &pl)) {
+        rnic_req_fatal(e, qp, psn, RNIC_WC_LOC_PROT_ERR);
+        return;
+    }
+    rnic_req_progress(e, qp, psn);
+    rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
+    rnic_req_complete(e, qp);
+}
+
+void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    uint32_t psn = pkt->bth.psn;
+
+    if (qp->type != RNIC_QPT_RC ||
+        (qp->state != RNIC_QPS_RTS && qp->state != RNIC_QPS_SQD)) {
+        return;
+    }
+    switch (pkt->bth.opcode) {
+    case RNIC_OP_RC_ACKNOWLEDGE:
+        if ((pkt->aeth.syndrome & RNIC_AETH_KIND_MASK) != RNIC_AETH_ACK) {
+            rnic_req_nak(e, qp, pkt);
+            return;
+        }
+        if (rnic_req_ack(e, qp, psn, true)) {
+            /* acknowledged past a READ/atomic whose response was lost */
+            rnic_req_complete(e, qp);
+            if (qp->state != RNIC_QPS_ERR) {
+                uint32_t index;
+                RnicSqSlot *s = rnic_req_oldest(qp, &index);
+
+                if (s) {
+                    rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn,
+                                                        s->recv_psn));
+                    rnic_qp_work(e, qp, RNIC_QPW_SQ);
+                }
+            }
+            return;
+        }
+        rnic_req_progress(e, qp, psn);
+        rnic_req_complete(e, qp);
+        break;
+    case RNIC_OP_RC_ATOMIC_ACKNOWLEDGE:
+        rnic_req_atomic_ack(e, qp, pkt);
+        break;
+    case RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST:
+    case RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE:
+    case RNIC_OP_RC_RDMA_READ_RESPONSE_LAST:
+    case RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY:
+        rnic_req_read_response(e, qp, pkt);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Timers                                                                 */
+/* ---------------------------------------------------------------------- */
+
+void rnic_req_timer(RnicEngine *e, RnicQp *qp)
+{
+    uint8_t kind = qp->timer_kind;
+    uint32_t index;
+    RnicSqSlot *s;
+
+    qp->timer_kind = RNIC_TIMER_NONE;
+    if (qp->state != RNIC_QPS_RTS && qp->state != RNIC_QPS_SQD) {
+        return;
+    }
+    if (kind == RNIC_TIMER_RNR) {
+        qp->rnr_wait = false;
+        rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        return;
+    }
+    s = rnic_req_oldest(qp, &index);
+    if (!s) {
+        return;
+    }
+    if (!qp->retry_left) {
+        rnic_trace(e, "QP %u: retry count exceeded at PSN %u", qp->qpn,
+                   qp->una_psn);
+        rnic_req_slot_done(qp, s, RNIC_WC_RETRY_EXC_ERR);
+        rnic_req_complete(e, qp);
+        rnic_qp_error(e, qp);
+        return;
+    }
+    qp->retry_left--;
+    if (s->opcode == RNIC_WR_RDMA_READ ||
+        rnic_psn_diff(qp->una_psn, s->first_psn) < 0 ||
+        rnic_psn_diff(qp->una_psn, s->first_psn) >= (int32_t)s->npsn) {
+        rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn, s->recv_psn));
+    } else {
+        rnic_req_rewind(e, qp, qp->una_psn);
+    }
+    rnic_qp_work(e, qp, RNIC_QPW_SQ);
+}

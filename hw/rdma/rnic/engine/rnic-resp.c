@@ -1,0 +1,801 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: the responder. Consumes request packets: PSN check
+ * (sequence error NAK, duplicates re-acknowledged or replayed), opcode
+ * sequence, receive-WQE consumption (RNR NAK when there is none), rkey
+ * validation through the QP's network context, placement, atomics,
+ * RDMA READ responses (streamed, bounded per run), ACK/NAK generation,
+ * receive completions. UD receives (Q_Key, GRH) are here too.
+ */
+#include <string.h>
+#include "rnic-engine-int.h"
+
+void rnic_resp_reset_qp(RnicQp *qp)
+{
+    RnicResp *r = &qp->resp;
+    RnicRespRes *res = r->res;
+    uint32_t nres = r->nres;
+    uint32_t epsn = r->epsn;
+
+    memset(r, 0, offsetof(RnicResp, res));
+    r->epsn = epsn;
+    r->res = res;
+    r->nres = nres;
+    r->res_head = r->res_send = r->res_pending = 0;
+    r->ack_owed = false;
+    memset(res, 0, sizeof(*res) * nres);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sending ACKs, NAKs and responses                                       */
+/* ---------------------------------------------------------------------- */
+
+static void rnic_resp_packet(RnicEngine *e, RnicQp *qp, RnicPacket *pkt,
+                             uint8_t opcode, uint32_t psn)
+{
+    rnic_packet_net_from_av(e, qp, &qp->av, pkt);
+    pkt->bth.opcode = opcode;
+    pkt->bth.se = false;
+    pkt->bth.m = false;
+    pkt->bth.pad = 0;
+    pkt->bth.tver = 0;
+    pkt->bth.pkey = RNIC_BTH_PKEY_DEFAULT;
+    pkt->bth.fecn = pkt->bth.becn = false;
+    pkt->bth.dest_qp = qp->dest_qpn;
+    pkt->bth.ack_req = false;
+    pkt->bth.psn = psn & RNIC_PSN_MASK;
+    pkt->hdrs = rnic_opcode_hdrs(opcode);
+    pkt->aeth.syndrome = RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID;
+    pkt->aeth.msn = qp->resp.msn & 0xffffff;
+    pkt->payload.len = 0;
+    pkt->payload.data = NULL;
+    pkt->payload.segs = NULL;
+    pkt->payload.nsegs = 0;
+}
+
+static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
+                                uint8_t syndrome)
+{
+    RnicPacket pkt;
+
+    rnic_resp_packet(e, qp, &pkt, RNIC_OP_RC_ACKNOWLEDGE, psn);
+    pkt.aeth.syndrome = syndrome;
+    rnic_xmit(e, qp, &pkt);
+}
+
+/* Send responses pending in the resource ring, up to 'budget' packets. */
+static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
+{
+    RnicResp *r = &qp->resp;
+    uint32_t pmtu = rnic_qp_pmtu(qp);
+    uint32_t sent = 0;
+
+    while (r->res_pending && sent < budget) {
+        RnicRespRes *res = &r->res[r->res_send % r->nres];
+        RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+        RnicPacket pkt;
+
+        if (res->kind == RNIC_RES_ATOMIC) {
+            rnic_resp_packet(e, qp, &pkt, RNIC_OP_RC_ATOMIC_ACKNOWLEDGE,
+                             res->psn);
+            pkt.atomic_ack.orig = res->orig;
+            res->next = 1;
+        } else {
+            uint32_t k = res->next;
+            uint32_t off = k * pmtu;
+            uint32_t len = res->len ? MIN(pmtu, res->len - off) : 0;
+            bool first = k == 0, last = k + 1 == res->npsn;
+            uint8_t op = first ? (last ? RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY :
+                                         RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST)
+                               : (last ? RNIC_OP_RC_RDMA_READ_RESPONSE_LAST :
+                                         RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
+            RnicMr *mr = NULL;
+
+            rnic_resp_packet(e, qp, &pkt, op, res->psn + k);
+            if (len) {
+                /* re-checked per packet: the MR may have gone meanwhile */
+                RnicXlateErr err = rnic_mr_resolve(qp->ctx, res->rkey, qp->pd,
+                                                   res->va + off, len,
+                                                   RNIC_ACCESS_REMOTE_READ,
+                                                   &mr);
+
+                pkt.payload.segs = segs;
+                if (err || !rnic_mr_segs(mr, res->va + off, len, segs,
+                                         &pkt.payload.nsegs,
+                                         RNIC_PKT_MAX_SEGS)) {
+                    rnic_guest_error(e, "QP %u: READ response at PSN %u: %s",
+                                     qp->qpn, res->psn + k,
+                                     rnic_xlate_err_str(err));
+                    r->res_pending = 0;
+                    res->pending = false;
+                    rnic_resp_send_aeth(e, qp, res->psn + k,
+                                        RNIC_AETH_NAK | RNIC_NAK_REM_ACCESS);
+                    rnic_async_event(e, RNIC_EQE_QP_ACCESS_ERR, qp->handle,
+                                     qp->qpn);
+                    rnic_qp_error(e, qp);
+                    return sent;
+                }
+                pkt.payload.len = len;
+            }
+            res->next++;
+        }
+        if (res->next >= res->npsn) {
+            res->pending = false;
+            r->res_send++;
+            r->res_pending--;
+        }
+        rnic_xmit(e, qp, &pkt);
+        sent++;
+        if (qp->state == RNIC_QPS_ERR) {
+            return sent;
+        }
+    }
+    if (!r->res_pending && r->ack_owed) {
+        r->ack_owed = false;
+        rnic_resp_send_aeth(e, qp, r->ack_psn, r->ack_syndrome);
+    }
+    return sent;
+}
+
+uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
+{
+    return rnic_resp_stream(e, qp, budget);
+}
+
+/* Acknowledge 'psn' (after any responses still being streamed). */
+static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn)
+{
+    RnicResp *r = &qp->resp;
+
+    if (r->res_pending) {
+        r->ack_owed = true;
+        r->ack_psn = psn;
+        r->ack_syndrome = RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID;
+        return;
+    }
+    rnic_resp_send_aeth(e, qp, psn, RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID);
+}
+
+/* A NAK goes out after every response queued before it. */
+static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
+                          uint8_t syndrome)
+{
+    rnic_resp_stream(e, qp, UINT32_MAX);
+    qp->resp.ack_owed = false;
+    if (qp->state != RNIC_QPS_ERR) {
+        rnic_resp_send_aeth(e, qp, psn, syndrome);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Errors                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static void rnic_resp_recv_complete(RnicEngine *e, RnicQp *qp, uint8_t status,
+                                    uint8_t opcode, uint32_t byte_len,
+                                    uint32_t imm_or_inv, uint8_t flags)
+{
+    RnicRecvWqe *rw = &qp->resp.recv;
+    RnicCqeInfo ci = {
+        .wr_id = rw->wr_id,
+        .byte_len = byte_len,
+        .imm_or_inv = imm_or_inv,
+        .opcode = opcode,
+        .status = status,
+        .flags = flags,
+    };
+
+    rw->valid = false;
+    rnic_cq_post(e, qp->rcq, qp, &ci);
+}
+
+/*
+ * A fatal responder error: the current receive WQE (if any) completes with
+ * 'recv_status', the requester gets NAK 'nak', the QP an async 'event' and
+ * goes to ERR.
+ */
+static void rnic_resp_fail(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
+                           uint8_t nak, uint8_t event, uint8_t recv_status,
+                           const char *why)
+{
+    rnic_guest_error(e, "QP %u: request at PSN %u (opcode 0x%x) refused: %s",
+                     qp->qpn, pkt->bth.psn, pkt->bth.opcode, why);
+    if (qp->resp.recv.valid) {
+        rnic_resp_recv_complete(e, qp, recv_status, RNIC_WC_RECV, 0, 0, 0);
+    }
+    rnic_resp_nak(e, qp, pkt->bth.psn, RNIC_AETH_NAK | nak);
+    if (event) {
+        rnic_async_event(e, event, qp->handle, qp->qpn);
+    }
+    rnic_qp_error(e, qp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Requests                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Make sure a receive WQE is at hand. false: the packet was answered
+ * (RNR NAK, or a fatal error). */
+static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
+                               const RnicPacket *pkt)
+{
+    RnicRecvWqe *rw = &qp->resp.recv;
+    uint8_t status;
+
+    if (rw->valid) {
+        if (rw->mr_gen != e->mr_gen) {
+            if (!rnic_sges_resolve(e, qp->ctx,
+                                   qp->srq ? qp->srq->pd : qp->pd, rw->sge,
+                                   rw->nsge, RNIC_ACCESS_LOCAL_WRITE)) {
+                rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0,
+                               RNIC_WC_LOC_PROT_ERR,
+                               "receive buffer no longer registered");
+                return false;
+            }
+            rw->mr_gen = e->mr_gen;
+        }
+        return true;
+    }
+    if (!rnic_recv_fetch(e, qp, rw, &status)) {
+        if (status == RNIC_WC_SUCCESS) {
+            /* receiver not ready: the requester retries after the timer */
+            rnic_resp_nak(e, qp, pkt->bth.psn,
+                          RNIC_AETH_RNR_NAK | qp->min_rnr_timer);
+        } else {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+                           "receive queue not readable");
+        }
+        return false;
+    }
+    if (status != RNIC_WC_SUCCESS) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0, status,
+                       "bad receive WQE");
+        return false;
+    }
+    return true;
+}
+
+static bool rnic_resp_len_ok(const RnicQp *qp, const RnicPacket *pkt,
+                             bool first, bool last)
+{
+    uint32_t pmtu = rnic_qp_pmtu(qp);
+    uint32_t len = pkt->payload.len;
+
+    if (!last) {
+        return len == pmtu;         /* FIRST, MIDDLE: exactly one MTU */
+    }
+    if (!first) {
+        return len >= 1 && len <= pmtu;
+    }
+    return len <= pmtu;
+}
+
+static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
+                           bool first, bool last)
+{
+    RnicResp *r = &qp->resp;
+    RnicRecvWqe *rw = &r->recv;
+    uint32_t len = pkt->payload.len;
+    uint8_t flags = 0;
+    uint32_t imm_or_inv = 0;
+
+    if (!rnic_resp_get_recv(e, qp, pkt)) {
+        return;
+    }
+    if (first) {
+        rw->offset = 0;
+    }
+    if (len > rw->length - rw->offset) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, 0, RNIC_WC_LOC_LEN_ERR,
+                       "message longer than the receive buffer");
+        return;
+    }
+    if (len && rnic_sges_place(e, rw->sge, rw->nsge, rw->offset, &pkt->payload,
+                               0, len)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0, RNIC_WC_LOC_PROT_ERR,
+                       "receive buffer not writable");
+        return;
+    }
+    rw->offset += len;
+    r->epsn = rnic_psn_add(r->epsn, 1);
+    r->in_msg = last ? 0 : RNIC_RESP_SEND;
+    if (last) {
+        if (pkt->hdrs & RNIC_HDR_IETH) {
+            if (rnic_mr_invalidate(e, qp->ctx, qp->pd, qp->owner,
+                                   pkt->ieth.rkey) != RNIC_WC_SUCCESS) {
+                rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
+                               RNIC_WC_LOC_PROT_ERR,
+                               "SEND with invalidate of an STag that cannot "
+                               "be invalidated");
+                return;
+            }
+            flags |= RNIC_CQE_WITH_INV;
+            imm_or_inv = GUINT32_TO_LE(pkt->ieth.rkey);
+        }
+        if (pkt->hdrs & RNIC_HDR_IMM) {
+            flags |= RNIC_CQE_WITH_IMM;
+            imm_or_inv = pkt->imm;
+        }
+        if (pkt->bth.se) {
+            flags |= RNIC_CQE_SOLICITED;
+        }
+        r->msn++;
+        rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS, RNIC_WC_RECV,
+                                rw->offset, imm_or_inv, flags);
+    }
+    if (pkt->bth.ack_req) {
+        rnic_resp_ack(e, qp, pkt->bth.psn);
+    }
+}
+
+static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
+                            bool first, bool last)
+{
+    RnicResp *r = &qp->resp;
+    uint32_t len = pkt->payload.len;
+    RnicXlateErr err;
+    RnicMr *mr;
+
+    if (first) {
+        if (!(qp->access & RNIC_ACCESS_REMOTE_WRITE)) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+                           RNIC_EQE_QP_ACCESS_ERR, 0,
+                           "QP does not allow remote writes");
+            return;
+        }
+        if (pkt->reth.dma_len > RNIC_MAX_MSG_SIZE ||
+            (last && pkt->reth.dma_len != len) ||
+            (!last && pkt->reth.dma_len <= len)) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+                           "RETH length inconsistent with the packets");
+            return;
+        }
+        if (pkt->reth.dma_len) {
+            err = rnic_mr_resolve(qp->ctx, pkt->reth.rkey, qp->pd,
+                                  pkt->reth.va, pkt->reth.dma_len,
+                                  RNIC_ACCESS_REMOTE_WRITE, &mr);
+            if (err) {
+                rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+                               RNIC_EQE_QP_ACCESS_ERR, 0,
+                               rnic_xlate_err_str(err));
+                return;
+            }
+        }
+        r->w_rkey = pkt->reth.rkey;
+        r->w_va = pkt->reth.va;
+        r->w_len = pkt->reth.dma_len;
+        r->w_done = 0;
+    } else if (len > r->w_len - r->w_done ||
+               (last && r->w_done + len != r->w_len)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+                       "RDMA WRITE longer or shorter than its RETH");
+        return;
+    }
+    /* WRITE with immediate consumes a receive WQE: have it first */
+    if (last && (pkt->hdrs & RNIC_HDR_IMM) && !rnic_resp_get_recv(e, qp, pkt)) {
+        return;
+    }
+    if (len) {
+        err = rnic_mr_resolve(qp->ctx, r->w_rkey, qp->pd, r->w_va + r->w_done,
+                              len, RNIC_ACCESS_REMOTE_WRITE, &mr);
+        if (err) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+                           RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
+            return;
+        }
+        if (rnic_mr_place(e, mr, r->w_va + r->w_done, &pkt->payload, 0, len)) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+                           "target memory not writable");
+            return;
+        }
+    }
+    r->w_done += len;
+    r->epsn = rnic_psn_add(r->epsn, 1);
+    r->in_msg = last ? 0 : RNIC_RESP_WRITE;
+    if (last) {
+        r->msn++;
+        if (pkt->hdrs & RNIC_HDR_IMM) {
+            rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS,
+                                    RNIC_WC_RECV_RDMA_WITH_IMM, r->w_len,
+                                    pkt->imm, RNIC_CQE_WITH_IMM |
+                                    (pkt->bth.se ? RNIC_CQE_SOLICITED : 0));
+        }
+    }
+    if (pkt->bth.ack_req) {
+        rnic_resp_ack(e, qp, pkt->bth.psn);
+    }
+}
+
+static RnicRespRes *rnic_resp_res_new(RnicResp *r)
+{
+    RnicRespRes *res;
+
+    if (r->res_pending >= r->nres) {
+        return NULL;
+    }
+    res = &r->res[r->res_head % r->nres];
+    r->res_head++;
+    r->res_pending++;
+    memset(res, 0, sizeof(*res));
+    res->pending = true;
+    return res;
+}
+
+static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    RnicResp *r = &qp->resp;
+    uint32_t pmtu = rnic_qp_pmtu(qp);
+    uint32_t len = pkt->reth.dma_len;
+    RnicRespRes *res;
+    RnicXlateErr err;
+    RnicMr *mr;
+
+    if (!(qp->access & RNIC_ACCESS_REMOTE_READ)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS, RNIC_EQE_QP_ACCESS_ERR,
+                       0, "QP does not allow remote reads");
+        return;
+    }
+    if (len > RNIC_MAX_MSG_SIZE) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+                       "READ longer than 2 GiB");
+        return;
+    }
+    if (len) {
+        err = rnic_mr_resolve(qp->ctx, pkt->reth.rkey, qp->pd, pkt->reth.va,
+                              len, RNIC_ACCESS_REMOTE_READ, &mr);
+        if (err) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+                           RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
+            return;
+        }
+    }
+    res = rnic_resp_res_new(r);
+    if (!res) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+                       "more outstanding READ/atomic than max_dest_rd_atomic");
+        return;
+    }
+    res->kind = RNIC_RES_READ;
+    res->psn = pkt->bth.psn;
+    res->npsn = len ? (len + pmtu - 1) / pmtu : 1;
+    res->va = pkt->reth.va;
+    res->rkey = pkt->reth.rkey;
+    res->len = len;
+    r->epsn = rnic_psn_add(r->epsn, res->npsn);
+    r->msn++;
+    if (rnic_resp_stream(e, qp, 64) && r->res_pending) {
+        rnic_qp_work(e, qp, RNIC_QPW_RESP);
+    }
+}
+
+static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    RnicResp *r = &qp->resp;
+    const RnicAtomicEth *a = &pkt->atomic;
+    RnicRespRes *res;
+    RnicXlateErr err;
+    uint64_t orig, val;
+    RnicMr *mr;
+
+    if (!(qp->access & RNIC_ACCESS_REMOTE_ATOMIC)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS, RNIC_EQE_QP_ACCESS_ERR,
+                       0, "QP does not allow remote atomics");
+        return;
+    }
+    if (a->va & 7) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+                       "atomic address not 8-byte aligned");
+        return;
+    }
+    err = rnic_mr_resolve(qp->ctx, a->rkey, qp->pd, a->va, 8,
+                          RNIC_ACCESS_REMOTE_ATOMIC, &mr);
+    if (err) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS, RNIC_EQE_QP_ACCESS_ERR,
+                       0, rnic_xlate_err_str(err));
+        return;
+    }
+    if (r->res_pending >= r->nres) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+                       "more outstanding READ/atomic than max_dest_rd_atomic");
+        return;
+    }
+    /* atomic with respect to every other device access (one thread) */
+    if (rnic_mr_read(e, mr, a->va, &orig, 8)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+                       "atomic target not readable");
+        return;
+    }
+    orig = GUINT64_FROM_LE(orig);
+    if (pkt->bth.opcode == RNIC_OP_RC_COMPARE_SWAP) {
+        val = orig == a->compare ? a->swap_add : orig;
+    } else {
+        val = orig + a->swap_add;
+    }
+    if (val != orig) {
+        uint64_t le = GUINT64_TO_LE(val);
+
+        if (rnic_mr_write(e, mr, a->va, &le, 8)) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+                           "atomic target not writable");
+            return;
+        }
+    }
+    res = rnic_resp_res_new(r);
+    res->kind = RNIC_RES_ATOMIC;
+    res->psn = pkt->bth.psn;
+    res->npsn = 1;
+    res->va = a->va;
+    res->rkey = a->rkey;
+    res->len = 8;
+    res->orig = orig;
+    r->epsn = rnic_psn_add(r->epsn, 1);
+    r->msn++;
+    rnic_resp_stream(e, qp, 64);
+}
+
+/* A request we have seen before (PSN behind the expected one). */
+static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
+                                const RnicPacket *pkt)
+{
+    RnicResp *r = &qp->resp;
+    uint32_t psn = pkt->bth.psn;
+    uint8_t op = pkt->bth.opcode;
+    uint32_t i;
+
+    if (op == RNIC_OP_RC_RDMA_READ_REQUEST || op == RNIC_OP_RC_COMPARE_SWAP ||
+        op == RNIC_OP_RC_FETCH_ADD) {
+        bool read = op == RNIC_OP_RC_RDMA_READ_REQUEST;
+
+        for (i = 0; i < r->nres; i++) {
+            RnicRespRes *old = &r->res[i];
+            int32_t d = rnic_psn_diff(psn, old->psn);
+            RnicRespRes copy, *res;
+
+            if (old->kind != (read ? RNIC_RES_READ : RNIC_RES_ATOMIC) ||
+                d < 0 || d >= (int32_t)old->npsn) {
+                continue;
+            }
+            if (old->pending) {
+                return;             /* its responses are on their way */
+            }
+            /* replay: READ re-reads memory from that PSN on, an atomic
+             * returns its original result without executing again */
+            copy = *old;
+            res = rnic_resp_res_new(r);
+            if (!res) {
+                return;
+            }
+            *res = copy;
+            res->pending = true;
+            res->next = d;
+            if (rnic_resp_stream(e, qp, 64) && r->res_pending) {
+                rnic_qp_work(e, qp, RNIC_QPW_RESP);
+            }
+            return;
+        }
+        return;                     /* unknown: dropped, the peer retries */
+    }
+    /* SEND/WRITE: acknowledge what we have */
+    if (pkt->bth.ack_req) {
+        rnic_resp_ack(e, qp, rnic_psn_add(r->epsn, RNIC_PSN_MASK));
+    }
+}
+
+static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    RnicRecvWqe *rw = &qp->resp.recv;
+    uint8_t grh[40];
+    RnicPayload gpl = { .len = sizeof(grh), .data = grh };
+    uint8_t status, flags = RNIC_CQE_GRH;
+    uint32_t len = pkt->payload.len;
+    RnicCqeInfo ci;
+
+    if (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
+        qp->state != RNIC_QPS_SQD && qp->state != RNIC_QPS_SQE) {
+        return;
+    }
+    if (pkt->bth.opcode != RNIC_OP_UD_SEND_ONLY &&
+        pkt->bth.opcode != RNIC_OP_UD_SEND_ONLY_IMM) {
+        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+        return;
+    }
+    if (pkt->deth.qkey != qp->qkey) {
+        rnic_trace(e, "QP %u: UD datagram with Q_Key 0x%x dropped", qp->qpn,
+                   pkt->deth.qkey);
+        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+        return;
+    }
+    if (!rnic_recv_fetch(e, qp, rw, &status)) {
+        if (status != RNIC_WC_SUCCESS) {
+            rnic_async_event(e, RNIC_EQE_QP_FATAL, qp->handle, qp->qpn);
+            rnic_qp_error(e, qp);
+        } else {
+            rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);     /* no buffer: dropped */
+        }
+        return;
+    }
+    memset(&ci, 0, sizeof(ci));
+    ci.wr_id = rw->wr_id;
+    ci.opcode = RNIC_WC_RECV;
+    ci.src_qp = pkt->deth.src_qp;
+    ci.smac = pkt->net.smac;
+    ci.vlan_id = pkt->net.vlan_id;
+    ci.status = status;
+    if (status == RNIC_WC_SUCCESS && sizeof(grh) + len > rw->length) {
+        rnic_guest_error(e, "QP %u: UD datagram of %u bytes (+40 GRH) larger "
+                         "than the receive buffer", qp->qpn, len);
+        ci.status = RNIC_WC_LOC_LEN_ERR;
+    }
+    if (ci.status == RNIC_WC_SUCCESS) {
+        /* the GRH area: an IPv6 header, or for IPv4 20 bytes of zeroes and
+         * the IPv4 header (as RoCEv2 devices and rxe place it) */
+        memset(grh, 0, sizeof(grh));
+        if (rnic_gid_is_ipv4(pkt->net.sgid)) {
+            uint8_t *ip = grh + 20;
+            uint16_t tot = 20 + 8 + 12 + 8 + len + 4;
+
+            flags |= RNIC_CQE_IPV4;
+            ip[0] = 0x45;
+            ip[1] = pkt->net.traffic_class;
+            ip[2] = tot >> 8;
+            ip[3] = tot;
+            ip[8] = pkt->net.hop_limit;
+            ip[9] = 17;
+            memcpy(ip + 12, pkt->net.sgid + 12, 4);
+            memcpy(ip + 16, pkt->net.dgid + 12, 4);
+        } else {
+            uint16_t plen = 8 + 12 + 8 + len + 4;
+
+            grh[0] = 0x60 | (pkt->net.traffic_class >> 4);
+            grh[1] = (pkt->net.traffic_class << 4) |
+                     ((pkt->net.flow_label >> 16) & 0xf);
+            grh[2] = pkt->net.flow_label >> 8;
+            grh[3] = pkt->net.flow_label;
+            grh[4] = plen >> 8;
+            grh[5] = plen;
+            grh[6] = 17;
+            grh[7] = pkt->net.hop_limit;
+            memcpy(grh + 8, pkt->net.sgid, 16);
+            memcpy(grh + 24, pkt->net.dgid, 16);
+        }
+        if (rnic_sges_place(e, rw->sge, rw->nsge, 0, &gpl, 0, sizeof(grh)) ||
+            (len && rnic_sges_place(e, rw->sge, rw->nsge, sizeof(grh),
+                                    &pkt->payload, 0, len))) {
+            ci.status = RNIC_WC_LOC_PROT_ERR;
+        }
+    }
+    if (ci.status == RNIC_WC_SUCCESS) {
+        ci.byte_len = sizeof(grh) + len;
+        if (pkt->hdrs & RNIC_HDR_IMM) {
+            flags |= RNIC_CQE_WITH_IMM;
+            ci.imm_or_inv = pkt->imm;
+        }
+        if (pkt->bth.se) {
+            flags |= RNIC_CQE_SOLICITED;
+        }
+        if (pkt->net.vlan_id) {
+            flags |= RNIC_CQE_VLAN;
+        }
+        ci.flags = flags;
+    }
+    rw->valid = false;
+    rnic_cq_post(e, qp->rcq, qp, &ci);
+    if (ci.status != RNIC_WC_SUCCESS && ci.status != RNIC_WC_LOC_LEN_ERR) {
+        rnic_qp_error(e, qp);
+    }
+}
+
+void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    RnicResp *r = &qp->resp;
+    uint8_t op = pkt->bth.opcode;
+    bool first, last;
+    int32_t d;
+
+    if (qp->type != RNIC_QPT_RC) {
+        rnic_resp_ud(e, qp, pkt);
+        return;
+    }
+    if (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
+        qp->state != RNIC_QPS_SQD) {
+        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+        return;
+    }
+    if (qp->state == RNIC_QPS_RTR && !r->comm_est) {
+        r->comm_est = true;
+        rnic_async_event(e, RNIC_EQE_COMM_EST, qp->handle, qp->qpn);
+    }
+    d = rnic_psn_diff(pkt->bth.psn, r->epsn);
+    if (d > 0) {
+        /* a gap: one NAK until the expected PSN shows up */
+        if (!r->nak_sent) {
+            r->nak_sent = true;
+            rnic_resp_nak(e, qp, r->epsn, RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+        }
+        return;
+    }
+    if (d < 0) {
+        rnic_resp_duplicate(e, qp, pkt);
+        return;
+    }
+    r->nak_sent = false;
+
+    switch (op) {
+    case RNIC_OP_RC_SEND_FIRST:
+    case RNIC_OP_RC_SEND_ONLY:
+    case RNIC_OP_RC_SEND_ONLY_IMM:
+    case RNIC_OP_RC_SEND_ONLY_INV:
+    case RNIC_OP_RC_RDMA_WRITE_FIRST:
+    case RNIC_OP_RC_RDMA_WRITE_ONLY:
+    case RNIC_OP_RC_RDMA_WRITE_ONLY_IMM:
+    case RNIC_OP_RC_RDMA_READ_REQUEST:
+    case RNIC_OP_RC_COMPARE_SWAP:
+    case RNIC_OP_RC_FETCH_ADD:
+        first = true;
+        if (r->in_msg) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
+                           RNIC_WC_REM_INV_REQ_ERR,
+                           "new message before the last one ended");
+            return;
+        }
+        break;
+    case RNIC_OP_RC_SEND_MIDDLE:
+    case RNIC_OP_RC_SEND_LAST:
+    case RNIC_OP_RC_SEND_LAST_IMM:
+    case RNIC_OP_RC_SEND_LAST_INV:
+        first = false;
+        if (r->in_msg != RNIC_RESP_SEND) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
+                           RNIC_WC_REM_INV_REQ_ERR,
+                           "SEND continuation without a SEND");
+            return;
+        }
+        break;
+    case RNIC_OP_RC_RDMA_WRITE_MIDDLE:
+    case RNIC_OP_RC_RDMA_WRITE_LAST:
+    case RNIC_OP_RC_RDMA_WRITE_LAST_IMM:
+        first = false;
+        if (r->in_msg != RNIC_RESP_WRITE) {
+            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
+                           RNIC_WC_REM_INV_REQ_ERR,
+                           "WRITE continuation without a WRITE");
+            return;
+        }
+        break;
+    default:
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
+                       RNIC_WC_REM_INV_REQ_ERR, "opcode not a request");
+        return;
+    }
+    last = op != RNIC_OP_RC_SEND_FIRST && op != RNIC_OP_RC_SEND_MIDDLE &&
+           op != RNIC_OP_RC_RDMA_WRITE_FIRST &&
+           op != RNIC_OP_RC_RDMA_WRITE_MIDDLE;
+    if ((rnic_opcode_hdrs(op) & RNIC_HDR_PAYLOAD) &&
+        !rnic_resp_len_ok(qp, pkt, first, last)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
+                       RNIC_WC_REM_INV_REQ_ERR,
+                       "payload length does not fit the path MTU");
+        return;
+    }
+
+    switch (op) {
+    case RNIC_OP_RC_RDMA_READ_REQUEST:
+        rnic_resp_read(e, qp, pkt);
+        break;
+    case RNIC_OP_RC_COMPARE_SWAP:
+    case RNIC_OP_RC_FETCH_ADD:
+        rnic_resp_atomic(e, qp, pkt);
+        break;
+    case RNIC_OP_RC_RDMA_WRITE_FIRST:
+    case RNIC_OP_RC_RDMA_WRITE_MIDDLE:
+    case RNIC_OP_RC_RDMA_WRITE_LAST:
+    case RNIC_OP_RC_RDMA_WRITE_LAST_IMM:
+    case RNIC_OP_RC_RDMA_WRITE_ONLY:
+    case RNIC_OP_RC_RDMA_WRITE_ONLY_IMM:
+        rnic_resp_write(e, qp, pkt, first, last);
+        break;
+    default:
+        rnic_resp_send(e, qp, pkt, first, last);
+        break;
+    }
+}

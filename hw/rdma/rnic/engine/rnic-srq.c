@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: shared receive queues (a ring of receive WQEs in guest
+ * memory shared by QPs of one PD; a limit event when it runs low).
+ */
+#include <string.h>
+#include "rnic-admin.h"
+
+void rnic_srq_init(RnicEngine *e)
+{
+    rnic_table_init(&e->srqs, e->cfg.max_srq);
+}
+
+void rnic_srq_fini(RnicEngine *e)
+{
+    rnic_srq_reset(e);
+    rnic_table_destroy(&e->srqs);
+}
+
+static void rnic_srq_free(RnicEngine *e, RnicSrq *srq)
+{
+    rnic_work_cancel(&srq->work);
+    srq->pd->refs--;
+    rnic_uctx_put(e, srq->owner);
+    rnic_table_remove(&e->srqs, srq->handle);
+    g_free(srq);
+}
+
+void rnic_srq_reset(RnicEngine *e)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->srqs.cap; i++) {
+        if (e->srqs.slots[i]) {
+            rnic_srq_free(e, e->srqs.slots[i]);
+        }
+    }
+}
+
+RnicSrq *rnic_srq_lookup(RnicEngine *e, uint32_t handle)
+{
+    return rnic_table_get(&e->srqs, handle);
+}
+
+RnicSrq *rnic_srq_create(RnicEngine *e, uint32_t handle)
+{
+    RnicSrq *srq = g_new0(RnicSrq, 1);
+
+    if (handle == UINT32_MAX) {
+        handle = rnic_table_alloc(&e->srqs, srq);
+    } else if (!rnic_table_insert_at(&e->srqs, handle, srq)) {
+        handle = UINT32_MAX;
+    }
+    if (handle == UINT32_MAX) {
+        g_free(srq);
+        return NULL;
+    }
+    srq->handle = handle;
+    srq->work.kind = RNIC_WORK_SRQ;
+    return srq;
+}
+
+void rnic_srq_process(RnicEngine *e, RnicSrq *srq)
+{
+    /* posting only moves the producer; consumers pick the WQEs up */
+}
+
+void rnic_srq_check_limit(RnicEngine *e, RnicSrq *srq)
+{
+    if (srq->limit && srq->prod - srq->cons < srq->limit) {
+        uint32_t limit = srq->limit;
+
+        srq->limit = 0;     /* one event per arming */
+        rnic_async_event(e, RNIC_EQE_SRQ_LIMIT, srq->handle, limit);
+    }
+}
+
+static RnicSrq *rnic_srq_cmd_lookup(RnicEngine *e,
+                                    const struct rnic_admin_cmd *cmd,
+                                    uint32_t h, RnicAdminResult *res)
+{
+    RnicSrq *srq;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return NULL;
+    }
+    srq = rnic_srq_lookup(e, h);
+    if (!srq) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no SRQ %u",
+                        rnic_admin_opcode_name(cmd->opcode), h);
+        return NULL;
+    }
+    if (srq->owner != GUINT32_FROM_LE(cmd->uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "%s: SRQ %u belongs to context %u",
+                        rnic_admin_opcode_name(cmd->opcode), h, srq->owner);
+        return NULL;
+    }
+    return srq;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_create_srq)
+{
+    uint64_t ring = GUINT64_FROM_LE(cmd->srq.ring_addr);
+    uint32_t pdh = GUINT32_FROM_LE(cmd->srq.pd);
+    uint32_t limit = GUINT32_FROM_LE(cmd->srq.limit);
+    uint8_t shift = cmd->srq.wqe_shift;
+    RnicSrq *srq;
+    RnicPd *pd;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return;
+    }
+    pd = rnic_pd_lookup(e, pdh);
+    if (!pd) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "CREATE_SRQ: no PD %u", pdh);
+        return;
+    }
+    if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "CREATE_SRQ: PD %u belongs to context %u", pdh,
+                        pd->owner);
+        return;
+    }
+    if (shift < RNIC_RQ_WQE_SHIFT_MIN || shift > RNIC_WQE_SHIFT_MAX) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "CREATE_SRQ: WQE stride 2^%u out of range", shift);
+        return;
+    }
+    if (!rnic_admin_check_ring(e, res, "CREATE_SRQ", ring, cmd->srq.log_size,
+                               RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr, 1u << shift)) {
+        return;
+    }
+    if (limit >= (1u << cmd->srq.log_size)) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "CREATE_SRQ: limit %u not below the %u entries", limit,
+                        1u << cmd->srq.log_size);
+        return;
+    }
+    srq = rnic_srq_create(e, UINT32_MAX);
+    if (!srq) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "CREATE_SRQ: all %u SRQs in use", e->cfg.max_srq);
+        return;
+    }
+    srq->owner = pd->owner;
+    srq->pd = pd;
+    srq->ring = ring;
+    srq->log_size = cmd->srq.log_size;
+    srq->wqe_shift = shift;
+    srq->limit = limit;
+    pd->refs++;
+    rnic_uctx_get(e, srq->owner);
+    res->result0 = srq->handle;
+    res->result1 = 1u << srq->log_size;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_modify_srq)
+{
+    uint32_t limit = GUINT32_FROM_LE(cmd->srq.limit);
+    RnicSrq *srq = rnic_srq_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->srq.srq),
+                                       res);
+
+    if (!srq) {
+        return;
+    }
+    if (cmd->srq.ring_addr || cmd->srq.log_size) {
+        rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
+                        "MODIFY_SRQ: resizing an SRQ is not supported");
+        return;
+    }
+    if (limit >= (1u << srq->log_size)) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "MODIFY_SRQ: limit %u not below the %u entries", limit,
+                        1u << srq->log_size);
+        return;
+    }
+    srq->limit = limit;
+    res->result0 = srq->handle;
+    res->result1 = srq->prod - srq->cons;
+}
+
+RNIC_ADMIN_HANDLER(rnic_cmd_destroy_srq)
+{
+    RnicSrq *srq = rnic_srq_cmd_lookup(e, cmd,
+                                       GUINT32_FROM_LE(cmd->destroy.handle),
+                                       res);
+
+    if (!srq) {
+        return;
+    }
+    if (srq->refs) {
+        rnic_admin_fail(e, res, RNIC_ST_BUSY,
+                        "DESTROY_SRQ: SRQ %u still used by %u QPs", srq->handle,
+                        srq->refs);
+        return;
+    }
+    rnic_srq_free(e, srq);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: state-image sections of the objects (rnic-state-objs.c),
+ * used by the section table in rnic-state.c.
+ */
+#ifndef RNIC_STATE_H
+#define RNIC_STATE_H
+
+#include "rnic-engine-int.h"
+#include "rnic-image.h"
+
+#define RNIC_STATE_SECTION(name) \
+    void rnic_##name##_save(RnicEngine *e, RnicImageWriter *w); \
+    bool rnic_##name##_load(RnicEngine *e, RnicImageReader *rd, char **err)
+
+RNIC_STATE_SECTION(uctx);
+RNIC_STATE_SECTION(netctx);
+RNIC_STATE_SECTION(gids);
+RNIC_STATE_SECTION(pds);
+RNIC_STATE_SECTION(eqs);
+RNIC_STATE_SECTION(cqs);
+RNIC_STATE_SECTION(srqs);
+RNIC_STATE_SECTION(mrlog);
+RNIC_STATE_SECTION(qps);
+
+/* After a successful load: caches invalid, pending work and timers on. */
+void rnic_state_post_load(RnicEngine *e);
+
+#endif /* RNIC_STATE_H */

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: handle tables, the work queue and guest-to-guest DMA copies.
+ */
+#include <string.h>
+#include "rnic-engine-int.h"
+
+void rnic_table_init(RnicTable *t, uint32_t max)
+{
+    memset(t, 0, sizeof(*t));
+    t->max = max;
+}
+
+void rnic_table_destroy(RnicTable *t)
+{
+    g_free(t->slots);
+    g_free(t->free);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Grow to hold at least 'need' slots; new handles go on the free stack
+ * highest first, so that the lowest free handle is handed out first. */
+static bool rnic_table_grow(RnicTable *t, uint32_t need)
+{
+    uint32_t ncap, i;
+
+    if (need > t->max) {
+        return false;
+    }
+    ncap = t->cap ? t->cap : 16;
+    while (ncap < need) {
+        ncap = ncap > t->max / 2 ? t->max : ncap * 2;
+    }
+    if (ncap > t->max) {
+        ncap = t->max;
+    }
+    t->slots = g_renew(void *, t->slots, ncap);
+    t->free = g_renew(uint32_t, t->free, ncap);
+    memset(t->slots + t->cap, 0, (ncap - t->cap) * sizeof(void *));
+    /* keep existing free handles on top (they are lower) */
+    memmove(t->free + (ncap - t->cap), t->free, t->nfree * sizeof(uint32_t));
+    for (i = 0; i < ncap - t->cap; i++) {
+        t->free[i] = ncap - 1 - i;
+    }
+    t->nfree += ncap - t->cap;
+    t->cap = ncap;
+    return true;
+}
+
+uint32_t rnic_table_alloc(RnicTable *t, void *obj)
+{
+    uint32_t h;
+
+    if (!t->nfree && !rnic_table_grow(t, t->cap + 1)) {
+        return UINT32_MAX;
+    }
+    h = t->free[--t->nfree];
+    t->slots[h] = obj;
+    t->count++;
+    return h;
+}
+
+bool rnic_table_insert_at(RnicTable *t, uint32_t handle, void *obj)
+{
+    uint32_t i;
+
+    if (handle >= t->max) {
+        return false;
+    }
+    if (handle >= t->cap && !rnic_table_grow(t, handle + 1)) {
+        return false;
+    }
+    if (t->slots[handle]) {
+        return false;
+    }
+    for (i = 0; i < t->nfree; i++) {
+        if (t->free[i] == handle) {
+            memmove(t->free + i, t->free + i + 1,
+                    (t->nfree - i - 1) * sizeof(uint32_t));
+            t->nfree--;
+            break;
+        }
+    }
+    t->slots[handle] = obj;
+    t->count++;
+    return true;
+}
+
+void rnic_table_remove(RnicTable *t, uint32_t handle)
+{
+    if (handle < t->cap && t->slots[handle]) {
+        t->slots[handle] = NULL;
+        t->free[t->nfree++] = handle;
+        t->count--;
+    }
+}
+
+void rnic_work_queue(RnicEngine *e, RnicWork *w)
+{
+    if (!rnic_link_linked(&w->link)) {
+        rnic_list_add_tail(&e->work, &w->link);
+    }
+    rnic_engine_schedule(e);
+}
+
+bool rnic_uctx_valid(const RnicEngine *e, uint32_t uctx)
+{
+    return uctx == RNIC_UCTX_KERNEL ||
+           (uctx < e->cfg.db_pages && e->uctx_used[uctx]);
+}
+
+/* Below this size a copy through the bounce buffer beats mapping. */
+#define RNIC_MAP_MIN 1024
+
+int rnic_dma_copy(RnicEngine *e, uint64_t dst, uint64_t src, uint64_t len)
+{
+    const RnicHostOps *ops = e->ops;
+
+    while (len) {
+        uint64_t n = len;
+        void *p = NULL;
+
+        if (ops->dma_map && len >= RNIC_MAP_MIN) {
+            p = ops->dma_map(e->opaque, dst, &n, true);
+        }
+        if (p) {
+            int r = ops->dma_read(e->opaque, src, p, n);
+
+            ops->dma_unmap(e->opaque, p, n, true, r ? 0 : n);
+            if (r) {
+                rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
+                return -1;
+            }
+        } else {
+            n = MIN(len, RNIC_BOUNCE_SIZE);
+            if (rnic_dma_read(e, src, e->bounce, n) ||
+                rnic_dma_write(e, dst, e->bounce, n)) {
+                return -1;
+            }
+        }
+        dst += n;
+        src += n;
+        len -= n;
+    }
+    return 0;
+}
