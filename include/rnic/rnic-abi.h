@@ -288,8 +288,10 @@ enum rnic_eq_flags {
                                  * (QP/CQ/SRQ errors, port); at most one */
 };
 
-/* Ring sizes (log2 of entries) accepted by CREATE_EQ/CQ/SRQ/QP; the
- * device's max_cqe / max_qp_wr bound them further. */
+/*
+ * Ring sizes (log2 of entries) accepted by CREATE_EQ/CQ/SRQ/QP; the
+ * device's max_cqe / max_qp_wr bound them further.
+ */
 #define RNIC_EQ_LOG_MIN         2
 #define RNIC_EQ_LOG_MAX         16
 #define RNIC_CQ_LOG_MIN         1

@@ -81,6 +81,28 @@ static void th_log(void *opaque, RnicLogKind kind, const char *msg)
     }
 }
 
+static void *th_dma_map(void *opaque, uint64_t addr, uint64_t *len,
+                        bool is_write)
+{
+    TestHost *h = opaque;
+
+    if (h->map_disabled || addr >= h->ram_size) {
+        return NULL;
+    }
+    *len = MIN(*len, h->ram_size - addr);
+    h->maps++;
+    return h->ram + addr;
+}
+
+static void th_dma_unmap(void *opaque, void *ptr, uint64_t len, bool is_write,
+                         uint64_t access_len)
+{
+    TestHost *h = opaque;
+
+    g_assert_cmpuint(h->maps, >, 0);
+    h->maps--;
+}
+
 static void th_rx_ready(void *opaque)
 {
     TestHost *h = opaque;
@@ -98,9 +120,16 @@ static const RnicHostOps test_host_ops = {
     .clock_ns = th_clock_ns,
     .log = th_log,
     .rx_ready = th_rx_ready,
+    .dma_map = th_dma_map,
+    .dma_unmap = th_dma_unmap,
 };
 
 TestHost *test_host_new(const RnicEngineConfig *cfg)
+{
+    return test_host_new_sized(cfg, TEST_RAM_SIZE);
+}
+
+TestHost *test_host_new_sized(const RnicEngineConfig *cfg, uint64_t ram_size)
 {
     TestHost *h = g_new0(TestHost, 1);
 
@@ -109,7 +138,7 @@ TestHost *test_host_new(const RnicEngineConfig *cfg)
     } else {
         rnic_engine_config_defaults(&h->cfg);
     }
-    h->ram_size = TEST_RAM_SIZE;
+    h->ram_size = ram_size;
     h->ram = g_malloc0(h->ram_size);
     h->alloc_next = 0x10000;    /* keep address 0 unused */
     h->timer_deadline = UINT64_MAX;

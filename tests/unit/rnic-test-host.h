@@ -24,6 +24,8 @@ typedef struct TestHost {
     uint64_t timer_deadline;
     GPtrArray *frames;          /* GByteArray per transmitted frame */
     unsigned rx_ready;          /* RnicHostOps.rx_ready calls */
+    bool map_disabled;          /* dma_map refuses: the engine bounces */
+    unsigned maps;              /* dma_map mappings not yet unmapped */
     GPtrArray *log;             /* char * per log message */
     unsigned guest_errors;
     /* admin queue state of the 'driver' */
@@ -33,6 +35,7 @@ typedef struct TestHost {
 } TestHost;
 
 TestHost *test_host_new(const RnicEngineConfig *cfg);  /* NULL: defaults */
+TestHost *test_host_new_sized(const RnicEngineConfig *cfg, uint64_t ram_size);
 void test_host_free(TestHost *h);
 
 /* Guest RAM helpers. */

@@ -10,6 +10,7 @@ uint8_t tv_path_mtu = RNIC_MTU_1024;
 uint8_t tv_timeout = 14;
 uint8_t tv_retry_cnt = 7;
 uint8_t tv_rnr_retry = 7;
+uint8_t tv_sq_shift = 9;
 
 struct rnic_admin_cqe tv_cmd(TestHost *h, struct rnic_admin_cmd *cmd)
 {
@@ -133,7 +134,7 @@ TvQp *tv_qp(TestHost *h, uint8_t type, uint32_t pd, TvCq *scq, TvCq *rcq,
     qp->uctx = uctx;
     qp->pd = pd;
     qp->sq_log = qp->rq_log = log;
-    qp->sq_shift = 9;           /* 28 SGEs or 448 inline bytes */
+    qp->sq_shift = tv_sq_shift; /* 9: 28 SGEs or 448 inline bytes */
     qp->rq_shift = 8;           /* 15 SGEs */
     qp->sq = test_alloc(h, 1ull << (log + qp->sq_shift), 4096);
     qp->srq = srq ? srq->handle : RNIC_HANDLE_NONE;
@@ -297,6 +298,27 @@ void tv_post_send(TestHost *h, TvQp *qp, const struct rnic_sq_wqe *w,
     tv_write_send(h, qp, w, sges, inline_data);
     g_assert_cmpint(tv_ring_sq(h, qp), ==, RNIC_ACCESS_OK);
     test_host_run(h);
+}
+
+void tv_write_recv(TestHost *h, TvQp *qp, uint64_t wr_id,
+                   const struct rnic_sge *sges, uint32_t nsge)
+{
+    uint64_t slot = qp->rq + ((uint64_t)(qp->rq_prod & ((1u << qp->rq_log) - 1))
+                              << qp->rq_shift);
+    struct rnic_rq_wqe *w = test_ptr(h, slot);
+
+    w->wr_id = wr_id;
+    w->num_sge = nsge;
+    if (nsge) {
+        memcpy(w + 1, sges, sizeof(*sges) * nsge);
+    }
+    qp->rq_prod++;
+}
+
+RnicAccessResult tv_ring_rq(TestHost *h, TvQp *qp)
+{
+    return rnic_engine_doorbell(h->engine, qp->uctx, RNIC_DB_RQ,
+                                rnic_db_value(qp->handle, 0, qp->rq_prod));
 }
 
 void tv_post_recv(TestHost *h, TvQp *qp, uint64_t wr_id,

@@ -9,12 +9,15 @@
 
 #include "rnic-test-host.h"
 
-/* Attributes tv_rc_connect() uses: path MTU (enum rnic_mtu), local ACK
- * timeout, retry counts. Tests that change them put them back. */
+/*
+ * Attributes tv_rc_connect() uses: path MTU (enum rnic_mtu), local ACK
+ * timeout, retry counts. Tests that change them put them back.
+ */
 extern uint8_t tv_path_mtu;
 extern uint8_t tv_timeout;
 extern uint8_t tv_retry_cnt;
 extern uint8_t tv_rnr_retry;
+extern uint8_t tv_sq_shift;     /* log2 send WQE stride of tv_qp() */
 
 typedef struct TvCq {
     uint32_t handle;
@@ -71,8 +74,10 @@ void tv_rc_connect(TestHost *h, TvQp *qp, uint32_t sgid_index,
                    const uint8_t dgid[16], uint32_t dest_qpn);
 /* RESET -> INIT -> RTR -> RTS of a UD QP with 'qkey'. */
 void tv_ud_ready(TestHost *h, TvQp *qp, uint32_t qkey);
-/* Register [addr, addr + len) of guest RAM (level-1 page list of 4 KiB
- * pages); returns the STag, or 0 with *status on failure. */
+/*
+ * Register [addr, addr + len) of guest RAM (level-1 page list of 4 KiB
+ * pages); returns the STag, or 0 with *status on failure.
+ */
 uint32_t tv_reg_mr(TestHost *h, uint32_t pd, uint64_t addr, uint64_t len,
                    uint32_t access, uint32_t uctx, uint8_t *status);
 
@@ -85,6 +90,10 @@ void tv_write_send(TestHost *h, TvQp *qp, const struct rnic_sq_wqe *w,
 RnicAccessResult tv_ring_sq(TestHost *h, TvQp *qp);
 void tv_post_recv(TestHost *h, TvQp *qp, uint64_t wr_id,
                   const struct rnic_sge *sges, uint32_t nsge);
+/* Receive WQE without ringing (batching); tv_ring_rq rings. */
+void tv_write_recv(TestHost *h, TvQp *qp, uint64_t wr_id,
+                   const struct rnic_sge *sges, uint32_t nsge);
+RnicAccessResult tv_ring_rq(TestHost *h, TvQp *qp);
 void tv_post_srq(TestHost *h, TvSrq *srq, uint64_t wr_id,
                  const struct rnic_sge *sges, uint32_t nsge);
 /* Poll up to 'max' CQEs (runs the engine first); returns the count. */

@@ -231,8 +231,10 @@ static void test_bad_wqes(void)
         ok.rdma.remote_addr = p->bufb;
         ok.rdma.rkey = p->mrb;
         if (bad[i].num_sge > 28) {
-            /* more SGEs than the 512-byte stride holds: write the header
-             * by hand, the device must not read past its stride */
+            /*
+             * more SGEs than the 512-byte stride holds: write the header
+             * by hand, the device must not read past its stride
+             */
             w.num_sge = bad[i].num_sge;
             tv_write_send(h, p->a, &w, NULL, NULL);
         } else {
@@ -277,9 +279,11 @@ static void test_recv_too_small(void)
     tv_post_recv(h, p->b, 55, &r, 1);
     tv_post_recv(h, p->b, 56, &r, 1);
     tv_post_send(h, p->a, &w, &s, NULL);
-    /* the responder's receive fails with a local length error, the
+    /*
+     * the responder's receive fails with a local length error, the
      * requester sees an invalid request; both QPs in error, the second
-     * receive flushed */
+     * receive flushed
+     */
     expect_status(h, p->cqb, 55, RNIC_WC_LOC_LEN_ERR);
     expect_status(h, p->cqb, 56, RNIC_WC_WR_FLUSH_ERR);
     expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
@@ -308,8 +312,10 @@ static void test_remote_op_error(void)
     TestHost *h = p->h;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
-    /* a receive buffer with a bad lkey: the responder's local protection
-     * error is the requester's remote operational error */
+    /*
+     * a receive buffer with a bad lkey: the responder's local protection
+     * error is the requester's remote operational error
+     */
     struct rnic_sge r = tv_sge(p->bufb, 100, p->mrb ^ 0x10);
 
     tv_post_recv(h, p->b, 9, &r, 1);
@@ -572,8 +578,10 @@ static void test_rings_outside_ram(void)
     test_host_free(h);
 }
 
-/* The guest moves its ring away (or it was never RAM): the QP fails, the
- * engine does not. */
+/*
+ * The guest moves its ring away (or it was never RAM): the QP fails, the
+ * engine does not.
+ */
 static void test_ring_unreadable_at_runtime(void)
 {
     TvPair *p = tv_pair_new(NULL);

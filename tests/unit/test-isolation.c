@@ -119,8 +119,10 @@ static void test_lkey_isolation(void)
     test_host_free(h);
 }
 
-/* A QP of B aimed at A's GID: not local in B, so it goes to the wire (and
- * is dropped), it never lands in A. */
+/*
+ * A QP of B aimed at A's GID: not local in B, so it goes to the wire (and
+ * is dropped), it never lands in A.
+ */
 static void test_path_isolation(void)
 {
     TestHost *h = test_host_new(NULL);

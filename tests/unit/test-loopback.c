@@ -148,8 +148,10 @@ static void test_arm_next_and_eq(void)
     tv_cq_arm(h, p->cqa, RNIC_DB_ARM_NEXT);
     g_assert_cmpuint(h->irqs[1], ==, irq0 + 1);
     tv_poll_one(h, p->cqa);
-    /* the EQ is disarmed by its interrupt: a new CQ event writes an EQE
-     * but raises nothing until the EQ doorbell re-arms it */
+    /*
+     * the EQ is disarmed by its interrupt: a new CQ event writes an EQE
+     * but raises nothing until the EQ doorbell re-arms it
+     */
     tv_cq_arm(h, p->cqa, RNIC_DB_ARM_NEXT);
     tv_post_send(h, p->a, &w, &s, NULL);
     g_assert_cmpuint(h->irqs[1], ==, irq0 + 1);
@@ -242,13 +244,15 @@ static void test_write(void)
     static const uint32_t sizes[] = { 0, 1, 1024, 1025, 70000, 1u << 20 };
     size_t i;
 
-    for (i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    /* every size with the host mapping guest memory, and bouncing */
+    for (i = 0; i < 2 * G_N_ELEMENTS(sizes); i++) {
         TvPair *p = tv_pair_new(NULL);
         TestHost *h = p->h;
-        uint32_t len = sizes[i];
+        uint32_t len = sizes[i % G_N_ELEMENTS(sizes)];
         struct rnic_sq_wqe w = wqe(i, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
         struct rnic_sge s = tv_sge(p->bufa, len, p->mra);
 
+        h->map_disabled = i >= G_N_ELEMENTS(sizes);
         fill(h, p->bufa, TV_BUF_SIZE, i);
         w.rdma.remote_addr = p->bufb + (len < TV_BUF_SIZE ? 17 : 0);
         w.rdma.rkey = p->mrb;
@@ -256,6 +260,7 @@ static void test_write(void)
         expect_cqe(h, p->cqa, i, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS, len);
         g_assert_cmpmem(test_ptr(h, p->bufa), len,
                         test_ptr(h, w.rdma.remote_addr), len);
+        g_assert_cmpuint(h->maps, ==, 0);
         /* a WRITE consumes no receive and completes nothing remotely */
         expect_no_cqe(h, p->cqb);
         tv_pair_free(p);

@@ -136,8 +136,10 @@ static void test_translate(void)
     g_assert_cmpint(rnic_mr_resolve(ctx, ro, pd, p->bufb + 100, 1,
                                     RNIC_ACCESS_LOCAL_WRITE, &mr), ==,
                     RNIC_XLATE_ACCESS);
-    /* the physical side: iova 100 bytes into a page, 5000 bytes: two runs
-     * merged into one because tv_reg_mr's pages are contiguous */
+    /*
+     * the physical side: iova 100 bytes into a page, 5000 bytes: two runs
+     * merged into one because tv_reg_mr's pages are contiguous
+     */
     g_assert_cmpint(rnic_mr_resolve(ctx, ro, pd, p->bufb + 4000, 1000,
                                     RNIC_ACCESS_REMOTE_READ, &mr), ==,
                     RNIC_XLATE_OK);
@@ -186,8 +188,10 @@ static void test_level2_scattered(void)
     w.rdma.rkey = stag;
     tv_post_send(h, p->a, &w, &s, NULL);
     expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
-    /* byte k of the WRITE is region offset 5*4096+10+k, i.e. page
-     * (0x123 + offset) / 4096 at (0x123 + offset) % 4096 */
+    /*
+     * byte k of the WRITE is region offset 5*4096+10+k, i.e. page
+     * (0x123 + offset) / 4096 at (0x123 + offset) % 4096
+     */
     for (i = 0; i < 10000; i++) {
         uint64_t off = 0x123 + 4096 * 5 + 10 + i;
         uint64_t page = pool + (npages - 1 - off / 4096) * 4096;

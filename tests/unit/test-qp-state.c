@@ -195,8 +195,10 @@ static void test_ud_path(void)
 /* The table itself, against the IB spec's list of legal transitions. */
 static void test_transition_table(void)
 {
-    /* valid[cur][next] for RC (1) and UD (2): the IB spec, written down
-     * independently of the engine's table */
+    /*
+     * valid[cur][next] for RC (1) and UD (2): the IB spec, written down
+     * independently of the engine's table
+     */
     static const uint8_t valid[7][7] = {
         /*            RST INIT RTR RTS SQD SQE ERR */
         /* RESET */ { 3,  3,   0,  0,  0,  0,  3 },

@@ -181,8 +181,10 @@ static void ud_init(UdFixture *f, uint8_t type)
     f->ycq = tv_cq(f->h, 6, RNIC_HANDLE_NONE, 0);
     f->x = tv_qp(f->h, RNIC_QPT_UD, f->pd, f->cq, f->cq, NULL, 4, 0);
     f->y = tv_qp(f->h, type, f->pd, f->ycq, f->ycq, NULL, 4, 0);
-    /* sending to the GSI QP takes the controlled Q_Key 0x80010000: only a
-     * QP that owns it (the MAD layer's QP1) can */
+    /*
+     * sending to the GSI QP takes the controlled Q_Key 0x80010000: only a
+     * QP that owns it (the MAD layer's QP1) can
+     */
     tv_ud_ready(f->h, f->x, type == RNIC_QPT_GSI ? RNIC_GSI_QKEY : 0x1234);
     tv_ud_ready(f->h, f->y, type == RNIC_QPT_GSI ? RNIC_GSI_QKEY : 0x5678);
     f->buf = test_alloc(f->h, 65536, 4096);
@@ -298,8 +300,10 @@ static void test_ud_lengths(void)
     struct rnic_cqe c;
 
     ud_init(&f, RNIC_QPT_UD);
-    /* longer than the path MTU (1024 by default for UD): sender error,
-     * the QP goes to SQE, not ERR */
+    /*
+     * longer than the path MTU (1024 by default for UD): sender error,
+     * the QP goes to SQE, not ERR
+     */
     s = tv_sge(f.buf, 1025, f.mr);
     w = ud_wqe(&f, 1, f.y->qpn, 0x5678, 2);
     tv_post_send(f.h, f.x, &w, &s, NULL);

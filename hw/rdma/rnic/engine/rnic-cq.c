@@ -446,8 +446,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
 
 RNIC_ADMIN_HANDLER(rnic_cmd_destroy_cq)
 {
-    RnicCq *cq = rnic_cq_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->destroy.handle),
-                                    res);
+    uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
+    RnicCq *cq = rnic_cq_cmd_lookup(e, cmd, h, res);
 
     if (!cq) {
         return;

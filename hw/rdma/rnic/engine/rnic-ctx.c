@@ -127,7 +127,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx)
     }
     if (rnic_netctx_by_id(e, type, net_id)) {
         rnic_admin_fail(e, res, RNIC_ST_EXISTS,
-                        "CREATE_NET_CTX: VLAN %u already has a context", net_id);
+                        "CREATE_NET_CTX: VLAN %u already has a context",
+                        net_id);
         return;
     }
     ctx = rnic_netctx_create(e, UINT32_MAX, type, net_id);

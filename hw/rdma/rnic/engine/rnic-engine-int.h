@@ -41,7 +41,7 @@ void rnic_table_init(RnicTable *t, uint32_t max);
 void rnic_table_destroy(RnicTable *t);
 /* Returns the new handle, or UINT32_MAX when full. */
 uint32_t rnic_table_alloc(RnicTable *t, void *obj);
-/* Place an object at a given handle (state load); false if taken/out of range. */
+/* Place an object at a given handle (state load); false if taken/too big. */
 bool rnic_table_insert_at(RnicTable *t, uint32_t handle, void *obj);
 void rnic_table_remove(RnicTable *t, uint32_t handle);
 
@@ -418,7 +418,7 @@ struct RnicQp {
     /* requester */
     uint32_t req_psn;           /* PSN of the next new request packet */
     uint32_t una_psn;           /* oldest PSN not acknowledged */
-    bool sq_stalled;            /* fence / initiator depth: wait for responses */
+    bool sq_stalled;            /* fence / initiator depth: wait for answers */
     uint32_t rq_psn_init;       /* RQ PSN of the last RTR (QUERY_QP) */
     uint8_t retry_left;
     uint8_t rnr_left;
@@ -443,8 +443,10 @@ struct RnicQp {
     uint64_t peer_gen;
 };
 
-/* Guest-visible register state (everything BAR0 exposes that is writable
- * or changes at run time). Part of the migration image. */
+/*
+ * Guest-visible register state (everything BAR0 exposes that is writable
+ * or changes at run time). Part of the migration image.
+ */
 typedef struct RnicRegs {
     uint32_t dev_ctrl;
     uint32_t dev_status;
@@ -504,6 +506,13 @@ struct RnicEngine {
     uint64_t timer_armed;       /* deadline given to the host, or UINT64_MAX */
 
     uint8_t *bounce;            /* RNIC_BOUNCE_SIZE, guest-to-guest copies */
+
+    /*
+     * Test seam: packets for the wire go here when set (unit tests that
+     * play the remote peer); otherwise they are counted as dropped.
+     */
+    void (*wire_tap)(void *opaque, const RnicPacket *pkt);
+    void *wire_tap_opaque;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -513,7 +522,8 @@ struct RnicEngine {
 /* Logging helpers: messages go to RnicHostOps.log. */
 void rnic_log(RnicEngine *e, RnicLogKind kind, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
-#define rnic_guest_error(e, ...) rnic_log((e), RNIC_LOG_GUEST_ERROR, __VA_ARGS__)
+#define rnic_guest_error(e, ...) \
+    rnic_log((e), RNIC_LOG_GUEST_ERROR, __VA_ARGS__)
 #define rnic_trace(e, ...) rnic_log((e), RNIC_LOG_TRACE, __VA_ARGS__)
 
 static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
@@ -623,12 +633,14 @@ const char *rnic_xlate_err_str(RnicXlateErr err);
 RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
                              uint64_t va, uint64_t len, uint32_t access,
                              RnicMr **mr);
-/* Re-check an already resolved entry for a sub-range (after rnic_mr_resolve). */
+/* Is [va, va + len) inside a resolved entry (overflow-safe)? */
 bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len);
 
-/* Guest DMA segments of [va, va + len) of a resolved entry (range checked
+/*
+ * Guest DMA segments of [va, va + len) of a resolved entry (range checked
  * by the caller). Appends to segs[*nsegs], at most 'max'; returns false if
- * more segments would be needed. */
+ * more segments would be needed.
+ */
 bool rnic_mr_segs(const RnicMr *mr, uint64_t va, uint64_t len,
                   RnicDmaSeg *segs, uint32_t *nsegs, uint32_t max);
 
@@ -637,8 +649,10 @@ int rnic_mr_write(RnicEngine *e, const RnicMr *mr, uint64_t va,
                   const void *buf, uint64_t len);
 int rnic_mr_read(RnicEngine *e, const RnicMr *mr, uint64_t va,
                  void *buf, uint64_t len);
-/* Copy a payload (host bytes or guest segments) into an entry's memory,
- * starting at payload offset 'off' for 'len' bytes. */
+/*
+ * Copy a payload (host bytes or guest segments) into an entry's memory,
+ * starting at payload offset 'off' for 'len' bytes.
+ */
 int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
                   const RnicPayload *pl, uint32_t off, uint32_t len);
 
@@ -760,6 +774,9 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt);
 void rnic_rx(RnicEngine *e, RnicNetCtx *ctx, const RnicPacket *pkt);
 /* The wire: counts and drops for now (the RoCEv2 issue fills it in). */
 void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt);
+/* Copy a packet's payload (host bytes or guest segments) to 'buf'. */
+bool rnic_packet_payload_gather(RnicEngine *e, const RnicPacket *pkt,
+                                void *buf);
 void rnic_qp_timer_set(RnicEngine *e, RnicQp *qp, uint8_t kind, uint64_t ns);
 void rnic_qp_timer_cancel(RnicEngine *e, RnicQp *qp);
 /* Local ACK timeout of a QP in ns (0: none), RNR timer code in ns. */

@@ -54,8 +54,10 @@ bool rnic_roce_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
 
 void rnic_port_event(RnicEngine *e, bool link_up)
 {
-    /* PORT_ACTIVE / PORT_ERR on the async EQ plug in here. */
     rnic_trace(e, "ethernet: link %s", link_up ? "up" : "down");
+    /* port 1's state change, on the async EQ */
+    rnic_async_event(e, link_up ? RNIC_EQE_PORT_ACTIVE : RNIC_EQE_PORT_ERR,
+                     1, 0);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -381,8 +381,10 @@ static void rnic_reglog_snapshot_one(RnicEngine *e, RnicMr *mr, void *opaque)
     }
     g_array_append_val(log, rec);
     if (mr->pbl) {
-        /* registered at least once: its last fast-register, then maybe
-         * the invalidation that followed */
+        /*
+         * registered at least once: its last fast-register, then maybe
+         * the invalidation that followed
+         */
         rec.op = RNIC_REGLOG_FAST_REG;
         rec.pbl = rnic_pbl_ref(mr->pbl);
         g_array_append_val(log, rec);
@@ -496,7 +498,8 @@ static RnicPd *rnic_mr_cmd_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         rnic_admin_opcode_name(cmd->opcode), h, pd->owner);
         return NULL;
     }
-    if (cmd->mr.kind == RNIC_MR_KIND_SCM || cmd->mr.kind == RNIC_MR_KIND_MAPPED) {
+    if (cmd->mr.kind == RNIC_MR_KIND_SCM ||
+        cmd->mr.kind == RNIC_MR_KIND_MAPPED) {
         rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
                         "%s: MR kind %u is reserved",
                         rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
@@ -756,8 +759,10 @@ RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
     if (!mr) {
         return RNIC_XLATE_NO_ENTRY;
     }
-    /* the key byte is checked on every access (patent b will give it
-     * storage semantics for RNIC_MR_KIND_SCM entries) */
+    /*
+     * the key byte is checked on every access (patent b will give it
+     * storage semantics for RNIC_MR_KIND_SCM entries)
+     */
     if (mr->stag != stag) {
         return RNIC_XLATE_KEY;
     }

@@ -15,8 +15,8 @@
  * The payload is referenced, never copied here: either host bytes (a
  * received frame, inline data, an atomic operand) or a list of guest DMA
  * segments (the registered memory the requester/responder reads from).
- * rnic_packet_payload_gather() turns either into contiguous bytes for the
- * codec.
+ * rnic_packet_payload_gather() (rnic-engine-int.h) turns either into
+ * contiguous bytes for the codec.
  */
 #ifndef RNIC_PACKET_H
 #define RNIC_PACKET_H
@@ -71,8 +71,10 @@ enum rnic_hdr {
     RNIC_HDR_INVALID    = 1u << 31, /* opcode not supported */
 };
 
-/* Extension headers of an opcode, in wire order DETH, RETH, AtomicETH,
- * AETH, AtomicAckETH, ImmDt, IETH (IBTA 9.2). */
+/*
+ * Extension headers of an opcode, in wire order DETH, RETH, AtomicETH,
+ * AETH, AtomicAckETH, ImmDt, IETH (IBTA 9.2).
+ */
 static inline uint32_t rnic_opcode_hdrs(uint8_t opcode)
 {
     switch (opcode) {

@@ -63,8 +63,10 @@ static uint32_t rnic_qpn_alloc(RnicNetCtx *ctx)
     return 0;
 }
 
-/* Allocate a QP object at 'handle' (UINT32_MAX: any); the caller fills it
- * and calls rnic_qp_attach() once ctx/qpn are known. */
+/*
+ * Allocate a QP object at 'handle' (UINT32_MAX: any); the caller fills it
+ * and calls rnic_qp_attach() once ctx/qpn are known.
+ */
 RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn)
 {
     RnicQp *qp = g_new0(RnicQp, 1);
@@ -326,8 +328,8 @@ static RnicQp *rnic_qp_cmd_lookup(RnicEngine *e,
 
 RNIC_ADMIN_HANDLER(rnic_cmd_destroy_qp)
 {
-    RnicQp *qp = rnic_qp_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->destroy.handle),
-                                    res);
+    uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
+    RnicQp *qp = rnic_qp_cmd_lookup(e, cmd, h, res);
 
     if (qp) {
         rnic_qp_destroy(e, qp);
@@ -798,8 +800,10 @@ static void rnic_flush_cqe(RnicEngine *e, RnicQp *qp, RnicCq *cq,
     rnic_cq_post(e, cq, qp, &ci);
 }
 
-/* Flush the send queue: completed-in-error slots keep their status, the
- * rest (started or never fetched) complete with WR_FLUSH_ERR. */
+/*
+ * Flush the send queue: completed-in-error slots keep their status, the
+ * rest (started or never fetched) complete with WR_FLUSH_ERR.
+ */
 static void rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp)
 {
     uint32_t mask = (1u << qp->sq_log) - 1;
@@ -991,15 +995,15 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     uint8_t buf[16 + RNIC_CFG_MAX_SGE * sizeof(struct rnic_sge)];
     struct rnic_rq_wqe *w = (struct rnic_rq_wqe *)buf;
     struct rnic_sge *sg = (struct rnic_sge *)(buf + 16);
-    uint64_t total = 0;
+    uint64_t total = 0, slot;
     uint32_t i;
 
     *status = RNIC_WC_SUCCESS;
     if (*cons == prod || (srq && srq->error)) {
         return false;
     }
-    if (rnic_dma_read(e, ring + ((uint64_t)(*cons & ((1u << log) - 1)) << shift),
-                      buf, 16 + max_sge * sizeof(struct rnic_sge))) {
+    slot = ring + ((uint64_t)(*cons & ((1u << log) - 1)) << shift);
+    if (rnic_dma_read(e, slot, buf, 16 + max_sge * sizeof(struct rnic_sge))) {
         rnic_guest_error(e, "QP %u: receive queue ring not readable",
                          qp->qpn);
         if (srq) {
@@ -1009,6 +1013,7 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
         return false;
     }
     (*cons)++;
+    rnic_stat_inc(e, RNIC_STAT_WQES);
     if (srq) {
         rnic_srq_check_limit(e, srq);
     }

@@ -69,7 +69,10 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
                                RnicSendWqe *c)
 {
     uint32_t stride = 1u << qp->sq_shift;
-    uint32_t len = MIN(stride, 64 + MAX(qp->sq_max_sge * 16, qp->max_inline));
+    uint64_t addr = qp->sq_addr + ((uint64_t)(index & rnic_sq_mask(qp)) <<
+                                   qp->sq_shift);
+    /* the header and the first 4 SGEs in one read, the rest if needed */
+    uint32_t len = MIN(stride, 128), need;
     uint8_t buf[64 + MAX(RNIC_CFG_MAX_INLINE, RNIC_CFG_MAX_SGE * 16)];
     const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
     struct rnic_sq_wqe *w = &c->hdr;
@@ -77,13 +80,19 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     uint32_t access = 0, i;
 
     c->valid = false;
-    if (rnic_dma_read(e, qp->sq_addr + ((uint64_t)(index & rnic_sq_mask(qp)) <<
-                                        qp->sq_shift), buf, len)) {
+    if (rnic_dma_read(e, addr, buf, len)) {
         memset(w, 0, sizeof(*w));
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
                                 "send queue ring not readable");
     }
     memcpy(w, buf, sizeof(*w));
+    need = 64 + ((w->flags & RNIC_WQE_INLINE) ?
+                 MIN(GUINT32_FROM_LE(w->inline_len), qp->max_inline) :
+                 MIN(w->num_sge, qp->sq_max_sge) * 16);
+    if (need > len && rnic_dma_read(e, addr + len, buf + len, need - len)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
+                                "send queue ring not readable");
+    }
     c->index = index;
     c->mr_gen = e->mr_gen;
     c->nsge = 0;
@@ -168,8 +177,10 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     return RNIC_WC_SUCCESS;
 }
 
-/* Make 'c' hold WQE 'index' with its SGEs resolved against the current
- * mapping tables. */
+/*
+ * Make 'c' hold WQE 'index' with its SGEs resolved against the current
+ * mapping tables.
+ */
 static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
                               RnicSendWqe *c)
 {
@@ -482,6 +493,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
         return RNIC_START_STOP;
     }
     qp->sq_hi = index + 1;
+    rnic_stat_inc(e, RNIC_STAT_WQES);
     if (rnic_wr_is_local(c->hdr.opcode)) {
         if (c->hdr.opcode == RNIC_WR_REG_MR) {
             status = rnic_mr_fast_reg(e, qp, &c->hdr);
@@ -859,6 +871,11 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 
     if (qp->type != RNIC_QPT_RC ||
         (qp->state != RNIC_QPS_RTS && qp->state != RNIC_QPS_SQD)) {
+        return;
+    }
+    /* a response to a PSN never sent (a "ghost"): ignored */
+    if (rnic_psn_diff(psn, qp->req_psn) >= 0) {
+        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
     switch (pkt->bth.opcode) {

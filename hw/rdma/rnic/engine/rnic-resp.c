@@ -214,8 +214,10 @@ static void rnic_resp_fail(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
 /* Requests                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* Make sure a receive WQE is at hand. false: the packet was answered
- * (RNR NAK, or a fatal error). */
+/*
+ * Make sure a receive WQE is at hand. false: the packet was answered
+ * (RNR NAK, or a fatal error).
+ */
 static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
                                const RnicPacket *pkt)
 {
@@ -303,8 +305,8 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         if (pkt->hdrs & RNIC_HDR_IETH) {
             if (rnic_mr_invalidate(e, qp->ctx, qp->pd, qp->owner,
                                    pkt->ieth.rkey) != RNIC_WC_SUCCESS) {
-                rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
-                               RNIC_WC_LOC_PROT_ERR,
+                rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ,
+                               RNIC_EQE_QP_REQ_ERR, RNIC_WC_LOC_PROT_ERR,
                                "SEND with invalidate of an STag that cannot "
                                "be invalidated");
                 return;
@@ -558,8 +560,10 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
             if (old->pending) {
                 return;             /* its responses are on their way */
             }
-            /* replay: READ re-reads memory from that PSN on, an atomic
-             * returns its original result without executing again */
+            /*
+             * replay: READ re-reads memory from that PSN on, an atomic
+             * returns its original result without executing again
+             */
             copy = *old;
             res = rnic_resp_res_new(r);
             if (!res) {
@@ -627,8 +631,10 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         ci.status = RNIC_WC_LOC_LEN_ERR;
     }
     if (ci.status == RNIC_WC_SUCCESS) {
-        /* the GRH area: an IPv6 header, or for IPv4 20 bytes of zeroes and
-         * the IPv4 header (as RoCEv2 devices and rxe place it) */
+        /*
+         * the GRH area: an IPv6 header, or for IPv4 20 bytes of zeroes and
+         * the IPv4 header (as RoCEv2 devices and rxe place it)
+         */
         memset(grh, 0, sizeof(grh));
         if (rnic_gid_is_ipv4(pkt->net.sgid)) {
             uint8_t *ip = grh + 20;

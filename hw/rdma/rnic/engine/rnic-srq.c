@@ -113,7 +113,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_srq)
     }
     pd = rnic_pd_lookup(e, pdh);
     if (!pd) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "CREATE_SRQ: no PD %u", pdh);
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "CREATE_SRQ: no PD %u",
+                        pdh);
         return;
     }
     if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
@@ -128,7 +129,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_srq)
         return;
     }
     if (!rnic_admin_check_ring(e, res, "CREATE_SRQ", ring, cmd->srq.log_size,
-                               RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr, 1u << shift)) {
+                               RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr,
+                               1u << shift)) {
         return;
     }
     if (limit >= (1u << cmd->srq.log_size)) {

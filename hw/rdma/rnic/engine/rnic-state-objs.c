@@ -773,7 +773,8 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                qp->min_rnr_timer <= 31 &&
                qp->max_rd_atomic <= e->cfg.max_rd_atomic &&
                qp->max_dest_rd_atomic <= e->cfg.max_rd_atomic &&
-               qp->dest_qpn <= RNIC_QPN_MASK && !(qp->access & ~RNIC_ACCESS_ALL),
+               qp->dest_qpn <= RNIC_QPN_MASK &&
+               !(qp->access & ~RNIC_ACCESS_ALL),
                "QP %u: bad attributes", h);
     qp->req_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
     qp->una_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;

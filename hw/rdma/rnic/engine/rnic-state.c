@@ -166,7 +166,8 @@ void rnic_engine_save(RnicEngine *e, GByteArray *out)
     rnic_image_put_u32(&w, RNIC_IMAGE_MAGIC);
     rnic_image_put_u32(&w, RNIC_IMAGE_VERSION);
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
-        rnic_image_begin_section(&w, rnic_sections[i].tag, rnic_sections[i].flags);
+        rnic_image_begin_section(&w, rnic_sections[i].tag,
+                                 rnic_sections[i].flags);
         rnic_sections[i].save(e, &w);
         rnic_image_end_section(&w);
     }

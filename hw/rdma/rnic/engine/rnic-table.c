@@ -18,8 +18,10 @@ void rnic_table_destroy(RnicTable *t)
     memset(t, 0, sizeof(*t));
 }
 
-/* Grow to hold at least 'need' slots; new handles go on the free stack
- * highest first, so that the lowest free handle is handed out first. */
+/*
+ * Grow to hold at least 'need' slots; new handles go on the free stack
+ * highest first, so that the lowest free handle is handed out first.
+ */
 static bool rnic_table_grow(RnicTable *t, uint32_t need)
 {
     uint32_t ncap, i;

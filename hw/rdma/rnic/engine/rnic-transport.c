@@ -59,11 +59,42 @@ void rnic_packet_net_from_av(RnicEngine *e, const RnicQp *qp,
     n->udp_sport = 0xc000 | ((qp->qpn ^ (qp->qpn >> 14)) & 0x3fff);
 }
 
+bool rnic_packet_payload_gather(RnicEngine *e, const RnicPacket *pkt,
+                                void *buf)
+{
+    const RnicPayload *pl = &pkt->payload;
+    uint8_t *p = buf;
+    uint32_t i;
+
+    if (pl->data) {
+        memcpy(buf, pl->data, pl->len);
+        return true;
+    }
+    for (i = 0; i < pl->nsegs; i++) {
+        if (rnic_dma_read(e, pl->segs[i].addr, p, pl->segs[i].len)) {
+            return false;
+        }
+        p += pl->segs[i].len;
+    }
+    return true;
+}
+
 void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt)
 {
+    uint64_t drops;
+
+    if (e->wire_tap) {
+        e->wire_tap(e->wire_tap_opaque, pkt);
+        return;
+    }
     rnic_stat_inc(e, RNIC_STAT_TX_DROPPED);
-    rnic_trace(e, "no wire yet: packet (opcode 0x%x, QPN %u, PSN %u) "
-               "dropped", pkt->bth.opcode, pkt->bth.dest_qp, pkt->bth.psn);
+    /* logged at 1, 2, 4, 8, ... drops: a flood costs no log flood */
+    drops = e->stats[RNIC_STAT_TX_DROPPED];
+    if (!(drops & (drops - 1))) {
+        rnic_trace(e, "no wire yet: packet (opcode 0x%x, QPN %u, PSN %u) "
+                   "dropped (%" G_GUINT64_FORMAT " so far)", pkt->bth.opcode,
+                   pkt->bth.dest_qp, pkt->bth.psn, drops);
+    }
 }
 
 static bool rnic_opcode_is_response(uint8_t op)

@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Engine unit tests: the RC transport packet by packet. The test plays the
+ * remote peer: QPs are connected to a GID that is not the device's, their
+ * packets are captured at the wire (RnicEngine.wire_tap) and the test
+ * injects the peer's packets (rnic_rx). Covers what loopback never does:
+ * duplicates, PSN gaps, lost responses, NAKs, timeouts, coalesced ACKs.
+ */
+#include <string.h>
+#include "rnic-test-verbs.h"
+#include "rnic-engine-int.h"
+
+#define PEER_QPN    0x88
+#define PSN0        100
+
+typedef struct Captured {
+    RnicPacket pkt;
+    uint8_t data[4096];
+} Captured;
+
+typedef struct Fix {
+    TestHost *h;
+    uint32_t ctx, pd, mr;
+    uint64_t buf;
+    TvCq *cq;
+    TvQp *qp;
+    uint8_t local[16], remote[16];
+    GArray *tx;                 /* of Captured */
+} Fix;
+
+static void tap(void *opaque, const RnicPacket *pkt)
+{
+    Fix *f = opaque;
+    Captured c;
+
+    memset(&c, 0, sizeof(c));
+    c.pkt = *pkt;
+    g_assert_cmpuint(pkt->payload.len, <=, sizeof(c.data));
+    g_assert_true(rnic_packet_payload_gather(f->h->engine, pkt, c.data));
+    c.pkt.payload.data = NULL;
+    c.pkt.payload.segs = NULL;
+    g_array_append_val(f->tx, c);
+}
+
+static void fix_init(Fix *f)
+{
+    f->h = test_host_new(NULL);
+    f->tx = g_array_new(FALSE, TRUE, sizeof(Captured));
+    f->h->engine->wire_tap = tap;
+    f->h->engine->wire_tap_opaque = f;
+    test_host_enable(f->h, 6);
+    f->ctx = tv_net_ctx(f->h, 0);
+    tv_gid(f->h, 0, f->ctx, 1);
+    tv_gid_bytes(f->local, f->ctx, 1);
+    tv_gid_bytes(f->remote, f->ctx, 200);
+    f->pd = tv_pd(f->h, f->ctx, 0);
+    f->cq = tv_cq(f->h, 6, RNIC_HANDLE_NONE, 0);
+    f->qp = tv_qp(f->h, RNIC_QPT_RC, f->pd, f->cq, f->cq, NULL, 5, 0);
+    tv_rc_connect(f->h, f->qp, 0, f->remote, PEER_QPN);
+    f->buf = test_alloc(f->h, 1u << 20, 4096);
+    f->mr = tv_reg_mr(f->h, f->pd, f->buf, 1u << 20, RNIC_ACCESS_ALL, 0, NULL);
+}
+
+static void fix_fini(Fix *f)
+{
+    g_array_free(f->tx, TRUE);
+    g_free(f->cq);
+    g_free(f->qp);
+    test_host_free(f->h);
+}
+
+static Captured *sent(Fix *f, guint i)
+{
+    g_assert_cmpuint(i, <, f->tx->len);
+    return &g_array_index(f->tx, Captured, i);
+}
+
+/* Inject a packet from the peer. */
+static void inject(Fix *f, uint8_t op, uint32_t psn, const void *data,
+                   uint32_t len, RnicPacket *extra)
+{
+    RnicPacket p;
+
+    memset(&p, 0, sizeof(p));
+    if (extra) {
+        p = *extra;
+    }
+    p.net.net_ctx = f->ctx;
+    memcpy(p.net.sgid, f->remote, 16);
+    memcpy(p.net.dgid, f->local, 16);
+    p.bth.opcode = op;
+    p.bth.psn = psn;
+    p.bth.dest_qp = f->qp->qpn;
+    p.bth.pkey = 0xffff;
+    p.bth.ack_req = true;
+    p.hdrs = rnic_opcode_hdrs(op);
+    p.payload.len = len;
+    p.payload.data = data;
+    rnic_rx(f->h->engine, rnic_netctx_lookup(f->h->engine, f->ctx), &p);
+    test_host_run(f->h);
+}
+
+static void inject_aeth(Fix *f, uint8_t op, uint32_t psn, uint8_t syndrome,
+                        const void *data, uint32_t len)
+{
+    RnicPacket x;
+
+    memset(&x, 0, sizeof(x));
+    x.aeth.syndrome = syndrome;
+    inject(f, op, psn, data, len, &x);
+}
+
+static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t num_sge)
+{
+    struct rnic_sq_wqe w;
+
+    memset(&w, 0, sizeof(w));
+    w.wr_id = wr_id;
+    w.opcode = opcode;
+    w.flags = RNIC_WQE_SIGNALED;
+    w.num_sge = num_sge;
+    return w;
+}
+
+static void expect_aeth(Captured *c, uint32_t psn, uint8_t syndrome)
+{
+    g_assert_cmphex(c->pkt.bth.opcode, ==, RNIC_OP_RC_ACKNOWLEDGE);
+    g_assert_cmpuint(c->pkt.bth.psn, ==, psn);
+    g_assert_cmphex(c->pkt.aeth.syndrome, ==, syndrome);
+    g_assert_cmpuint(c->pkt.bth.dest_qp, ==, PEER_QPN);
+}
+
+#define ACK (RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID)
+
+/* ---------------------------------------------------------------------- */
+/* Responder                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void test_resp_duplicate_send(void)
+{
+    Fix f;
+    uint8_t data[100];
+    struct rnic_sge r;
+    struct rnic_cqe c;
+
+    fix_init(&f);
+    memset(data, 0x3c, sizeof(data));
+    r = tv_sge(f.buf, 200, f.mr);
+    tv_post_recv(f.h, f.qp, 1, &r, 1);
+    tv_post_recv(f.h, f.qp, 2, &r, 1);
+    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0, data, 100, NULL);
+    c = tv_poll_one(f.h, f.cq);
+    g_assert_cmpuint(c.wr_id, ==, 1);
+    g_assert_cmpuint(c.byte_len, ==, 100);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    expect_aeth(sent(&f, 0), PSN0, ACK);
+    g_assert_cmpuint(sent(&f, 0)->pkt.aeth.msn, ==, 1);
+    /* the same packet again: acknowledged, not delivered twice */
+    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0, data, 100, NULL);
+    g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    expect_aeth(sent(&f, 1), PSN0, ACK);
+    /* the next one lands in the second receive */
+    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 1, data, 50, NULL);
+    c = tv_poll_one(f.h, f.cq);
+    g_assert_cmpuint(c.wr_id, ==, 2);
+    g_assert_cmpuint(c.byte_len, ==, 50);
+    fix_fini(&f);
+}
+
+static void test_resp_sequence_error(void)
+{
+    Fix f;
+    uint8_t data[8] = { 1 };
+    struct rnic_sge r;
+
+    fix_init(&f);
+    r = tv_sge(f.buf, 200, f.mr);
+    tv_post_recv(f.h, f.qp, 1, &r, 1);
+    /* a gap: one NAK naming the PSN expected, not one per packet */
+    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 2, data, 8, NULL);
+    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 3, data, 8, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    expect_aeth(sent(&f, 0), PSN0, RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+    /* the expected one is taken */
+    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0, data, 8, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    expect_aeth(sent(&f, 1), PSN0, ACK);
+    g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
+    fix_fini(&f);
+}
+
+static void test_resp_atomic_replay(void)
+{
+    Fix f;
+    RnicPacket x;
+    uint64_t *target;
+
+    fix_init(&f);
+    target = test_ptr(f.h, f.buf + 64);
+    *target = GUINT64_TO_LE(40);
+    memset(&x, 0, sizeof(x));
+    x.atomic.va = f.buf + 64;
+    x.atomic.rkey = f.mr;
+    x.atomic.swap_add = 2;
+    inject(&f, RNIC_OP_RC_FETCH_ADD, PSN0, NULL, 0, &x);
+    g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 42);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_ATOMIC_ACKNOWLEDGE);
+    g_assert_cmpuint(sent(&f, 0)->pkt.atomic_ack.orig, ==, 40);
+    /*
+     * the ACK was lost, the peer retries: the result is replayed and the
+     * operation is NOT executed again
+     */
+    inject(&f, RNIC_OP_RC_FETCH_ADD, PSN0, NULL, 0, &x);
+    g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 42);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    g_assert_cmpuint(sent(&f, 1)->pkt.atomic_ack.orig, ==, 40);
+    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0);
+    /* a new one executes */
+    inject(&f, RNIC_OP_RC_FETCH_ADD, PSN0 + 1, NULL, 0, &x);
+    g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 44);
+    g_assert_cmpuint(sent(&f, 2)->pkt.atomic_ack.orig, ==, 42);
+    fix_fini(&f);
+}
+
+static void test_resp_read_replay(void)
+{
+    Fix f;
+    RnicPacket x;
+    uint8_t *mem;
+    int i;
+
+    fix_init(&f);
+    mem = test_ptr(f.h, f.buf);
+    for (i = 0; i < 3000; i++) {
+        mem[i] = i;
+    }
+    memset(&x, 0, sizeof(x));
+    x.reth.va = f.buf;
+    x.reth.rkey = f.mr;
+    x.reth.dma_len = 3000;
+    inject(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0, NULL, 0, &x);
+    g_assert_cmpuint(f.tx->len, ==, 3);
+    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST);
+    g_assert_cmphex(sent(&f, 1)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
+    g_assert_cmphex(sent(&f, 2)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_RESPONSE_LAST);
+    for (i = 0; i < 3; i++) {
+        g_assert_cmpuint(sent(&f, i)->pkt.bth.psn, ==, PSN0 + i);
+        g_assert_cmpmem(sent(&f, i)->data, sent(&f, i)->pkt.payload.len,
+                        mem + 1024 * i, MIN(1024, 3000 - 1024 * i));
+    }
+    /*
+     * the peer lost the last two: it asks again from PSN0 + 1; the
+     * responder reads the memory again (IB: READs are re-executed)
+     */
+    memset(mem + 1024, 0x77, 1976);
+    x.reth.va = f.buf + 1024;
+    x.reth.dma_len = 1976;
+    inject(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0 + 1, NULL, 0, &x);
+    g_assert_cmpuint(f.tx->len, ==, 5);
+    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 1);
+    g_assert_cmphex(sent(&f, 3)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
+    g_assert_cmpuint(sent(&f, 3)->data[0], ==, 0x77);
+    g_assert_cmpuint(sent(&f, 4)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_cmpuint(sent(&f, 4)->pkt.payload.len, ==, 3000 - 2048);
+    /* the next request PSN is PSN0 + 3 */
+    x.reth.va = f.buf + 5000;
+    x.reth.dma_len = 16;
+    inject(&f, RNIC_OP_RC_RDMA_WRITE_ONLY, PSN0 + 3, mem, 16, &x);
+    expect_aeth(sent(&f, 5), PSN0 + 3, ACK);
+    fix_fini(&f);
+}
+
+static void test_resp_bad_packets(void)
+{
+    Fix f;
+    uint8_t data[1024] = { 0 };
+    struct rnic_sge r;
+
+    /* a FIRST shorter than the MTU */
+    fix_init(&f);
+    r = tv_sge(f.buf, 4000, f.mr);
+    tv_post_recv(f.h, f.qp, 1, &r, 1);
+    inject(&f, RNIC_OP_RC_SEND_FIRST, PSN0, data, 100, NULL);
+    expect_aeth(sent(&f, 0), PSN0, RNIC_AETH_NAK | RNIC_NAK_INV_REQ);
+    fix_fini(&f);
+    /* a MIDDLE without a FIRST */
+    fix_init(&f);
+    inject(&f, RNIC_OP_RC_SEND_MIDDLE, PSN0, data, 1024, NULL);
+    expect_aeth(sent(&f, 0), PSN0, RNIC_AETH_NAK | RNIC_NAK_INV_REQ);
+    fix_fini(&f);
+    /*
+     * a response opcode: handed to the requester, which never sent that
+     * PSN: dropped
+     */
+    fix_init(&f);
+    inject(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, data, 10, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 0);
+    g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RX_DROPPED), ==,
+                     1);
+    /* a UD opcode to an RC QP: dropped */
+    inject(&f, RNIC_OP_UD_SEND_ONLY, PSN0, data, 10, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 0);
+    g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RX_DROPPED), ==,
+                     2);
+    fix_fini(&f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Requester                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void test_req_nak_go_back(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    struct rnic_cqe c;
+    uint8_t *mem;
+    int i;
+
+    fix_init(&f);
+    mem = test_ptr(f.h, f.buf);
+    for (i = 0; i < 3000; i++) {
+        mem[i] = i * 3;
+    }
+    s = tv_sge(f.buf, 3000, f.mr);
+    w = wqe(1, RNIC_WR_SEND, 1);
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 3);
+    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_FIRST);
+    g_assert_false(sent(&f, 0)->pkt.bth.ack_req);
+    g_assert_cmphex(sent(&f, 2)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_LAST);
+    g_assert_true(sent(&f, 2)->pkt.bth.ack_req);
+    g_assert_cmpuint(sent(&f, 2)->pkt.bth.psn, ==, PSN0 + 2);
+    /* the peer missed PSN0 + 1: go back to it */
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 1,
+                RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR, NULL, 0);
+    g_assert_cmpuint(f.tx->len, ==, 5);
+    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 1);
+    g_assert_cmphex(sent(&f, 3)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_MIDDLE);
+    g_assert_cmpmem(sent(&f, 3)->data, 1024, mem + 1024, 1024);
+    g_assert_cmpuint(sent(&f, 4)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
+    c = tv_poll_one(f.h, f.cq);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(c.wr_id, ==, 1);
+    g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RETRANSMITS), ==,
+                     1);
+    fix_fini(&f);
+}
+
+static void test_req_timeout(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+
+    fix_init(&f);
+    s = tv_sge(f.buf, 100, f.mr);
+    w = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    w.rdma.remote_addr = 0x1000;
+    w.rdma.rkey = 0x4242;
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    /* timeout 14: 4.096 us << 14 = 67 ms */
+    test_host_advance(f.h, 60000000);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    test_host_advance(f.h, 10000000);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0);
+    g_assert_cmphex(sent(&f, 1)->pkt.reth.rkey, ==, 0x4242);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
+    g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
+    /* nothing outstanding: no more retransmissions */
+    test_host_advance(f.h, 200000000);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    fix_fini(&f);
+}
+
+static void test_req_read_loss(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    uint8_t resp[3][1024];
+    struct rnic_cqe c;
+    int i;
+
+    fix_init(&f);
+    for (i = 0; i < 3; i++) {
+        memset(resp[i], 0x10 + i, sizeof(resp[i]));
+    }
+    s = tv_sge(f.buf, 3000, f.mr);
+    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = 0x700000;
+    w.rdma.rkey = 0x99;
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_REQUEST);
+    g_assert_cmpuint(sent(&f, 0)->pkt.reth.dma_len, ==, 3000);
+    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST, PSN0, ACK, resp[0],
+                1024);
+    /* MIDDLE lost: LAST arrives; the requester asks again from PSN0 + 1 */
+    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_LAST, PSN0 + 2, ACK,
+                resp[2], 3000 - 2048);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0 + 1);
+    g_assert_cmphex(sent(&f, 1)->pkt.reth.va, ==, 0x700000 + 1024);
+    g_assert_cmpuint(sent(&f, 1)->pkt.reth.dma_len, ==, 3000 - 1024);
+    g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
+    inject(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE, PSN0 + 1, resp[1], 1024,
+           NULL);
+    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_LAST, PSN0 + 2, ACK,
+                resp[2], 3000 - 2048);
+    c = tv_poll_one(f.h, f.cq);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
+    for (i = 0; i < 3; i++) {
+        g_assert_cmpmem(test_ptr(f.h, f.buf + 1024 * i),
+                        MIN(1024, 3000 - 1024 * i), resp[i],
+                        MIN(1024, 3000 - 1024 * i));
+    }
+    fix_fini(&f);
+}
+
+static void test_req_coalesced_ack(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    struct rnic_cqe c[4];
+    int i;
+
+    fix_init(&f);
+    s = tv_sge(f.buf, 10, f.mr);
+    for (i = 0; i < 3; i++) {
+        w = wqe(i, RNIC_WR_RDMA_WRITE, 1);
+        tv_write_send(f.h, f.qp, &w, &s, NULL);
+    }
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 3);
+    /* an ACK of the second completes the first two, in order */
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 1, ACK, NULL, 0);
+    g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 2);
+    g_assert_cmpuint(c[0].wr_id, ==, 0);
+    g_assert_cmpuint(c[1].wr_id, ==, 1);
+    /* an ACK for a PSN never sent changes nothing */
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 3, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 500,
+                RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR, NULL, 0);
+    g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 3);
+    /* a stale, older ACK changes nothing */
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
+    g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 0);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
+    g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 1);
+    fix_fini(&f);
+}
+
+/* An ACK past a READ whose responses never came: the READ is re-sent. */
+static void test_req_implicit_nak(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+
+    fix_init(&f);
+    s = tv_sge(f.buf, 100, f.mr);
+    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = 0x1000;
+    w.rdma.rkey = 0x10;
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    w = wqe(2, RNIC_WR_RDMA_WRITE, 1);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 1, ACK, NULL, 0);
+    g_assert_cmpuint(f.tx->len, >=, 3);
+    g_assert_cmphex(sent(&f, 2)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_REQUEST);
+    g_assert_cmpuint(sent(&f, 2)->pkt.bth.psn, ==, PSN0);
+    fix_fini(&f);
+}
+
+static void test_req_rnr_nak(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+
+    fix_init(&f);
+    s = tv_sge(f.buf, 10, f.mr);
+    w = wqe(1, RNIC_WR_SEND, 1);
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    /* RNR NAK with timer code 3 (30 us) */
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, RNIC_AETH_RNR_NAK | 3, NULL,
+                0);
+    test_host_advance(f.h, 20000);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    test_host_advance(f.h, 15000);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
+    g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
+    fix_fini(&f);
+}
+
+static void test_req_fatal_naks(void)
+{
+    static const struct {
+        uint8_t code, status;
+    } naks[] = {
+        { RNIC_NAK_INV_REQ, RNIC_WC_REM_INV_REQ_ERR },
+        { RNIC_NAK_REM_ACCESS, RNIC_WC_REM_ACCESS_ERR },
+        { RNIC_NAK_REM_OP, RNIC_WC_REM_OP_ERR },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(naks); i++) {
+        Fix f;
+        struct rnic_sq_wqe w;
+        struct rnic_sge s;
+        struct rnic_cqe c[3];
+
+        fix_init(&f);
+        s = tv_sge(f.buf, 10, f.mr);
+        w = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+        tv_write_send(f.h, f.qp, &w, &s, NULL);
+        w.wr_id = 2;
+        tv_write_send(f.h, f.qp, &w, &s, NULL);
+        g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+        test_host_run(f.h);
+        inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, RNIC_AETH_NAK |
+                    naks[i].code, NULL, 0);
+        g_assert_cmpint(tv_poll(f.h, f.cq, c, 3), ==, 2);
+        g_assert_cmpuint(c[0].status, ==, naks[i].status);
+        g_assert_cmpuint(c[1].status, ==, RNIC_WC_WR_FLUSH_ERR);
+        fix_fini(&f);
+    }
+}
+
+static void test_req_bad_response(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    uint8_t data[64] = { 0 };
+
+    fix_init(&f);
+    s = tv_sge(f.buf, 100, f.mr);
+    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    /* 64 bytes for a 100-byte READ */
+    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data, 64);
+    g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_BAD_RESP_ERR);
+    fix_fini(&f);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/rnic/transport/resp-duplicate-send",
+                    test_resp_duplicate_send);
+    g_test_add_func("/rnic/transport/resp-sequence-error",
+                    test_resp_sequence_error);
+    g_test_add_func("/rnic/transport/resp-atomic-replay",
+                    test_resp_atomic_replay);
+    g_test_add_func("/rnic/transport/resp-read-replay", test_resp_read_replay);
+    g_test_add_func("/rnic/transport/resp-bad-packets", test_resp_bad_packets);
+    g_test_add_func("/rnic/transport/req-nak-go-back", test_req_nak_go_back);
+    g_test_add_func("/rnic/transport/req-timeout", test_req_timeout);
+    g_test_add_func("/rnic/transport/req-read-loss", test_req_read_loss);
+    g_test_add_func("/rnic/transport/req-coalesced-ack",
+                    test_req_coalesced_ack);
+    g_test_add_func("/rnic/transport/req-implicit-nak", test_req_implicit_nak);
+    g_test_add_func("/rnic/transport/req-rnr-nak", test_req_rnr_nak);
+    g_test_add_func("/rnic/transport/req-fatal-naks", test_req_fatal_naks);
+    g_test_add_func("/rnic/transport/req-bad-response", test_req_bad_response);
+    return g_test_run();
+}
