@@ -55,6 +55,39 @@ static int rnic_host_dma_write(void *opaque, uint64_t addr, const void *buf,
     return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
+/*
+ * Direct access to guest RAM for the length of one engine call (the engine
+ * unmaps before it returns, so no host pointer outlives an operation). A
+ * range that is not plain RAM (MMIO, an IOMMU fault) is not mapped: NULL
+ * makes the engine fall back to pci_dma_read/write for it.
+ */
+static void *rnic_host_dma_map(void *opaque, uint64_t addr, uint64_t *len,
+                               bool is_write)
+{
+    PCIDevice *pci_dev = PCI_DEVICE(opaque);
+    DMADirection dir = is_write ? DMA_DIRECTION_FROM_DEVICE
+                                : DMA_DIRECTION_TO_DEVICE;
+    dma_addr_t plen = *len;
+    void *p;
+
+    /* unassigned or faulting ranges go the checked way (errors reported) */
+    if (!dma_memory_valid(pci_get_address_space(pci_dev), addr, plen, dir,
+                          MEMTXATTRS_UNSPECIFIED)) {
+        return NULL;
+    }
+    p = pci_dma_map(pci_dev, addr, &plen, dir);
+    *len = plen;
+    return p;
+}
+
+static void rnic_host_dma_unmap(void *opaque, void *ptr, uint64_t len,
+                                bool is_write, uint64_t access_len)
+{
+    pci_dma_unmap(PCI_DEVICE(opaque), ptr, len,
+                  is_write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
+                  access_len);
+}
+
 static void rnic_host_raise_irq(void *opaque, unsigned vector)
 {
     PCIDevice *pci_dev = PCI_DEVICE(opaque);
@@ -123,6 +156,8 @@ static void rnic_host_rx_ready(void *opaque)
 static const RnicHostOps rnic_host_ops = {
     .dma_read = rnic_host_dma_read,
     .dma_write = rnic_host_dma_write,
+    .dma_map = rnic_host_dma_map,
+    .dma_unmap = rnic_host_dma_unmap,
     .raise_irq = rnic_host_raise_irq,
     .transmit = rnic_host_transmit,
     .schedule = rnic_host_schedule,
