@@ -282,7 +282,9 @@ static void qv_write_rq_wqe(QRnic *d, uint64_t slot, uint32_t stride,
 
     w->wr_id = wr_id;
     w->num_sge = nsge;
-    memcpy(w + 1, sges, MIN(sizeof(*sges) * nsge, stride - sizeof(*w)));
+    if (nsge) {
+        memcpy(w + 1, sges, MIN(sizeof(*sges) * nsge, stride - sizeof(*w)));
+    }
     qtest_memwrite(rnic_qts(d), slot, buf, stride);
 }
 

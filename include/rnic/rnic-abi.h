@@ -155,6 +155,18 @@ enum rnic_stat {
     RNIC_STAT_ETH_RX_LENGTH_ERRORS, /* dropped: runt or longer than the MTU */
     RNIC_STAT_ETH_RX_DESC_ERRORS, /* completed with ERR (bad buffer, truncated) */
     RNIC_STAT_ETH_IRQS,         /* interrupts raised by the Ethernet function */
+    /*
+     * RoCEv2 frames claimed from the wire but dropped, by reason (each is
+     * also counted in RNIC_STAT_RX_DROPPED); docs/spec.md "Wire format".
+     */
+    RNIC_STAT_RX_ERR_HEADER,    /* malformed: truncated, lengths, IP, pad, version */
+    RNIC_STAT_RX_ERR_ICRC,      /* invariant CRC mismatch */
+    RNIC_STAT_RX_ERR_PKEY,      /* P_Key not the default partition */
+    RNIC_STAT_RX_ERR_NET,       /* VLAN with no network context */
+    RNIC_STAT_RX_ERR_GID,       /* destination GID not in the frame's context */
+    RNIC_STAT_RX_ERR_QPN,       /* no such QP in the frame's context */
+    RNIC_STAT_RX_ERR_ADDR,      /* RC: source/destination GID not the QP's path */
+    RNIC_STAT_RX_ERR_OPCODE,    /* opcode unsupported or not of the QP's transport */
     RNIC_STAT_COUNT
 };
 

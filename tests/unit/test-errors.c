@@ -455,7 +455,7 @@ static void test_retry_exceeded(void)
     w.rdma.remote_addr = 0x1000;
     w.rdma.rkey = 0x1234;
     tv_post_send(h, qp, &w, &s, NULL);
-    g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_TX_DROPPED), ==, 1);
+    g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_TX_FRAMES), ==, 1);
     for (i = 0; i < 3; i++) {
         test_host_advance(h, 10000);
         expect_no_cqe(h, cq);
@@ -463,7 +463,7 @@ static void test_retry_exceeded(void)
     /* 1 + retry_cnt transmissions, then the error */
     test_host_advance(h, 10000);
     expect_status(h, cq, 5, RNIC_WC_RETRY_EXC_ERR);
-    g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_TX_DROPPED), ==, 4);
+    g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_TX_FRAMES), ==, 4);
     g_free(cq);
     g_free(qp);
     test_host_free(h);

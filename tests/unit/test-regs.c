@@ -29,10 +29,10 @@ static void test_unknown(void)
     TestHost *h = test_host_new(NULL);
     uint32_t v = 0xdead;
 
-    g_assert_cmpint(rnic_engine_reg_read(h->engine, 0x300, &v), ==,
+    g_assert_cmpint(rnic_engine_reg_read(h->engine, 0x400, &v), ==,
                     RNIC_ACCESS_UNKNOWN_REG);
     g_assert_cmpuint(v, ==, 0);
-    g_assert_cmpint(test_reg_write(h, 0x300, 1), ==, RNIC_ACCESS_UNKNOWN_REG);
+    g_assert_cmpint(test_reg_write(h, 0x400, 1), ==, RNIC_ACCESS_UNKNOWN_REG);
     g_assert_cmpint(test_reg_write(h, 0xffc, 1), ==, RNIC_ACCESS_UNKNOWN_REG);
     g_assert_cmpint(rnic_engine_reg_read(h->engine, RNIC_REG_IRQ_TEST, &v), ==,
                     RNIC_ACCESS_WRITE_ONLY);

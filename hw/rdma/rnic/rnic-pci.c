@@ -25,6 +25,7 @@
 #include "qemu/iov.h"
 #include "qemu/range.h"
 #include "system/dma.h"
+#include "system/runstate.h"
 #include "system/system.h"
 #include "hw/rdma/rnic.h"
 #include "trace.h"
@@ -107,22 +108,39 @@ static void rnic_host_transmit(void *opaque, const struct iovec *iov, int iovcnt
     qemu_sendv_packet(qemu_get_queue(s->nic), iov, iovcnt);
 }
 
+/*
+ * While the VM is stopped (paused by the user, the source after the
+ * switchover, an incoming migration not yet started) the engine does no
+ * DMA, raises no interrupt and sends nothing: a run it asks for waits for
+ * rnic_vm_state_change(), and so does its timer.
+ */
 static void rnic_host_schedule(void *opaque)
 {
     RnicState *s = opaque;
 
+    if (!s->vm_running) {
+        trace_rnic_run_deferred();
+        s->run_deferred = true;
+        return;
+    }
     qemu_bh_schedule(s->bh);
+}
+
+static void rnic_timer_apply(RnicState *s)
+{
+    if (s->timer_deadline == UINT64_MAX || !s->vm_running) {
+        timer_del(s->timer);
+    } else {
+        timer_mod(s->timer, MIN(s->timer_deadline, (uint64_t)INT64_MAX));
+    }
 }
 
 static void rnic_host_timer_arm(void *opaque, uint64_t deadline_ns)
 {
     RnicState *s = opaque;
 
-    if (deadline_ns == UINT64_MAX) {
-        timer_del(s->timer);
-    } else {
-        timer_mod(s->timer, MIN(deadline_ns, (uint64_t)INT64_MAX));
-    }
+    s->timer_deadline = deadline_ns;
+    rnic_timer_apply(s);
 }
 
 static uint64_t rnic_host_clock_ns(void *opaque)
@@ -171,7 +189,25 @@ static void rnic_bh(void *opaque)
 {
     RnicState *s = opaque;
 
+    if (!s->vm_running) {
+        /* scheduled just before the VM stopped */
+        s->run_deferred = true;
+        return;
+    }
     rnic_engine_run(s->engine);
+}
+
+static void rnic_vm_state_change(void *opaque, bool running, RunState state)
+{
+    RnicState *s = opaque;
+
+    trace_rnic_vm_state(running, RunState_str(state), s->run_deferred);
+    s->vm_running = running;
+    rnic_timer_apply(s);
+    if (running && s->run_deferred) {
+        s->run_deferred = false;
+        qemu_bh_schedule(s->bh);
+    }
 }
 
 static void rnic_timer_cb(void *opaque)
@@ -439,13 +475,21 @@ static bool rnic_check_params(RnicState *s, Error **errp)
     return true;
 }
 
+static const VMStateDescription rnic_config_vmstate;
+
 static void rnic_init_state(RnicState *s)
 {
     DeviceState *dev = DEVICE(s);
 
     s->bh = qemu_bh_new_guarded(rnic_bh, s, &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rnic_timer_cb, s);
+    s->timer_deadline = UINT64_MAX;
+    s->vm_running = runstate_is_running();
+    s->vm_state_entry = qdev_add_vm_change_state_handler(dev,
+                                                         rnic_vm_state_change,
+                                                         s);
     s->engine = rnic_engine_new(&s->cfg, &rnic_host_ops, s);
+    vmstate_register_any(VMSTATE_IF(s), &rnic_config_vmstate, s);
 }
 
 static bool rnic_init_pci(RnicState *s, Error **errp)
@@ -499,6 +543,11 @@ static void rnic_init_net(RnicState *s)
 
 static void rnic_free_state(RnicState *s)
 {
+    vmstate_unregister(VMSTATE_IF(s), &rnic_config_vmstate, s);
+    if (s->vm_state_entry) {
+        qemu_del_vm_change_state_handler(s->vm_state_entry);
+        s->vm_state_entry = NULL;
+    }
     if (s->timer) {
         timer_free(s->timer);
         s->timer = NULL;
@@ -538,6 +587,8 @@ static void rnic_exit(PCIDevice *pci_dev)
     rnic_free_state(s);
     g_free(s->state_buf);
     s->state_buf = NULL;
+    g_free(s->config_buf);
+    s->config_buf = NULL;
 }
 
 static void rnic_reset_hold(Object *obj, ResetType type)
@@ -547,6 +598,7 @@ static void rnic_reset_hold(Object *obj, ResetType type)
     trace_rnic_reset();
     timer_del(s->timer);
     qemu_bh_cancel(s->bh);
+    s->run_deferred = false;
     rnic_engine_reset(s->engine);
     rnic_update_nic_info(s);
 }
@@ -555,16 +607,43 @@ static void rnic_reset_hold(Object *obj, ResetType type)
 /* Migration                                                            */
 /* ------------------------------------------------------------------ */
 
+/* Totals over every network context, for the trace events. */
+typedef struct RnicTableTotals {
+    uint32_t mrs, qps;
+} RnicTableTotals;
+
+static void rnic_sum_net_ctx(void *opaque, const RnicNetCtxInfo *info)
+{
+    RnicTableTotals *t = opaque;
+
+    t->mrs += info->mrs;
+    t->qps += info->qps;
+}
+
+/* After a load: what each network context's table was rebuilt from. */
+static void rnic_trace_rebuild(void *opaque, const RnicNetCtxInfo *info)
+{
+    trace_rnic_state_rebuild_ctx(info->handle,
+                                 info->net_type == RNIC_NET_VLAN ? "vlan"
+                                                                 : "vni",
+                                 info->net_id, info->mrs, info->log_replayed,
+                                 info->qps);
+}
+
 static int rnic_pre_save(void *opaque)
 {
     RnicState *s = opaque;
     GByteArray *img = g_byte_array_new();
+    RnicTableTotals t = { 0 };
+    int64_t start = qemu_clock_get_us(QEMU_CLOCK_REALTIME);
 
     rnic_engine_save(s->engine, img);
     g_free(s->state_buf);
     s->state_len = img->len;
     s->state_buf = g_byte_array_free(img, FALSE);
-    trace_rnic_state_save(s->state_len);
+    rnic_engine_foreach_net_ctx(s->engine, rnic_sum_net_ctx, &t);
+    trace_rnic_state_save(s->state_len, t.mrs, t.qps,
+                          qemu_clock_get_us(QEMU_CLOCK_REALTIME) - start);
     return 0;
 }
 
@@ -578,15 +657,23 @@ static int rnic_post_save(void *opaque)
     return 0;
 }
 
+/*
+ * Runs while the destination is still paused: the engine rebuilds its
+ * tables (every STag and QPN the source's) and asks for a run and its
+ * timers, which rnic_vm_state_change() grants once the VM runs. No
+ * interrupt, no DMA, no frame from here.
+ */
 static int rnic_post_load(void *opaque, int version_id)
 {
     RnicState *s = opaque;
     g_autofree char *err = NULL;
     uint32_t status = 0;
+    int64_t start = qemu_clock_get_us(QEMU_CLOCK_REALTIME);
     bool ok;
 
-    trace_rnic_state_load(s->state_len);
     ok = rnic_engine_load(s->engine, s->state_buf, s->state_len, &err);
+    trace_rnic_state_load(s->state_len, ok,
+                          qemu_clock_get_us(QEMU_CLOCK_REALTIME) - start);
     g_free(s->state_buf);
     s->state_buf = NULL;
     s->state_len = 0;
@@ -595,6 +682,7 @@ static int rnic_post_load(void *opaque, int version_id)
         error_report("rnic: incoming device state refused: %s", err);
         return -EINVAL;
     }
+    rnic_engine_foreach_net_ctx(s->engine, rnic_trace_rebuild, NULL);
     /*
      * Like e1000 and virtio-net: the link state is device state and
      * migrates (nc->link_down itself does not). Frames queued for the
@@ -603,11 +691,72 @@ static int rnic_post_load(void *opaque, int version_id)
     rnic_engine_reg_read(s->engine, RNIC_REG_DEV_STATUS, &status);
     qemu_get_queue(s->nic)->link_down = !(status & RNIC_STATUS_LINK_UP);
     rnic_update_nic_info(s);
-    /* Work the source had accepted but not yet done runs here; no
-     * interrupt is raised by the load itself. */
-    qemu_bh_schedule(s->bh);
     return 0;
 }
+
+/*
+ * Early-setup section: the configuration travels when the migration
+ * starts, so a destination that cannot take this device's state refuses
+ * before the source stops (and a destination without an rnic fails there
+ * with QEMU's "Unknown savevm section").
+ */
+static int rnic_config_pre_save(void *opaque)
+{
+    RnicState *s = opaque;
+    GByteArray *rec = g_byte_array_new();
+
+    rnic_engine_save_config(s->engine, rec);
+    g_free(s->config_buf);
+    s->config_len = rec->len;
+    s->config_buf = g_byte_array_free(rec, FALSE);
+    return 0;
+}
+
+static int rnic_config_post_save(void *opaque)
+{
+    RnicState *s = opaque;
+
+    g_free(s->config_buf);
+    s->config_buf = NULL;
+    s->config_len = 0;
+    return 0;
+}
+
+static int rnic_config_post_load(void *opaque, int version_id)
+{
+    RnicState *s = opaque;
+    g_autofree char *err = NULL;
+    bool ok;
+
+    ok = rnic_engine_check_config(s->engine, s->config_buf, s->config_len,
+                                  &err);
+    g_free(s->config_buf);
+    s->config_buf = NULL;
+    s->config_len = 0;
+    if (!ok) {
+        trace_rnic_err_state_config(err);
+        error_report("rnic: incoming migration refused: %s", err);
+        return -EINVAL;
+    }
+    trace_rnic_state_config_ok();
+    return 0;
+}
+
+static const VMStateDescription rnic_config_vmstate = {
+    .name = "rnic-config",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .early_setup = true,
+    .pre_save = rnic_config_pre_save,
+    .post_save = rnic_config_post_save,
+    .post_load = rnic_config_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(config_len, RnicState),
+        VMSTATE_VBUFFER_ALLOC_UINT32(config_buf, RnicState, 0, NULL,
+                                     config_len),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 static const VMStateDescription rnic_vmstate = {
     .name = "rnic",
@@ -667,6 +816,18 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("device-id", RnicState, cfg.device_id, RNIC_PCI_DEVICE_ID),
 };
 
+/*
+ * 'x-tables': every network context's mapping table and QPs, one line per
+ * entry (docs/migration.md). Read-only, for qom-get in QMP and HMP: a test
+ * or an operator compares it before and after a migration.
+ */
+static char *rnic_get_tables(Object *obj, Error **errp)
+{
+    RnicState *s = RNIC(obj);
+
+    return s->engine ? rnic_engine_describe_tables(s->engine) : g_strdup("");
+}
+
 static void rnic_class_init(ObjectClass *oc, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(oc);
@@ -686,6 +847,9 @@ static void rnic_class_init(ObjectClass *oc, void *data)
     dc->desc = "RoCEv2 RDMA NIC (qemu-rnic)";
     dc->vmsd = &rnic_vmstate;
     device_class_set_props(dc, rnic_properties);
+    object_class_property_add_str(oc, "x-tables", rnic_get_tables, NULL);
+    object_class_property_set_description(oc, "x-tables",
+        "per-network-context mapping tables and QPs (read-only)");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

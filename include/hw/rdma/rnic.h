@@ -31,9 +31,22 @@ struct RnicState {
     /* properties: the engine's limits (mac comes from conf) */
     RnicEngineConfig cfg;
 
+    /*
+     * The engine works (DMA, transmit, timers) only while the VM runs: a
+     * run asked for while it is stopped (or before an incoming migration
+     * has started it) waits for the VM change-state handler.
+     */
+    VMChangeStateEntry *vm_state_entry;
+    bool vm_running;
+    bool run_deferred;          /* a run was asked for while stopped */
+    uint64_t timer_deadline;    /* the engine's deadline, UINT64_MAX: none */
+
     /* migration: the engine's state image, valid around save/load only */
     uint32_t state_len;
     uint8_t *state_buf;
+    /* ... and its configuration record (early-setup section rnic-config) */
+    uint32_t config_len;
+    uint8_t *config_buf;
 };
 
 #endif /* HW_RDMA_RNIC_H */

@@ -137,6 +137,7 @@ struct RnicNetCtx {
     RnicMrTable mrt;
     GHashTable *qpns;           /* QPN -> RnicQp */
     uint32_t next_qpn;
+    uint32_t log_replayed;      /* log records the last load replayed */
 };
 
 typedef struct RnicGid {
@@ -424,6 +425,7 @@ struct RnicQp {
     uint8_t rnr_left;
     uint32_t rd_outstanding;    /* READ/atomic started, not done */
     bool rnr_wait;              /* RNR NAK: sending paused until the timer */
+    bool rewinding;             /* go-back-N started, no progress since */
     uint8_t timer_kind;         /* enum rnic_timer_kind */
     uint64_t timer_deadline;
     RnicLink timer_link;        /* in RnicEngine.timers */
@@ -603,6 +605,10 @@ const RnicGid *rnic_gid_get(RnicEngine *e, uint32_t index);
 void rnic_mrt_init(RnicEngine *e, RnicMrTable *t);
 void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx);
 RnicMr *rnic_mrt_lookup(const RnicMrTable *t, uint32_t index);
+/* Call fn for every entry of one table, in index order (fn may remove it). */
+typedef void RnicMrFn(RnicEngine *e, RnicMr *mr, void *opaque);
+void rnic_mrt_foreach(RnicEngine *e, RnicMrTable *t, RnicMrFn *fn,
+                      void *opaque);
 void rnic_mr_init(RnicEngine *e);
 void rnic_mr_fini(RnicEngine *e);
 void rnic_mr_reset(RnicEngine *e);
@@ -753,6 +759,13 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget);
 /* A response packet (ACK, NAK, READ response, atomic ACK) for 'qp'. */
 void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt);
 void rnic_req_timer(RnicEngine *e, RnicQp *qp);
+/*
+ * After a state load: an RC QP with a remote peer and unacknowledged
+ * requests retransmits from the oldest one at its next run instead of
+ * waiting for the local ACK timeout (packets around the switchover are
+ * likely lost). No retry is consumed.
+ */
+void rnic_req_resume(RnicEngine *e, RnicQp *qp);
 /* Complete every slot DONE in order from sq_una (writes CQEs). */
 void rnic_req_complete(RnicEngine *e, RnicQp *qp);
 
@@ -772,7 +785,7 @@ void rnic_packet_net_from_av(RnicEngine *e, const RnicQp *qp,
 void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt);
 /* A packet arrived in network context 'ctx'. */
 void rnic_rx(RnicEngine *e, RnicNetCtx *ctx, const RnicPacket *pkt);
-/* The wire: counts and drops for now (the RoCEv2 issue fills it in). */
+/* The wire: a RoCEv2 frame (rnic-wire.c), or wire_tap when set. */
 void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt);
 /* Copy a packet's payload (host bytes or guest segments) to 'buf'. */
 bool rnic_packet_payload_gather(RnicEngine *e, const RnicPacket *pkt,

@@ -187,6 +187,38 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
                       char **err);
 
 /*
+ * Before the switchover: the source's configuration travels at the start
+ * of a migration (rnic_engine_save_config appends it to 'out') and the
+ * destination checks that every state the source can be in fits it
+ * (rnic_engine_check_config: false with *err set): the PCI layout (MSI-X
+ * vectors, doorbell pages, IDs) identical, every limit at least the
+ * source's, because the guest was told those. rnic-migrate.c.
+ */
+void rnic_engine_save_config(RnicEngine *e, GByteArray *out);
+bool rnic_engine_check_config(RnicEngine *e, const uint8_t *data, size_t len,
+                              char **err);
+
+/* Inspection of the per-network mapping tables (monitor, traces, tests). */
+typedef struct RnicNetCtxInfo {
+    uint32_t handle;
+    uint8_t net_type;           /* enum rnic_net_type */
+    uint32_t net_id;            /* VLAN ID */
+    uint32_t mrs;               /* mapping-table entries */
+    uint32_t qps;
+    uint32_t log_replayed;      /* log records the last load replayed */
+} RnicNetCtxInfo;
+
+typedef void RnicNetCtxInfoFn(void *opaque, const RnicNetCtxInfo *info);
+void rnic_engine_foreach_net_ctx(RnicEngine *e, RnicNetCtxInfoFn *fn,
+                                 void *opaque);
+/*
+ * Every network context's mapping table and QPs as text, one line per
+ * context, entry and QP (docs/migration.md "Inspecting the tables");
+ * g_free the result.
+ */
+char *rnic_engine_describe_tables(RnicEngine *e);
+
+/*
  * Ethernet function (the wire side of the converged NIC).
  *
  * rnic_engine_receive: one frame from the segment (no FCS), as an iovec.

@@ -28,6 +28,7 @@
 #include <string.h>
 #include "rnic-engine-int.h"
 #include "rnic-eth.h"
+#include "rnic-wire.h"
 
 #define RNIC_ETH_CTRL_ALL (RNIC_ETH_TX_EN | RNIC_ETH_RX_EN | \
                            RNIC_ETH_PROMISC | RNIC_ETH_ALLMULTI | \
@@ -48,8 +49,8 @@
 bool rnic_roce_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
                         size_t len, const uint8_t *hdr, size_t hdr_len)
 {
-    /* RoCEv2 receive path plugs in here (UDP 4791 to one of our GIDs). */
-    return false;
+    /* RoCEv2 to one of our GIDs (rnic-wire.c) */
+    return rnic_wire_rx_claim(e, iov, iovcnt, len, hdr, hdr_len);
 }
 
 void rnic_port_event(RnicEngine *e, bool link_up)

@@ -295,29 +295,35 @@ void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx)
     e->mr_gen++;
 }
 
-/* Call fn for every entry of every table (index order per context). */
-static void rnic_mr_foreach(RnicEngine *e, void (*fn)(RnicEngine *, RnicMr *,
-                                                       void *), void *opaque)
+void rnic_mrt_foreach(RnicEngine *e, RnicMrTable *t, RnicMrFn *fn,
+                      void *opaque)
 {
-    uint32_t c, d, i;
+    uint32_t d, i;
+
+    for (d = 0; d < t->ndir; d++) {
+        RnicMr **leaf = t->dir[d];
+
+        if (!leaf) {
+            continue;
+        }
+        for (i = 0; i < RNIC_MRT_LEAF_SIZE; i++) {
+            if (leaf[i]) {
+                fn(e, leaf[i], opaque);
+            }
+        }
+    }
+}
+
+/* Call fn for every entry of every table (index order per context). */
+static void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque)
+{
+    uint32_t c;
 
     for (c = 0; c < e->net_ctxs.cap; c++) {
         RnicNetCtx *ctx = e->net_ctxs.slots[c];
 
-        if (!ctx) {
-            continue;
-        }
-        for (d = 0; d < ctx->mrt.ndir; d++) {
-            RnicMr **leaf = ctx->mrt.dir[d];
-
-            if (!leaf) {
-                continue;
-            }
-            for (i = 0; i < RNIC_MRT_LEAF_SIZE; i++) {
-                if (leaf[i]) {
-                    fn(e, leaf[i], opaque);
-                }
-            }
+        if (ctx) {
+            rnic_mrt_foreach(e, &ctx->mrt, fn, opaque);
         }
     }
 }
@@ -969,11 +975,24 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
                                    "capacity %u", rec->stag, rec->max_pages);
             return false;
         }
-        mr = index ? rnic_mr_insert(e, pd, rec->owner, index,
-                                    RNIC_STAG_KEY(rec->stag)) : NULL;
+        if (ctx->mrt.count >= e->cfg.max_mr) {
+            *err = g_strdup_printf("registration log: STag 0x%x does not fit: "
+                                   "the mapping table of network context %u "
+                                   "is full (max-mrs=%u)", rec->stag,
+                                   rec->net_ctx, e->cfg.max_mr);
+            return false;
+        }
+        if (!index || index >= ctx->mrt.range) {
+            *err = g_strdup_printf("registration log: STag 0x%x does not fit: "
+                                   "its index is beyond this device's STag "
+                                   "space of %u (max-mrs=%u)", rec->stag,
+                                   ctx->mrt.range, e->cfg.max_mr);
+            return false;
+        }
+        mr = rnic_mr_insert(e, pd, rec->owner, index, RNIC_STAG_KEY(rec->stag));
         if (!mr) {
-            *err = g_strdup_printf("registration log: STag 0x%x: index taken "
-                                   "or beyond this device's table", rec->stag);
+            *err = g_strdup_printf("registration log: STag 0x%x: index already "
+                                   "in use", rec->stag);
             return false;
         }
         mr->kind = rec->kind;

@@ -44,6 +44,7 @@ void rnic_req_reset_qp(RnicQp *qp)
 {
     qp->rd_outstanding = 0;
     qp->rnr_wait = false;
+    qp->rewinding = false;
     qp->txc->valid = false;
     qp->rxc->valid = false;
     qp->una_psn = qp->req_psn;
@@ -587,7 +588,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
         if (s->opcode == RNIC_WR_RDMA_READ) {
             /* one request covers the rest of the READ's response PSNs */
             k = MAX(k, s->recv_psn);
-            qp->tx_pkt = s->npsn;
+            qp->tx_pkt = 0;     /* the cursor's next slot starts at 0 */
             qp->sq_next = index + 1;
             rnic_req_send_rc(e, qp, s, c, k);
             sent++;
@@ -690,6 +691,7 @@ static void rnic_req_progress(RnicEngine *e, RnicQp *qp, uint32_t psn)
 {
     if (rnic_psn_diff(psn, qp->una_psn) >= 0) {
         qp->una_psn = rnic_psn_add(psn, 1);
+        qp->rewinding = false;
         if (qp->timer_kind == RNIC_TIMER_RETRANSMIT) {
             rnic_qp_timer_set(e, qp, RNIC_TIMER_RETRANSMIT,
                               rnic_ack_timeout_ns(qp->timeout));
@@ -754,6 +756,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_req_complete(e, qp);
         if (qp->state != RNIC_QPS_ERR) {
             rnic_req_rewind(e, qp, psn);
+            qp->rewinding = true;
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }
         break;
@@ -806,9 +809,15 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
         return;                     /* duplicate */
     }
     if (d > 0) {
-        /* responses missing: ask again from the first one we lack */
-        rnic_req_rewind(e, qp, expect);
-        rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        /*
+         * responses missing: ask again from the first one we lack (once
+         * per round, not for every later response of the same READ)
+         */
+        if (!qp->rewinding) {
+            rnic_req_rewind(e, qp, expect);
+            qp->rewinding = true;
+            rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        }
         return;
     }
     k = s->recv_psn;
@@ -885,15 +894,26 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             return;
         }
         if (rnic_req_ack(e, qp, psn, true)) {
+            uint32_t una = qp->sq_una;
+
             /* acknowledged past a READ/atomic whose response was lost */
             rnic_req_complete(e, qp);
-            if (qp->state != RNIC_QPS_ERR) {
+            if (qp->sq_una != una) {
+                qp->rewinding = false;
+            }
+            /*
+             * once per round: every duplicate the responder acknowledges
+             * says the same, and rewinding again for each would multiply
+             * the retransmissions (a storm on a lossy wire)
+             */
+            if (qp->state != RNIC_QPS_ERR && !qp->rewinding) {
                 uint32_t index;
                 RnicSqSlot *s = rnic_req_oldest(qp, &index);
 
                 if (s) {
                     rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn,
                                                         s->recv_psn));
+                    qp->rewinding = true;
                     rnic_qp_work(e, qp, RNIC_QPW_SQ);
                 }
             }
@@ -919,6 +939,18 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 /* ---------------------------------------------------------------------- */
 /* Timers                                                                 */
 /* ---------------------------------------------------------------------- */
+
+/* Go back to the first unacknowledged packet of 's', the oldest slot. */
+static void rnic_req_rewind_oldest(RnicEngine *e, RnicQp *qp, RnicSqSlot *s)
+{
+    if (s->opcode == RNIC_WR_RDMA_READ ||
+        rnic_psn_diff(qp->una_psn, s->first_psn) < 0 ||
+        rnic_psn_diff(qp->una_psn, s->first_psn) >= (int32_t)s->npsn) {
+        rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn, s->recv_psn));
+    } else {
+        rnic_req_rewind(e, qp, qp->una_psn);
+    }
+}
 
 void rnic_req_timer(RnicEngine *e, RnicQp *qp)
 {
@@ -948,12 +980,27 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp)
         return;
     }
     qp->retry_left--;
-    if (s->opcode == RNIC_WR_RDMA_READ ||
-        rnic_psn_diff(qp->una_psn, s->first_psn) < 0 ||
-        rnic_psn_diff(qp->una_psn, s->first_psn) >= (int32_t)s->npsn) {
-        rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn, s->recv_psn));
-    } else {
-        rnic_req_rewind(e, qp, qp->una_psn);
-    }
+    rnic_req_rewind_oldest(e, qp, s);
+    qp->rewinding = true;
     rnic_qp_work(e, qp, RNIC_QPW_SQ);
+}
+
+void rnic_req_resume(RnicEngine *e, RnicQp *qp)
+{
+    uint32_t index;
+    RnicSqSlot *s;
+
+    if (qp->type != RNIC_QPT_RC || qp->rnr_wait ||
+        (qp->state != RNIC_QPS_RTS && qp->state != RNIC_QPS_SQD) ||
+        rnic_gid_is_local(e, qp->ctx, qp->av.dgid)) {
+        return;     /* loopback loses nothing; an RNR wait keeps its timer */
+    }
+    s = rnic_req_oldest(qp, &index);
+    if (s) {
+        rnic_trace(e, "QP %u: resuming after a state load from PSN %u",
+                   qp->qpn, qp->una_psn);
+        rnic_req_rewind_oldest(e, qp, s);
+        qp->rewinding = true;
+        rnic_qp_work(e, qp, RNIC_QPW_SQ);
+    }
 }

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 #include "rnic-engine-int.h"
+#include "rnic-wire.h"
 
 void rnic_resp_reset_qp(RnicQp *qp)
 {
@@ -408,19 +409,58 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     }
 }
 
-static RnicRespRes *rnic_resp_res_new(RnicResp *r)
+static void rnic_resp_res_swap(RnicRespRes *a, RnicRespRes *b)
 {
-    RnicRespRes *res;
+    RnicRespRes t = *a;
+
+    *a = *b;
+    *b = t;
+}
+
+/*
+ * The next entry of the ring, with 'keep' (an entry whose responses are
+ * replayed) or else the least recent request moved into it: what a new
+ * request evicts is the oldest one by PSN, never one the requester may
+ * still ask for again (duplicates reorder the ring).
+ */
+static RnicRespRes *rnic_resp_res_take(RnicResp *r, RnicRespRes *keep)
+{
+    RnicRespRes *res, *victim;
+    uint32_t i;
 
     if (r->res_pending >= r->nres) {
         return NULL;
     }
-    res = &r->res[r->res_head % r->nres];
+    res = &r->res[r->res_head % r->nres];  /* never pending */
+    victim = keep;
+    if (!victim) {
+        victim = res;
+        for (i = 0; i < r->nres && victim->kind != RNIC_RES_FREE; i++) {
+            RnicRespRes *c = &r->res[i];
+
+            if (!c->pending &&
+                (c->kind == RNIC_RES_FREE ||
+                 rnic_psn_diff(r->epsn, c->psn) >
+                 rnic_psn_diff(r->epsn, victim->psn))) {
+                victim = c;
+            }
+        }
+    }
+    if (victim != res) {
+        rnic_resp_res_swap(res, victim);
+    }
     r->res_head++;
     r->res_pending++;
-    memset(res, 0, sizeof(*res));
+    if (!keep) {
+        memset(res, 0, sizeof(*res));
+    }
     res->pending = true;
     return res;
+}
+
+static RnicRespRes *rnic_resp_res_new(RnicResp *r)
+{
+    return rnic_resp_res_take(r, NULL);
 }
 
 static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
@@ -551,7 +591,7 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
         for (i = 0; i < r->nres; i++) {
             RnicRespRes *old = &r->res[i];
             int32_t d = rnic_psn_diff(psn, old->psn);
-            RnicRespRes copy, *res;
+            RnicRespRes *res;
 
             if (old->kind != (read ? RNIC_RES_READ : RNIC_RES_ATOMIC) ||
                 d < 0 || d >= (int32_t)old->npsn) {
@@ -564,13 +604,10 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
              * replay: READ re-reads memory from that PSN on, an atomic
              * returns its original result without executing again
              */
-            copy = *old;
-            res = rnic_resp_res_new(r);
+            res = rnic_resp_res_take(r, old);  /* moved, evicts nothing */
             if (!res) {
                 return;
             }
-            *res = copy;
-            res->pending = true;
             res->next = d;
             if (rnic_resp_stream(e, qp, 64) && r->res_pending) {
                 rnic_qp_work(e, qp, RNIC_QPW_RESP);
@@ -635,35 +672,10 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
          * the GRH area: an IPv6 header, or for IPv4 20 bytes of zeroes and
          * the IPv4 header (as RoCEv2 devices and rxe place it)
          */
-        memset(grh, 0, sizeof(grh));
         if (rnic_gid_is_ipv4(pkt->net.sgid)) {
-            uint8_t *ip = grh + 20;
-            uint16_t tot = 20 + 8 + 12 + 8 + len + 4;
-
             flags |= RNIC_CQE_IPV4;
-            ip[0] = 0x45;
-            ip[1] = pkt->net.traffic_class;
-            ip[2] = tot >> 8;
-            ip[3] = tot;
-            ip[8] = pkt->net.hop_limit;
-            ip[9] = 17;
-            memcpy(ip + 12, pkt->net.sgid + 12, 4);
-            memcpy(ip + 16, pkt->net.dgid + 12, 4);
-        } else {
-            uint16_t plen = 8 + 12 + 8 + len + 4;
-
-            grh[0] = 0x60 | (pkt->net.traffic_class >> 4);
-            grh[1] = (pkt->net.traffic_class << 4) |
-                     ((pkt->net.flow_label >> 16) & 0xf);
-            grh[2] = pkt->net.flow_label >> 8;
-            grh[3] = pkt->net.flow_label;
-            grh[4] = plen >> 8;
-            grh[5] = plen;
-            grh[6] = 17;
-            grh[7] = pkt->net.hop_limit;
-            memcpy(grh + 8, pkt->net.sgid, 16);
-            memcpy(grh + 24, pkt->net.dgid, 16);
         }
+        rnic_wire_build_grh(pkt, grh);     /* the frame's IP header */
         if (rnic_sges_place(e, rw->sge, rw->nsge, 0, &gpl, 0, sizeof(grh)) ||
             (len && rnic_sges_place(e, rw->sge, rw->nsge, sizeof(grh),
                                     &pkt->payload, 0, len))) {

@@ -105,7 +105,8 @@ bool rnic_netctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
                    !rnic_netctx_by_id(e, type, id),
                    "network context %u: bad or duplicate VLAN %u", h, id);
         c = rnic_netctx_create(e, h, type, id);
-        LOAD_CHECK(c, "network context %u does not fit this device", h);
+        LOAD_CHECK(c, "network context %u does not fit this device "
+                   "(max-net-ctx=%u)", h, e->cfg.max_net_ctx);
         c->next_qpn = next >= 2 && next <= RNIC_QPN_MASK ? next : 2;
     }
     LOAD_END(rd, "network context");
@@ -191,7 +192,8 @@ bool rnic_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
         LOAD_CHECK(c && rnic_uctx_valid(e, owner),
                    "PD %u: unknown context or owner", h);
         LOAD_CHECK(rnic_pd_create(e, h, c, owner),
-                   "PD %u does not fit this device", h);
+                   "PD %u does not fit this device (max-pds=%u)", h,
+                   e->cfg.max_pd);
     }
     LOAD_END(rd, "PD");
     return true;
@@ -251,7 +253,8 @@ bool rnic_eqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
         LOAD_CHECK(!(flags & RNIC_EQ_ASYNC) || !e->async_eq,
                    "EQ %u: a second async EQ", h);
         eq = rnic_eq_create(e, h);
-        LOAD_CHECK(eq, "EQ %u does not fit this device", h);
+        LOAD_CHECK(eq, "EQ %u does not fit this device (max-eqs=%u)", h,
+                   e->cfg.max_eq);
         eq->ring = ring;
         eq->log_size = log;
         eq->flags = flags;
@@ -323,7 +326,8 @@ bool rnic_cqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
                    !(db_arm & ~arms) && error <= 1,
                    "CQ %u: bad owner, ring or indexes", h);
         cq = rnic_cq_create(e, h);
-        LOAD_CHECK(cq, "CQ %u does not fit this device", h);
+        LOAD_CHECK(cq, "CQ %u does not fit this device (max-cqs=%u)", h,
+                   e->cfg.max_cq);
         cq->owner = owner;
         cq->ring = ring;
         cq->log_size = log;
@@ -391,7 +395,8 @@ bool rnic_srqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
                    prod - cons <= (1u << log) && limit < (1u << log) &&
                    error <= 1, "SRQ %u: bad PD, ring or indexes", h);
         s = rnic_srq_create(e, h);
-        LOAD_CHECK(s, "SRQ %u does not fit this device", h);
+        LOAD_CHECK(s, "SRQ %u does not fit this device (max-srqs=%u)", h,
+                   e->cfg.max_srq);
         s->owner = owner;
         s->pd = pd;
         s->ring = ring;
@@ -493,6 +498,8 @@ bool rnic_mrlog_load(RnicEngine *e, RnicImageReader *rd, char **err)
         if (!ok) {
             return false;
         }
+        /* the record named a live context, or the replay had refused it */
+        rnic_netctx_lookup(e, r.net_ctx)->log_replayed++;
     }
     LOAD_END(rd, "registration log");
     return true;
@@ -537,7 +544,7 @@ static void rnic_qp_save(RnicEngine *e, RnicImageWriter *w, const RnicQp *qp)
 {
     const RnicResp *r = &qp->resp;
     uint64_t now = e->ops->clock_ns(e->opaque);
-    uint32_t i;
+    uint32_t i, used;
 
     rnic_image_put_u32(w, qp->handle);
     rnic_image_put_u32(w, qp->qpn);
@@ -625,9 +632,18 @@ static void rnic_qp_save(RnicEngine *e, RnicImageWriter *w, const RnicQp *qp)
     rnic_image_put_u32(w, r->res_head);
     rnic_image_put_u32(w, r->res_send);
     rnic_image_put_u32(w, r->res_pending);
+    /* only the resources in use: an idle QP costs no 38 bytes per slot */
+    for (i = 0, used = 0; i < r->nres; i++) {
+        used += r->res[i].kind != RNIC_RES_FREE;
+    }
+    rnic_image_put_u32(w, used);
     for (i = 0; i < r->nres; i++) {
         const RnicRespRes *res = &r->res[i];
 
+        if (res->kind == RNIC_RES_FREE) {
+            continue;
+        }
+        rnic_image_put_u32(w, i);
         rnic_image_put_u8(w, res->kind);
         rnic_image_put_u8(w, res->pending);
         rnic_image_put_u32(w, res->psn);
@@ -670,7 +686,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
     uint32_t srqh = rnic_image_get_u32(rd);
     RnicSrq *srq = NULL;
     RnicResp *r;
-    uint32_t i, mask, nres;
+    uint32_t i, k, mask, nres, used;
     uint64_t timer_left;
     RnicQp *qp;
 
@@ -688,7 +704,8 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                !rnic_qp_by_qpn(pd->ctx, qpn),
                "QP %u: bad objects, type, state or QPN %u", h, qpn);
     qp = rnic_qp_create(e, h, qpn);
-    LOAD_CHECK(qp, "QP %u does not fit this device", h);
+    LOAD_CHECK(qp, "QP %u does not fit this device (max-qps=%u)", h,
+               e->cfg.max_qp);
     qp->owner = owner;
     qp->type = type;
     qp->state = state;
@@ -823,9 +840,16 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                r->res_pending <= nres && r->w_done <= r->w_len,
                "QP %u: bad responder resources", h);
     r->nres = nres;
-    for (i = 0; i < nres; i++) {
-        RnicRespRes *res = &r->res[i];
+    used = rnic_image_get_u32(rd);
+    LOAD_CHECK(used <= nres, "QP %u: %u responder resources in use of %u", h,
+               used, nres);
+    for (k = 0; k < used; k++) {
+        RnicRespRes *res;
 
+        i = rnic_image_get_u32(rd);
+        LOAD_CHECK(i < nres && r->res[i].kind == RNIC_RES_FREE,
+                   "QP %u: bad responder resource index %u", h, i);
+        res = &r->res[i];
         res->kind = rnic_image_get_u8(rd);
         res->pending = rnic_image_get_u8(rd) & 1;
         res->psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
@@ -835,7 +859,8 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
         res->rkey = rnic_image_get_u32(rd);
         res->len = rnic_image_get_u32(rd);
         res->orig = rnic_image_get_u64(rd);
-        LOAD_CHECK(res->kind <= RNIC_RES_ATOMIC && res->next <= res->npsn &&
+        LOAD_CHECK(res->kind != RNIC_RES_FREE &&
+                   res->kind <= RNIC_RES_ATOMIC && res->next <= res->npsn &&
                    res->npsn <= (1u << 23) && res->len <= RNIC_MAX_MSG_SIZE,
                    "QP %u: bad responder resource %u", h, i);
     }
@@ -881,6 +906,7 @@ void rnic_state_post_load(RnicEngine *e)
 
         if (qp) {
             /* whatever was outstanding gets looked at again */
+            rnic_req_resume(e, qp);
             rnic_qp_work(e, qp, RNIC_QPW_SQ | qp->work_flags |
                          (qp->resp.res_pending ? RNIC_QPW_RESP : 0));
         }
@@ -899,4 +925,6 @@ void rnic_state_post_load(RnicEngine *e)
             rnic_work_queue(e, &eq->work);
         }
     }
+    /* one run in any case: admin commands the source had not fetched yet */
+    rnic_engine_schedule(e);
 }

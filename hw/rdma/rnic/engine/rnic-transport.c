@@ -6,9 +6,9 @@
  * of this device's GIDs in the sending QP's network context, straight to
  * the local receive path (loopback, no copy of the payload: the receiver
  * copies from the sender's registered memory into its own); otherwise to
- * rnic_wire_transmit(), the RoCEv2 wire (the next issue; for now the packet
- * is counted as dropped). rnic_rx() is the receive side for a network
- * context: QPN -> QP, then requester or responder by opcode.
+ * rnic_wire_transmit(), the RoCEv2 wire (rnic-wire.c). rnic_rx() is the
+ * receive side for a network context: QPN -> QP, then requester or
+ * responder by opcode.
  *
  * Timers: each QP has at most one deadline (retransmission or RNR wait);
  * QPs with one are on a list, the host timer is armed at the earliest.
@@ -17,6 +17,7 @@
  */
 #include <string.h>
 #include "rnic-engine-int.h"
+#include "rnic-wire.h"
 
 void rnic_transport_init(RnicEngine *e)
 {
@@ -81,20 +82,11 @@ bool rnic_packet_payload_gather(RnicEngine *e, const RnicPacket *pkt,
 
 void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt)
 {
-    uint64_t drops;
-
     if (e->wire_tap) {
         e->wire_tap(e->wire_tap_opaque, pkt);
         return;
     }
-    rnic_stat_inc(e, RNIC_STAT_TX_DROPPED);
-    /* logged at 1, 2, 4, 8, ... drops: a flood costs no log flood */
-    drops = e->stats[RNIC_STAT_TX_DROPPED];
-    if (!(drops & (drops - 1))) {
-        rnic_trace(e, "no wire yet: packet (opcode 0x%x, QPN %u, PSN %u) "
-                   "dropped (%" G_GUINT64_FORMAT " so far)", pkt->bth.opcode,
-                   pkt->bth.dest_qp, pkt->bth.psn, drops);
-    }
+    rnic_wire_xmit(e, pkt);     /* RoCEv2 frame (rnic-wire.c) */
 }
 
 static bool rnic_opcode_is_response(uint8_t op)

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: the RoCEv2 wire. RnicPacket <-> RnicRoceHdr adapter, the
+ * transmit path (encode, ICRC, zero-copy iovecs to the host) and the
+ * receive path (classify, decode, validate, route to a QP). See
+ * rnic-wire.h and docs/spec.md "Wire format".
+ */
+#include <string.h>
+#include "rnic-wire.h"
+
+/* Below this many payload bytes a copy is cheaper than mapping. */
+#define RNIC_WIRE_MAP_MIN       1024
+/* Payload pieces of one frame (segments, split where a mapping ends). */
+#define RNIC_WIRE_MAX_IOV       (RNIC_PKT_MAX_SEGS + 16)
+/* Largest payload of one packet: the largest path MTU. */
+#define RNIC_WIRE_MAX_PAYLOAD   4096
+
+static inline uint16_t rnic_ld_be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/*
+ * RoCEv2 flow entropy (Annex A17.4.2: source port 0xc000..0xffff): the
+ * transport's per-QP value (from the local QPN) mixed with the destination
+ * QPN, so that every QP pair is one stable flow and different pairs spread
+ * over ECMP paths.
+ */
+static uint16_t rnic_wire_sport(uint16_t local, uint32_t dest_qp)
+{
+    uint32_t h = (local & 0x3fffu) * 0x9e3779b1u ^ dest_qp * 0x85ebca6bu;
+
+    h ^= h >> 15;
+    h *= 0x2c1b3c6du;
+    h ^= h >> 12;
+    return 0xc000 | (h & 0x3fff);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Adapter                                                                */
+/* ---------------------------------------------------------------------- */
+
+bool rnic_wire_hdr_from_packet(const RnicPacket *pkt, RnicRoceHdr *h)
+{
+    const RnicPacketNet *n = &pkt->net;
+    const RnicBth *b = &pkt->bth;
+    uint32_t hdrs = pkt->hdrs;
+
+    memset(h, 0, sizeof(*h));
+    h->ipv6 = !rnic_gid_is_ipv4(n->dgid);
+    if (h->ipv6 == rnic_gid_is_ipv4(n->sgid)) {
+        return false;           /* IPv4 to IPv6 or the other way round */
+    }
+    memcpy(h->dmac, n->dmac, 6);
+    memcpy(h->smac, n->smac, 6);
+    h->vlan_present = n->vlan_id != 0;
+    h->vlan_id = n->vlan_id & 0xfff;
+    h->vlan_pcp = n->pcp & 7;
+    memcpy(h->sgid, n->sgid, 16);
+    memcpy(h->dgid, n->dgid, 16);
+    h->traffic_class = n->traffic_class;
+    h->flow_label = h->ipv6 ? (n->flow_label & 0xfffff) : 0;
+    h->hop_limit = n->hop_limit;
+    /* DF is set: the identification only tells frames apart (as rxe) */
+    h->ip_id = (uint16_t)b->psn;
+    h->udp_sport = rnic_wire_sport(n->udp_sport, b->dest_qp);
+
+    h->opcode = b->opcode;
+    h->se = b->se;
+    h->migreq = b->m;
+    h->tver = b->tver;
+    h->pkey = b->pkey;
+    h->fecn = b->fecn;
+    h->becn = b->becn;
+    h->dest_qp = b->dest_qp & RNIC_QPN_MASK;
+    h->ack_req = b->ack_req;
+    h->psn = b->psn & RNIC_PSN_MASK;
+
+    if (hdrs & RNIC_HDR_RETH) {
+        h->reth.va = pkt->reth.va;
+        h->reth.rkey = pkt->reth.rkey;
+        h->reth.dma_len = pkt->reth.dma_len;
+    }
+    if (hdrs & RNIC_HDR_AETH) {
+        h->aeth.syndrome = pkt->aeth.syndrome;
+        h->aeth.msn = pkt->aeth.msn & RNIC_ROCE_MSN_MASK;
+    }
+    if (hdrs & RNIC_HDR_ATOMIC) {
+        h->atomic_eth.va = pkt->atomic.va;
+        h->atomic_eth.rkey = pkt->atomic.rkey;
+        h->atomic_eth.swap_add = pkt->atomic.swap_add;
+        h->atomic_eth.compare = pkt->atomic.compare;
+    }
+    if (hdrs & RNIC_HDR_ATOMIC_ACK) {
+        h->atomic_ack_eth.orig = pkt->atomic_ack.orig;
+    }
+    if (hdrs & RNIC_HDR_IMM) {
+        /* RnicPacket keeps the wire bytes; the codec wants them read BE */
+        h->immdt = GUINT32_FROM_BE(pkt->imm);
+    }
+    if (hdrs & RNIC_HDR_IETH) {
+        h->ieth.rkey = pkt->ieth.rkey;
+    }
+    if (hdrs & RNIC_HDR_DETH) {
+        h->deth.qkey = pkt->deth.qkey;
+        h->deth.src_qp = pkt->deth.src_qp & RNIC_QPN_MASK;
+    }
+    h->payload_len = pkt->payload.len;
+    return true;
+}
+
+void rnic_wire_packet_from_hdr(const RnicRoceHdr *h, uint32_t net_ctx,
+                               RnicPacket *pkt)
+{
+    RnicPacketNet *n = &pkt->net;
+    RnicBth *b = &pkt->bth;
+    uint32_t hdrs = rnic_opcode_hdrs(h->opcode);
+
+    memset(pkt, 0, sizeof(*pkt));
+    n->net_ctx = net_ctx;
+    n->vlan_id = h->vlan_present ? h->vlan_id : 0;
+    n->pcp = h->vlan_pcp;
+    memcpy(n->smac, h->smac, 6);
+    memcpy(n->dmac, h->dmac, 6);
+    memcpy(n->sgid, h->sgid, 16);
+    memcpy(n->dgid, h->dgid, 16);
+    n->traffic_class = h->traffic_class;
+    n->hop_limit = h->hop_limit;
+    n->flow_label = h->flow_label;
+    n->udp_sport = h->udp_sport;
+
+    b->opcode = h->opcode;
+    b->se = h->se;
+    b->m = h->migreq;
+    b->pad = h->pad;
+    b->tver = h->tver;
+    b->pkey = h->pkey;
+    b->fecn = h->fecn;
+    b->becn = h->becn;
+    b->dest_qp = h->dest_qp;
+    b->ack_req = h->ack_req;
+    b->psn = h->psn;
+
+    pkt->hdrs = hdrs;
+    if (hdrs & RNIC_HDR_RETH) {
+        pkt->reth.va = h->reth.va;
+        pkt->reth.rkey = h->reth.rkey;
+        pkt->reth.dma_len = h->reth.dma_len;
+    }
+    if (hdrs & RNIC_HDR_AETH) {
+        pkt->aeth.syndrome = h->aeth.syndrome;
+        pkt->aeth.msn = h->aeth.msn;
+    }
+    if (hdrs & RNIC_HDR_ATOMIC) {
+        pkt->atomic.va = h->atomic_eth.va;
+        pkt->atomic.rkey = h->atomic_eth.rkey;
+        pkt->atomic.swap_add = h->atomic_eth.swap_add;
+        pkt->atomic.compare = h->atomic_eth.compare;
+    }
+    if (hdrs & RNIC_HDR_ATOMIC_ACK) {
+        pkt->atomic_ack.orig = h->atomic_ack_eth.orig;
+    }
+    if (hdrs & RNIC_HDR_IMM) {
+        pkt->imm = GUINT32_TO_BE(h->immdt);
+    }
+    if (hdrs & RNIC_HDR_IETH) {
+        pkt->ieth.rkey = h->ieth.rkey;
+    }
+    if (hdrs & RNIC_HDR_DETH) {
+        pkt->deth.qkey = h->deth.qkey;
+        pkt->deth.src_qp = h->deth.src_qp;
+    }
+    pkt->payload.len = h->payload_len;
+    pkt->payload.data = h->payload_len ? h->payload : NULL;
+}
+
+void rnic_wire_build_grh(const RnicPacket *pkt,
+                         uint8_t grh[RNIC_ROCE_GRH_LEN])
+{
+    RnicRoceHdr h;
+
+    if (!rnic_wire_hdr_from_packet(pkt, &h)) {
+        memset(grh, 0, RNIC_ROCE_GRH_LEN);
+        return;
+    }
+    h.pad = -pkt->payload.len & 3;
+    h.ip_df = true;
+    rnic_roce_build_grh(&h, grh);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Transmit                                                               */
+/* ---------------------------------------------------------------------- */
+
+typedef struct RnicWireMap {
+    void *ptr;
+    uint64_t len;
+} RnicWireMap;
+
+static void rnic_wire_unmap(RnicEngine *e, RnicWireMap *maps, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        e->ops->dma_unmap(e->opaque, maps[i].ptr, maps[i].len, false,
+                          maps[i].len);
+    }
+}
+
+/*
+ * Map the guest segments of a payload for reading, one iovec per mapped
+ * piece. Returns the number of iovecs, or -1 (nothing left mapped) when a
+ * piece cannot be mapped or there are too many.
+ */
+static int rnic_wire_map_payload(RnicEngine *e, const RnicPayload *pl,
+                                 struct iovec *iov, RnicWireMap *maps)
+{
+    int n = 0;
+    uint32_t i;
+
+    for (i = 0; i < pl->nsegs; i++) {
+        uint64_t addr = pl->segs[i].addr;
+        uint64_t left = pl->segs[i].len;
+
+        while (left) {
+            uint64_t len = left;
+            void *p;
+
+            if (n == RNIC_WIRE_MAX_IOV) {
+                rnic_wire_unmap(e, maps, n);
+                return -1;
+            }
+            p = e->ops->dma_map(e->opaque, addr, &len, false);
+            if (!p || !len || len > left) {
+                if (p) {
+                    e->ops->dma_unmap(e->opaque, p, len, false, 0);
+                }
+                rnic_wire_unmap(e, maps, n);
+                return -1;
+            }
+            maps[n].ptr = p;
+            maps[n].len = len;
+            iov[n].iov_base = p;
+            iov[n].iov_len = len;
+            n++;
+            addr += len;
+            left -= len;
+        }
+    }
+    return n;
+}
+
+static void rnic_wire_tx_drop(RnicEngine *e, const RnicPacket *pkt,
+                              const char *why)
+{
+    uint64_t n;
+
+    rnic_stat_inc(e, RNIC_STAT_TX_DROPPED);
+    n = e->stats[RNIC_STAT_TX_DROPPED];
+    /* logged at 1, 2, 4, 8, ... drops: a flood costs no log flood */
+    if (!(n & (n - 1))) {
+        rnic_trace(e, "wire: packet (opcode 0x%x, QPN %u, PSN %u) not sent: "
+                   "%s (%" G_GUINT64_FORMAT " so far)", pkt->bth.opcode,
+                   pkt->bth.dest_qp, pkt->bth.psn, why, n);
+    }
+}
+
+void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
+{
+    const RnicPayload *pl = &pkt->payload;
+    struct iovec iov[RNIC_WIRE_MAX_IOV + 2];
+    RnicWireMap maps[RNIC_WIRE_MAX_IOV];
+    uint8_t bounce[RNIC_WIRE_MAX_PAYLOAD];
+    RnicRoceHdr h;
+    RnicRoceTx tx;
+    RnicRoceError err;
+    int n = 0, nmaps = 0;
+
+    if (e->eth.link_down) {
+        rnic_wire_tx_drop(e, pkt, "link down");
+        return;
+    }
+    if (!rnic_wire_hdr_from_packet(pkt, &h)) {
+        rnic_wire_tx_drop(e, pkt, "source and destination GID of different "
+                          "IP versions");
+        return;
+    }
+    if (pl->len > RNIC_WIRE_MAX_PAYLOAD) {
+        rnic_wire_tx_drop(e, pkt, "payload longer than 4096 bytes");
+        return;
+    }
+    if (pl->len && pl->data) {
+        iov[1].iov_base = (void *)pl->data;
+        iov[1].iov_len = pl->len;
+        n = 1;
+    } else if (pl->len) {
+        if (pl->len >= RNIC_WIRE_MAP_MIN && e->ops->dma_map) {
+            nmaps = rnic_wire_map_payload(e, pl, iov + 1, maps);
+        }
+        if (nmaps > 0) {
+            n = nmaps;
+        } else {
+            nmaps = 0;
+            if (!rnic_packet_payload_gather(e, pkt, bounce)) {
+                rnic_guest_error(e, "wire: QP payload (opcode 0x%x, PSN %u) "
+                                 "not readable: packet not sent",
+                                 pkt->bth.opcode, pkt->bth.psn);
+                rnic_wire_tx_drop(e, pkt, "payload not readable");
+                return;
+            }
+            iov[1].iov_base = bounce;
+            iov[1].iov_len = pl->len;
+            n = 1;
+        }
+    }
+    err = rnic_roce_encode_sg(&h, iov + 1, n, &tx);
+    if (err != RNIC_ROCE_OK) {
+        rnic_wire_unmap(e, maps, nmaps);
+        rnic_wire_tx_drop(e, pkt, rnic_roce_strerror(err));
+        return;
+    }
+    iov[0].iov_base = tx.hdr;
+    iov[0].iov_len = tx.hdr_len;
+    iov[n + 1].iov_base = tx.trailer;
+    iov[n + 1].iov_len = tx.trailer_len;
+    e->ops->transmit(e->opaque, iov, n + 2);
+    rnic_wire_unmap(e, maps, nmaps);
+    rnic_stat_inc(e, RNIC_STAT_TX_FRAMES);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Receive                                                                */
+/* ---------------------------------------------------------------------- */
+
+static void rnic_wire_drop(RnicEngine *e, enum rnic_stat why,
+                           const RnicRoceHdr *h, const char *what)
+{
+    uint64_t n;
+
+    rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+    rnic_stat_inc(e, why);
+    n = e->stats[why];
+    if (!(n & (n - 1))) {
+        rnic_trace(e, "wire: frame dropped: %s (opcode 0x%x, QPN %u, PSN %u, "
+                   "VLAN %u; %" G_GUINT64_FORMAT " so far)", what, h->opcode,
+                   h->dest_qp, h->psn, h->vlan_present ? h->vlan_id : 0, n);
+    }
+}
+
+/* Does the GID at 'index' exist and equal 'gid'? */
+static bool rnic_wire_gid_eq(RnicEngine *e, uint32_t index,
+                             const uint8_t gid[16])
+{
+    const RnicGid *g = rnic_gid_get(e, index);
+
+    return g && !memcmp(g->gid, gid, 16);
+}
+
+void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
+{
+    RnicRoceError err;
+    RnicNetCtx *ctx;
+    RnicRoceHdr h;
+    RnicPacket pkt;
+    uint32_t hdrs;
+    RnicQp *qp;
+    bool ud_op;
+
+    rnic_stat_inc(e, RNIC_STAT_RX_FRAMES);
+    err = rnic_roce_decode(frame, len, &h);
+    if (err != RNIC_ROCE_OK) {
+        rnic_wire_drop(e, err == RNIC_ROCE_ERR_ICRC ? RNIC_STAT_RX_ERR_ICRC
+                                                    : RNIC_STAT_RX_ERR_HEADER,
+                       &h, rnic_roce_strerror(err));
+        return;
+    }
+    /* one partition, the default: full or limited membership of 0x7fff */
+    if ((h.pkey & 0x7fff) != (RNIC_BTH_PKEY_DEFAULT & 0x7fff)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_PKEY, &h, "P_Key not 0xffff");
+        return;
+    }
+    ctx = rnic_netctx_by_id(e, RNIC_NET_VLAN, h.vlan_present ? h.vlan_id : 0);
+    if (!ctx) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_NET, &h,
+                       "no network context for the VLAN");
+        return;
+    }
+    if (!rnic_gid_is_local(e, ctx, h.dgid)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_GID, &h,
+                       "destination GID not of this network context");
+        return;
+    }
+    hdrs = rnic_opcode_hdrs(h.opcode);
+    if (hdrs & RNIC_HDR_INVALID) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, &h, "opcode not supported");
+        return;
+    }
+    qp = rnic_qp_by_qpn(ctx, h.dest_qp);
+    if (!qp) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_QPN, &h,
+                       "no such QP in the network context");
+        return;
+    }
+    ud_op = (h.opcode & RNIC_ROCE_TRANSPORT_MASK) == RNIC_ROCE_TRANSPORT_UD;
+    if (ud_op != (qp->type != RNIC_QPT_RC)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, &h,
+                       "opcode of another transport than the QP's");
+        return;
+    }
+    /* RC: only the connected peer's address, to ours on the QP's path */
+    if (qp->type == RNIC_QPT_RC &&
+        (memcmp(h.sgid, qp->av.dgid, 16) ||
+         !rnic_wire_gid_eq(e, qp->av.sgid_index, h.dgid))) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_ADDR, &h,
+                       "RC packet not from the QP's peer");
+        return;
+    }
+    rnic_wire_packet_from_hdr(&h, ctx->handle, &pkt);
+    rnic_rx(e, ctx, &pkt);
+}
+
+/* Is 'gid' one of the device's GIDs, in any network context? */
+static bool rnic_wire_gid_is_ours(RnicEngine *e, const uint8_t gid[16])
+{
+    uint32_t i;
+
+    for (i = 0; i < e->cfg.max_gid; i++) {
+        const RnicGid *g = &e->gids[i];
+
+        if (g->valid && !memcmp(g->gid, gid, 16)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A frame in several pieces: one contiguous copy (rare: QEMU's socket
+ * backends deliver one buffer).
+ */
+static G_GNUC_NO_INLINE void rnic_wire_rx_gather(RnicEngine *e,
+                                                 const struct iovec *iov,
+                                                 int iovcnt, size_t len)
+{
+    uint8_t buf[RNIC_ETH_MAX_FRAME];
+    size_t done = 0;
+    int i;
+
+    len = MIN(len, sizeof(buf));
+    for (i = 0; i < iovcnt && done < len; i++) {
+        size_t n = MIN(iov[i].iov_len, len - done);
+
+        memcpy(buf + done, iov[i].iov_base, n);
+        done += n;
+    }
+    rnic_wire_rx_frame(e, buf, done);
+}
+
+bool rnic_wire_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
+                        size_t len, const uint8_t *hdr, size_t hdr_len)
+{
+    size_t off = RNIC_ROCE_ETH_HLEN;
+    const uint8_t *ip, *udp;
+    uint8_t dgid[16];
+    uint16_t type;
+
+    /* unicast to us (multicast RoCE is not supported) */
+    if (hdr_len < RNIC_ROCE_ETH_HLEN || memcmp(hdr, e->regs.mac, 6)) {
+        return false;
+    }
+    type = rnic_ld_be16(hdr + 12);
+    if (type == RNIC_ROCE_ETHERTYPE_VLAN) {
+        off += RNIC_ROCE_VLAN_HLEN;
+        if (hdr_len < off) {
+            return false;
+        }
+        type = rnic_ld_be16(hdr + 16);
+    }
+    ip = hdr + off;
+    if (type == RNIC_ROCE_ETHERTYPE_IPV4) {
+        size_t ihl;
+
+        if (hdr_len < off + RNIC_ROCE_IPV4_HLEN || ip[0] >> 4 != 4 ||
+            ip[9] != 17 || (rnic_ld_be16(ip + 6) & 0x1fff)) {
+            return false;       /* not UDP, or a fragment without its header */
+        }
+        ihl = (ip[0] & 0xf) * 4u;
+        if (ihl < RNIC_ROCE_IPV4_HLEN || hdr_len < off + ihl + 4) {
+            return false;
+        }
+        udp = ip + ihl;
+        rnic_roce_gid_from_ipv4(dgid, ip + 16);
+    } else if (type == RNIC_ROCE_ETHERTYPE_IPV6) {
+        if (hdr_len < off + RNIC_ROCE_IPV6_HLEN + 4 || ip[0] >> 4 != 6 ||
+            ip[6] != 17) {
+            return false;
+        }
+        udp = ip + RNIC_ROCE_IPV6_HLEN;
+        memcpy(dgid, ip + 24, 16);
+    } else {
+        return false;
+    }
+    if (rnic_ld_be16(udp + 2) != RNIC_ROCE_UDP_DPORT ||
+        !rnic_wire_gid_is_ours(e, dgid)) {
+        return false;
+    }
+    if (iovcnt >= 1 && iov[0].iov_len >= len) {
+        rnic_wire_rx_frame(e, iov[0].iov_base, len);
+    } else {
+        rnic_wire_rx_gather(e, iov, iovcnt, len);
+    }
+    return true;
+}
