@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB) */
+/*
+ * rnic: the private ABI between the kernel driver (rnic.ko) and its
+ * rdma-core provider (librnic), carried in the udata of uverbs commands.
+ *
+ * The provider maps every ring with mmap() at the 'key' the kernel returns
+ * (an rdma_user_mmap_entry offset) and rings doorbells in the one 4 KiB
+ * doorbell page of its context. The ring and WQE/CQE formats are those of
+ * the device ABI, include/rnic/rnic-abi.h.
+ *
+ * Layout rules: fixed-width types, 64-bit fields 8-byte aligned, explicit
+ * padding, sizes multiple of 8. Responses may grow at the end (the kernel
+ * copies min(outlen, sizeof)); requests likewise.
+ */
+#ifndef RNIC_USER_ABI_H
+#define RNIC_USER_ABI_H
+
+#include <linux/types.h>
+
+/* uverbs ABI version of this driver/provider pair (sysfs abi_version). */
+#define RNIC_UVERBS_ABI_VERSION	1
+
+/* ibv_open_device(): the context's doorbell page and device limits. */
+struct rnic_alloc_ucontext_resp {
+	__u32 uctx;			/* device user context (doorbell page no.) */
+	__u32 db_size;			/* bytes to map at db_key (4096) */
+	__aligned_u64 db_key;		/* mmap offset of the doorbell page */
+	__u32 max_qp_wr;
+	__u32 max_sge;
+	__u32 max_inline;
+	__u32 max_cqe;
+	__u32 max_srq_wr;
+	__u32 abi_version;		/* RNIC_ABI_VERSION of the device */
+};
+
+struct rnic_alloc_pd_resp {
+	__u32 pdn;			/* device PD handle */
+	__u32 reserved;
+};
+
+/*
+ * ibv_create_cq() / ibv_resize_cq(): the kernel allocates the ring (the
+ * device needs it DMA-contiguous); the provider maps ring_size bytes at
+ * ring_key. After a resize the old mapping stays valid until munmap but
+ * the device no longer writes it: switch to the new ring.
+ */
+struct rnic_create_cq_resp {
+	__u32 cq_handle;		/* for the CQ doorbell */
+	__u32 entries;			/* a power of two */
+	__aligned_u64 ring_key;
+	__aligned_u64 ring_size;
+};
+
+/*
+ * ibv_create_qp(): ring sizes and WQE strides chosen by the kernel from
+ * the requested capabilities. With an SRQ, the RQ fields are 0.
+ */
+struct rnic_create_qp_resp {
+	__u32 qp_handle;		/* for the SQ/RQ doorbells */
+	__u32 qpn;
+	__u32 sq_entries;
+	__u32 rq_entries;
+	__u8 sq_wqe_shift;		/* log2 of the SQ WQE stride */
+	__u8 rq_wqe_shift;
+	__u8 reserved[6];
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline;
+	__u32 reserved2;
+	__aligned_u64 sq_key;
+	__aligned_u64 sq_size;
+	__aligned_u64 rq_key;
+	__aligned_u64 rq_size;
+};
+
+struct rnic_create_srq_resp {
+	__u32 srq_handle;
+	__u32 entries;
+	__u8 wqe_shift;
+	__u8 reserved[3];
+	__u32 max_sge;
+	__aligned_u64 ring_key;
+	__aligned_u64 ring_size;
+};
+
+/* ibv_create_ah(): the address vector to copy into UD WQEs (struct rnic_av
+ * of the device ABI, byte for byte). */
+struct rnic_create_ah_resp {
+	__u8 av[32];
+};
+
+#endif /* RNIC_USER_ABI_H */

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rnic memory regions: the DMA MR (identity map of the DMA address space),
+ * user MRs (ib_umem, page list handed to REG_MR) and fast-register MRs
+ * (ALLOC_MR, then REG_MR work requests with the page list map_mr_sg
+ * built).
+ *
+ * Page lists (include/rnic/rnic-abi.h): level 1 is one contiguous array of
+ * u64 page addresses, level 2 a directory of 4 KiB leaves of 512 entries.
+ * The device copies a REG_MR page list while executing the command, so the
+ * driver frees it afterwards; a fast-reg page list is read when the work
+ * request executes and lives as long as the MR.
+ */
+#include "rnic.h"
+
+/* Level-1 lists up to this size are one allocation; beyond, level 2. */
+#define RNIC_PBL_L1_MAX_BYTES	(64 * 1024)
+
+struct rnic_pbl {
+	struct rnic_dma_buf dir;	/* level 1: the list; level 2: leaves */
+	struct rnic_dma_buf *leaves;
+	u32 nleaves;
+	u8 levels;
+};
+
+static void rnic_pbl_free(struct rnic_dev *rdev, struct rnic_pbl *pbl)
+{
+	u32 i;
+
+	for (i = 0; i < pbl->nleaves; i++)
+		rnic_dma_buf_free(rdev, &pbl->leaves[i]);
+	kfree(pbl->leaves);
+	rnic_dma_buf_free(rdev, &pbl->dir);
+}
+
+/* Write the umem's DMA blocks of 'pgsz' bytes into a page list. */
+static int rnic_pbl_build(struct rnic_dev *rdev, struct rnic_pbl *pbl,
+			  struct ib_umem *umem, unsigned long pgsz, u32 npages)
+{
+	struct ib_block_iter biter;
+	__le64 *list;
+	u32 i = 0;
+	int ret;
+
+	memset(pbl, 0, sizeof(*pbl));
+	if ((size_t)npages * 8 <= RNIC_PBL_L1_MAX_BYTES ||
+	    !(rdev->caps.caps & RNIC_CAP_MR_LEVEL2)) {
+		pbl->levels = 1;
+		ret = rnic_dma_buf_alloc(rdev, &pbl->dir, (size_t)npages * 8);
+		if (ret)
+			return ret;
+		list = pbl->dir.va;
+		rdma_umem_for_each_dma_block(umem, &biter, pgsz)
+			list[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+		return 0;
+	}
+
+	pbl->levels = 2;
+	pbl->nleaves = DIV_ROUND_UP(npages, RNIC_PBL_LEAF_ENTRIES);
+	pbl->leaves = kcalloc(pbl->nleaves, sizeof(*pbl->leaves), GFP_KERNEL);
+	if (!pbl->leaves)
+		return -ENOMEM;
+	ret = rnic_dma_buf_alloc(rdev, &pbl->dir, (size_t)pbl->nleaves * 8);
+	if (ret)
+		goto err;
+	for (i = 0; i < pbl->nleaves; i++) {
+		ret = rnic_dma_buf_alloc(rdev, &pbl->leaves[i], PAGE_SIZE);
+		if (ret)
+			goto err;
+		((__le64 *)pbl->dir.va)[i] = cpu_to_le64(pbl->leaves[i].dma);
+	}
+	i = 0;
+	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
+		list = pbl->leaves[i / RNIC_PBL_LEAF_ENTRIES].va;
+		list[i % RNIC_PBL_LEAF_ENTRIES] =
+			cpu_to_le64(rdma_block_iter_dma_address(&biter));
+		i++;
+	}
+	return 0;
+
+err:
+	rnic_pbl_free(rdev, pbl);
+	return ret;
+}
+
+/* A different key per registration, so stale STags do not match. */
+static u8 rnic_next_key(struct rnic_dev *rdev)
+{
+	return (u8)atomic_inc_return(&rdev->mr_key);
+}
+
+static int rnic_reg_mr_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
+			   struct rnic_pd *pd, u8 opcode, u64 iova, u64 length,
+			   u64 pbl_addr, u32 npages, u8 page_shift, u8 levels,
+			   int access)
+{
+	struct rnic_admin_cmd cmd = { .opcode = opcode };
+	struct rnic_admin_cqe cqe;
+	u32 stag;
+	int ret;
+
+	cmd.uctx = cpu_to_le32(pd->uctx);
+	cmd.mr.iova = cpu_to_le64(iova);
+	cmd.mr.length = cpu_to_le64(length);
+	cmd.mr.pbl_addr = cpu_to_le64(pbl_addr);
+	cmd.mr.pd = cpu_to_le32(pd->handle);
+	cmd.mr.npages = cpu_to_le32(npages);
+	cmd.mr.access = cpu_to_le32(access & RNIC_ACCESS_ALL);
+	cmd.mr.page_shift = page_shift;
+	cmd.mr.levels = levels;
+	cmd.mr.key = rnic_next_key(rdev);
+	cmd.mr.kind = RNIC_MR_KIND_MEM;
+	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, &cqe);
+	if (ret)
+		return ret;
+	stag = le32_to_cpu(cqe.result0);
+	mr->ibmr.lkey = stag;
+	mr->ibmr.rkey = stag;
+	mr->ctx = pd->ctx;
+	mr->uctx = pd->uctx;
+	mr->dev_key = stag & 0xff;
+	return 0;
+}
+
+struct ib_mr *rnic_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct rnic_dev *rdev = to_rdev(ibpd->device);
+	struct rnic_mr *mr;
+	u64 length = rdev->caps.max_mr_size;
+	u8 shift = RNIC_PAGE_SHIFT_MAX;
+	int ret;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	/* iova == DMA address: a contiguous region starting at address 0 */
+	while (shift > RNIC_PAGE_SHIFT_MIN && length < (1ull << shift))
+		shift--;
+	ret = rnic_reg_mr_cmd(rdev, mr, to_rpd(ibpd), RNIC_CMD_REG_MR, 0, length,
+			      0, DIV_ROUND_UP_ULL(length, 1ull << shift), shift,
+			      0, access);
+	if (ret) {
+		kfree(mr);
+		return ERR_PTR(ret);
+	}
+	rnic_dbg_mr(mr, "DMA MR, %llu bytes, access 0x%x\n", length, access);
+	return &mr->ibmr;
+}
+
+struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			       u64 virt_addr, int access,
+			       struct ib_udata *udata)
+{
+	struct rnic_dev *rdev = to_rdev(ibpd->device);
+	struct rnic_pbl pbl;
+	struct rnic_mr *mr;
+	unsigned long pgsz;
+	u32 npages;
+	int ret;
+
+	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
+		       IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING |
+		       IB_ACCESS_OPTIONAL))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (length > rdev->caps.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		ret = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	pgsz = ib_umem_find_best_pgsz(mr->umem, rdev->caps.page_size_cap,
+				      virt_addr);
+	if (!pgsz) {
+		ret = -EINVAL;
+		goto err_umem;
+	}
+	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+	ret = rnic_pbl_build(rdev, &pbl, mr->umem, pgsz, npages);
+	if (ret)
+		goto err_umem;
+	ret = rnic_reg_mr_cmd(rdev, mr, to_rpd(ibpd), RNIC_CMD_REG_MR,
+			      virt_addr, length,
+			      pbl.dir.dma,
+			      npages, ilog2(pgsz), pbl.levels, access);
+	/* after a timeout the device may still read the list: keep it */
+	if (ret != -ETIMEDOUT)
+		rnic_pbl_free(rdev, &pbl);
+	if (ret)
+		goto err_umem;
+	rnic_dbg_mr(mr, "user MR 0x%llx+%llu, %u pages of %lu, level %u\n",
+		    virt_addr, length, npages, pgsz, pbl.levels);
+	return &mr->ibmr;
+
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+struct ib_mr *rnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			    u32 max_num_sg)
+{
+	struct rnic_dev *rdev = to_rdev(ibpd->device);
+	struct rnic_mr *mr;
+	int ret;
+
+	if (type != IB_MR_TYPE_MEM_REG || !(rdev->caps.caps & RNIC_CAP_FAST_REG))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > rdev->caps.max_fast_reg_pages)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->max_pages = max_num_sg;
+	ret = rnic_dma_buf_alloc(rdev, &mr->pbl, (size_t)max_num_sg * 8);
+	if (ret)
+		goto err_free;
+	ret = rnic_reg_mr_cmd(rdev, mr, to_rpd(ibpd), RNIC_CMD_ALLOC_MR, 0, 0,
+			      0, max_num_sg, 0, 0, 0);
+	if (ret)
+		goto err_pbl;
+	rnic_dbg_mr(mr, "fast-reg MR, up to %u pages\n", max_num_sg);
+	return &mr->ibmr;
+
+err_pbl:
+	rnic_dma_buf_free(rdev, &mr->pbl);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+static int rnic_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct rnic_mr *mr = to_rmr(ibmr);
+
+	if (mr->npages >= mr->max_pages)
+		return -ENOMEM;
+	((__le64 *)mr->pbl.va)[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+int rnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset)
+{
+	struct rnic_mr *mr = to_rmr(ibmr);
+
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, rnic_set_page);
+}
+
+/* A REG_MR work request gives a fast-reg MR a new key (rnic_qp.c). */
+void rnic_mr_posted_key(struct rnic_mr *mr, u32 stag)
+{
+	mr->prev_key = mr->dev_key;
+	mr->dev_key = stag & 0xff;
+}
+
+int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct rnic_dev *rdev = to_rdev(ibmr->device);
+	struct rnic_mr *mr = to_rmr(ibmr);
+	u32 index = ibmr->lkey & ~0xffu;
+	int ret;
+
+	ret = rnic_cmd_simple(rdev, RNIC_CMD_DEREG_MR, mr->uctx,
+			      index | mr->dev_key, mr->ctx->handle);
+	if (ret == -ENOENT && mr->max_pages)
+		/* the last REG_MR work request never executed (flushed) */
+		ret = rnic_cmd_simple(rdev, RNIC_CMD_DEREG_MR, mr->uctx,
+				      index | mr->prev_key, mr->ctx->handle);
+	if (ret && ret != -EIO)
+		return ret;
+	ib_umem_release(mr->umem);
+	rnic_dma_buf_free(rdev, &mr->pbl);
+	kfree(mr);
+	return 0;
+}

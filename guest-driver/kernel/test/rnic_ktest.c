@@ -1,0 +1,1801 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rnic_ktest: kernel verbs test of an RDMA device, over RDMA-CM.
+ *
+ * One module, three roles (module parameter 'role'):
+ *   loopback  server and client in this guest; the client connects to
+ *             'peer', an address of this guest (RoCE loopback in the device)
+ *   server    listen on 'port' for one client session, verify what it does
+ *   client    connect to 'peer':'port' and run the tests
+ * The module's init runs everything and fails (-EIO) if a test failed, so
+ * `insmod rnic_ktest.ko role=...` reports the result in its exit status;
+ * each test prints "rnic_ktest: <test>: PASS|FAIL ..." to the kernel log.
+ *
+ * Tests (client driven, the server verifies and answers over SEND/RECV;
+ * the server's receive side uses an SRQ when the device has one):
+ *   send_recv    SENDs of 1 B .. 60 KiB, multi-SGE and inline, echoed back
+ *   send_imm     SEND with immediate
+ *   write        RDMA WRITE into the server's region, checked by the server
+ *   write_imm    RDMA WRITE with immediate
+ *   read         RDMA READ of a pattern the server wrote
+ *   atomic       compare-and-swap (hit and miss) and fetch-and-add
+ *   fastreg_inv  server fast-registers a region (REG_MR work request), the
+ *                client writes it and sends SEND_WITH_INV; the server checks
+ *                the invalidated rkey; the client also sends from a local
+ *                fast-reg MR and invalidates it with LOCAL_INV
+ *   bad_cmd      (with rnic) malformed admin commands and doorbells are
+ *                refused and the device keeps working
+ *   ud_cq_resize two UD QPs of the client exchange datagrams through the
+ *                device (GRH, source QPN checked); the CQ is resized while
+ *                it holds completions
+ *   inv_enforced a WRITE to the invalidated rkey fails with a remote access
+ *                error (last: it moves the QP to the error state)
+ */
+#include <linux/delay.h>
+#include <linux/inet.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
+
+#include "rnic/rnic-abi.h"
+
+MODULE_AUTHOR("qemu-rnic project");
+MODULE_DESCRIPTION("Kernel verbs test for the qemu-rnic RDMA device");
+MODULE_LICENSE("GPL");
+
+static char *role = "loopback";
+module_param(role, charp, 0444);
+MODULE_PARM_DESC(role, "loopback | server | client");
+static char *peer = "";
+module_param(peer, charp, 0444);
+MODULE_PARM_DESC(peer, "IPv4/IPv6 address of the server (client, loopback)");
+static ushort port = 18515;
+module_param(port, ushort, 0444);
+static uint timeout_s = 60;
+module_param(timeout_s, uint, 0444);
+MODULE_PARM_DESC(timeout_s, "Seconds to wait for any one step");
+static uint iters = 4;
+module_param(iters, uint, 0444);
+MODULE_PARM_DESC(iters, "Repetitions of each data test");
+static bool destructive = true;
+module_param(destructive, bool, 0444);
+MODULE_PARM_DESC(destructive, "Run inv_enforced (leaves the QP in error)");
+
+#include "rnic-test.h"
+
+#define KT_REGION_SIZE	(1u << 20)	/* server region, WRITE/READ target */
+#define KT_MSG_MAX	(60 * 1024)	/* largest SEND */
+#define KT_RECV_BUFS	16
+#define KT_SQ_DEPTH	64
+#define KT_FR_OFFSET	(512 * 1024)	/* fast-reg test area in the region */
+#define KT_FR_SIZE	(64 * 1024)
+#define KT_WRITE_IMM_LEN 5000		/* write_imm: bytes at region offset 0 */
+
+#define kt_info(fmt, ...) pr_info("rnic_ktest: " fmt, ##__VA_ARGS__)
+#define kt_err(fmt, ...) pr_err("rnic_ktest: " fmt, ##__VA_ARGS__)
+
+enum kt_op {
+	KT_OP_ECHO = 1,		/* payload: pattern(seed, len); echoed with seed+1 */
+	KT_OP_CHECK,		/* region[addr..+len] holds pattern(seed) */
+	KT_OP_FILL,		/* fill region[addr..+len] with pattern(seed) */
+	KT_OP_SET64,		/* region u64 at addr := value */
+	KT_OP_GET64,		/* reply value = region u64 at addr */
+	KT_OP_FR_PREPARE,	/* fast-register a region: reply addr/rkey/len */
+	KT_OP_FR_CHECK,		/* (SEND_WITH_INV) fr region holds pattern(seed) */
+	KT_OP_DONE,
+	KT_OP_HELLO,		/* server -> client: the region's addr/rkey/len */
+	KT_OP_LAST,		/* a bad WRITE follows: the QP error ends it */
+	KT_OP_REPLY = 0x100,
+};
+
+struct kt_msg {
+	__le32 op;
+	__le32 status;		/* reply: 0 OK */
+	__le32 len;
+	__le32 seed;
+	__le64 addr;		/* offset in the region (FILL/CHECK) or iova */
+	__le64 value;
+	__le32 rkey;
+	__le32 imm;		/* reply: immediate data seen */
+	__le32 inv_rkey;	/* reply: invalidated rkey seen */
+	__le32 flags;		/* reply: ib_wc_flags seen */
+	u8 pad[16];
+};
+
+struct kt_conn_info {		/* the server's region */
+	__le64 addr;
+	__le32 rkey;
+	__le32 len;
+};
+
+struct kt_side {
+	const char *name;
+	struct rdma_cm_id *id;
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_srq *srq;
+	struct ib_qp *qp;
+	struct completion cm_done;
+	int cm_event;		/* last event */
+	int cm_status;
+	struct rdma_cm_id *req_id;	/* listener: the new connection */
+	struct kt_conn_info peer_info;
+
+	wait_queue_head_t cq_wait;
+	atomic_t cq_events;
+	bool qp_error;		/* async event: the QP went to the error state */
+	bool expect_qp_error;
+
+	/* receive buffers */
+	u8 *recv_buf[KT_RECV_BUFS];
+	u64 recv_dma[KT_RECV_BUFS];
+	/* send buffer */
+	u8 *send_buf;
+	u64 send_dma;
+	/* region (server: remote target; client: local READ/atomic target) */
+	struct page *region_pages;
+	u8 *region;
+	u64 region_dma;
+	struct ib_mr *region_mr;	/* fast-reg MR over the region */
+	struct ib_mr *fr_mr;		/* server: fastreg_inv MR */
+	u8 fr_key;
+	int failures;
+};
+
+/* ---------------------------------------------------------------------- */
+/* helpers                                                                */
+/* ---------------------------------------------------------------------- */
+
+static void kt_pattern(u8 *p, u32 len, u32 seed)
+{
+	u32 i, x = seed * 2654435761u + 1;
+
+	for (i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = x >> 16;
+	}
+}
+
+static bool kt_check_pattern(const u8 *p, u32 len, u32 seed)
+{
+	u32 i, x = seed * 2654435761u + 1;
+
+	for (i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		if (p[i] != (u8)(x >> 16)) {
+			kt_err("pattern mismatch at byte %u of %u (seed %u): 0x%02x\n",
+			       i, len, seed, p[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void kt_cq_comp(struct ib_cq *cq, void *ctx)
+{
+	struct kt_side *s = ctx;
+
+	atomic_inc(&s->cq_events);
+	wake_up(&s->cq_wait);
+}
+
+static void kt_cq_event(struct ib_event *ev, void *ctx)
+{
+	kt_err("CQ event %s\n", ib_event_msg(ev->event));
+}
+
+static void kt_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct kt_side *s = ctx;
+
+	if (ev->event != IB_EVENT_COMM_EST)
+		kt_info("%s: QP event %s\n", s->name, ib_event_msg(ev->event));
+	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_REQ_ERR ||
+	    ev->event == IB_EVENT_QP_ACCESS_ERR) {
+		WRITE_ONCE(s->qp_error, true);
+		wake_up(&s->cq_wait);
+	}
+}
+
+/*
+ * Poll one completion; sleep on the CQ event between polls (this exercises
+ * req_notify_cq and the event queues). Returns 0, or -ETIMEDOUT.
+ */
+static int kt_poll(struct kt_side *s, struct ib_wc *wc)
+{
+	unsigned long deadline = jiffies + timeout_s * HZ;
+
+	for (;;) {
+		int events = atomic_read(&s->cq_events);
+		int n = ib_poll_cq(s->cq, 1, wc);
+
+		if (n > 0)
+			return 0;
+		if (n < 0)
+			return n;
+		if (READ_ONCE(s->qp_error) && s->expect_qp_error)
+			return -ECONNRESET;
+		if (ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
+					    IB_CQ_REPORT_MISSED_EVENTS) > 0)
+			continue;
+		if (time_after(jiffies, deadline))
+			return -ETIMEDOUT;
+		wait_event_timeout(s->cq_wait,
+				   atomic_read(&s->cq_events) != events ||
+				   READ_ONCE(s->qp_error), HZ);
+	}
+}
+
+/* Wait for a completion of 'want' opcode; receive completions of other
+ * kinds than expected count as failures. */
+static int kt_wait_wc(struct kt_side *s, enum ib_wc_opcode want,
+		      struct ib_wc *out)
+{
+	struct ib_wc wc;
+	int ret = kt_poll(s, &wc);
+
+	if (ret) {
+		kt_err("%s: no completion (%d) waiting for opcode %d\n",
+		       s->name, ret, want);
+		return ret;
+	}
+	if (wc.status != IB_WC_SUCCESS) {
+		kt_err("%s: completion opcode %d wr_id %llu: %s (vendor %u)\n",
+		       s->name, wc.opcode, wc.wr_id,
+		       ib_wc_status_msg(wc.status), wc.vendor_err);
+		if (out)
+			*out = wc;
+		return -EIO;
+	}
+	if (wc.opcode != want) {
+		kt_err("%s: completion opcode %d, expected %d\n", s->name,
+		       wc.opcode, want);
+		return -EIO;
+	}
+	if (out)
+		*out = wc;
+	return 0;
+}
+
+static int kt_post_recv(struct kt_side *s, int i)
+{
+	struct ib_sge sge = {
+		.addr = s->recv_dma[i],
+		.length = KT_MSG_MAX + sizeof(struct kt_msg),
+		.lkey = s->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
+
+	if (s->srq)
+		return ib_post_srq_recv(s->srq, &wr, NULL);
+	return ib_post_recv(s->qp, &wr, NULL);
+}
+
+static int kt_post_send(struct kt_side *s, struct ib_send_wr *wr)
+{
+	const struct ib_send_wr *bad;
+	int ret = ib_post_send(s->qp, wr, &bad);
+
+	if (ret)
+		kt_err("%s: post_send opcode %d failed (%d)\n", s->name,
+		       wr->opcode, ret);
+	return ret;
+}
+
+/* SEND the control message in send_buf (len bytes) and wait for it. */
+static int kt_send(struct kt_side *s, u32 len, enum ib_wr_opcode op,
+		   u32 imm_or_inv, bool inline_data)
+{
+	struct ib_sge sge = {
+		.addr = s->send_dma,
+		.length = len,
+		.lkey = s->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_id = 0x5e4d,
+		.opcode = op,
+		.send_flags = IB_SEND_SIGNALED |
+			      (inline_data ? IB_SEND_INLINE : 0),
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	int ret;
+
+	if (inline_data)
+		sge.addr = (uintptr_t)s->send_buf;
+	if (op == IB_WR_SEND_WITH_IMM)
+		wr.ex.imm_data = cpu_to_be32(imm_or_inv);
+	if (op == IB_WR_SEND_WITH_INV)
+		wr.ex.invalidate_rkey = imm_or_inv;
+	ib_dma_sync_single_for_device(s->dev, s->send_dma, len, DMA_TO_DEVICE);
+	ret = kt_post_send(s, &wr);
+	return ret ?: kt_wait_wc(s, IB_WC_SEND, NULL);
+}
+
+/* Wait for a received message; returns its buffer index (reposted by the
+ * caller with kt_post_recv) or a negative errno. */
+static int kt_recv(struct kt_side *s, struct ib_wc *wc)
+{
+	int ret;
+
+	for (;;) {
+		ret = kt_poll(s, wc);
+		if (ret) {
+			kt_err("%s: no message (%d)\n", s->name, ret);
+			return ret;
+		}
+		if (wc->status != IB_WC_SUCCESS) {
+			kt_err("%s: completion opcode %d: %s\n", s->name,
+			       wc->opcode, ib_wc_status_msg(wc->status));
+			return -EIO;
+		}
+		if (wc->opcode & IB_WC_RECV)
+			break;
+		/* a send completion arriving late: nothing to do */
+	}
+	ib_dma_sync_single_for_cpu(s->dev, s->recv_dma[wc->wr_id],
+				   KT_MSG_MAX + sizeof(struct kt_msg),
+				   DMA_FROM_DEVICE);
+	return wc->wr_id;
+}
+
+/* Client: send a control request, wait for the server's reply. */
+static int kt_request(struct kt_side *s, struct kt_msg *req,
+		      struct kt_msg *reply)
+{
+	struct ib_wc wc;
+	int i, ret;
+
+	memcpy(s->send_buf, req, sizeof(*req));
+	ret = kt_send(s, sizeof(*req), IB_WR_SEND, 0, false);
+	if (ret)
+		return ret;
+	i = kt_recv(s, &wc);
+	if (i < 0)
+		return i;
+	memcpy(reply, s->recv_buf[i], sizeof(*reply));
+	kt_post_recv(s, i);
+	if (le32_to_cpu(reply->op) != (le32_to_cpu(req->op) | KT_OP_REPLY)) {
+		kt_err("reply op 0x%x to request 0x%x\n", le32_to_cpu(reply->op),
+		       le32_to_cpu(req->op));
+		return -EIO;
+	}
+	return le32_to_cpu(reply->status) ? -EIO : 0;
+}
+
+/* Fast-register 'len' bytes of the region at 'offset' with MR 'mr'. */
+static int kt_fast_reg(struct kt_side *s, struct ib_mr *mr, u32 offset,
+		       u32 len, int access, u8 *key)
+{
+	struct scatterlist sg;
+	struct ib_reg_wr wr = {};
+	int n;
+
+	sg_init_table(&sg, 1);
+	sg_dma_address(&sg) = s->region_dma + offset;
+	sg_dma_len(&sg) = len;
+	n = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
+	if (n != 1) {
+		kt_err("%s: ib_map_mr_sg mapped %d\n", s->name, n);
+		return n < 0 ? n : -EIO;
+	}
+	ib_update_fast_reg_key(mr, ++*key);
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr.wr_id = 0xfa57;
+	wr.mr = mr;
+	wr.key = mr->rkey;
+	wr.access = access;
+	n = kt_post_send(s, &wr.wr);
+	return n ?: kt_wait_wc(s, IB_WC_REG_MR, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* resources                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void kt_free(struct kt_side *s)
+{
+	int i;
+
+	if (s->qp)
+		rdma_destroy_qp(s->id);
+	s->qp = NULL;
+	if (s->fr_mr)
+		ib_dereg_mr(s->fr_mr);
+	s->fr_mr = NULL;
+	if (s->region_mr)
+		ib_dereg_mr(s->region_mr);
+	s->region_mr = NULL;
+	if (s->srq)
+		ib_destroy_srq(s->srq);
+	s->srq = NULL;
+	if (s->cq)
+		ib_destroy_cq(s->cq);
+	s->cq = NULL;
+	for (i = 0; i < KT_RECV_BUFS; i++) {
+		if (!s->recv_buf[i])
+			continue;
+		ib_dma_unmap_single(s->dev, s->recv_dma[i],
+				    KT_MSG_MAX + sizeof(struct kt_msg),
+				    DMA_FROM_DEVICE);
+		kfree(s->recv_buf[i]);
+		s->recv_buf[i] = NULL;
+	}
+	if (s->send_buf) {
+		ib_dma_unmap_single(s->dev, s->send_dma,
+				    KT_MSG_MAX + sizeof(struct kt_msg),
+				    DMA_TO_DEVICE);
+		kfree(s->send_buf);
+		s->send_buf = NULL;
+	}
+	if (s->region_pages) {
+		ib_dma_unmap_single(s->dev, s->region_dma, KT_REGION_SIZE,
+				    DMA_BIDIRECTIONAL);
+		__free_pages(s->region_pages, get_order(KT_REGION_SIZE));
+		s->region_pages = NULL;
+	}
+	if (s->pd)
+		ib_dealloc_pd(s->pd);
+	s->pd = NULL;
+}
+
+/* PD, CQ, (SRQ), QP, buffers and the fast-reg region MR, on s->id. */
+static int kt_setup(struct kt_side *s, bool use_srq)
+{
+	struct ib_cq_init_attr cq_attr = { .cqe = 2 * KT_SQ_DEPTH + KT_RECV_BUFS };
+	struct ib_qp_init_attr qp_attr = {};
+	int i, ret;
+
+	s->dev = s->id->device;
+	init_waitqueue_head(&s->cq_wait);
+	s->pd = ib_alloc_pd(s->dev, 0);
+	if (IS_ERR(s->pd)) {
+		ret = PTR_ERR(s->pd);
+		s->pd = NULL;
+		return ret;
+	}
+	s->cq = ib_create_cq(s->dev, kt_cq_comp, kt_cq_event, s, &cq_attr);
+	if (IS_ERR(s->cq)) {
+		ret = PTR_ERR(s->cq);
+		s->cq = NULL;
+		goto err;
+	}
+	if (use_srq && s->dev->attrs.max_srq) {
+		struct ib_srq_init_attr srq_attr = {
+			.attr = { .max_wr = KT_RECV_BUFS, .max_sge = 1 },
+			.srq_type = IB_SRQT_BASIC,
+		};
+
+		s->srq = ib_create_srq(s->pd, &srq_attr);
+		if (IS_ERR(s->srq)) {
+			ret = PTR_ERR(s->srq);
+			s->srq = NULL;
+			goto err;
+		}
+	}
+	qp_attr.event_handler = kt_qp_event;
+	qp_attr.qp_context = s;
+	qp_attr.send_cq = s->cq;
+	qp_attr.recv_cq = s->cq;
+	qp_attr.srq = s->srq;
+	qp_attr.qp_type = IB_QPT_RC;
+	qp_attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	qp_attr.cap.max_send_wr = KT_SQ_DEPTH;
+	qp_attr.cap.max_recv_wr = s->srq ? 0 : KT_RECV_BUFS;
+	qp_attr.cap.max_send_sge = min_t(u32, 4, s->dev->attrs.max_send_sge);
+	qp_attr.cap.max_recv_sge = s->srq ? 0 : 1;
+	qp_attr.cap.max_inline_data = 64;
+	ret = rdma_create_qp(s->id, s->pd, &qp_attr);
+	if (ret)
+		goto err;
+	s->qp = s->id->qp;
+
+	for (i = 0; i < KT_RECV_BUFS; i++) {
+		s->recv_buf[i] = kzalloc(KT_MSG_MAX + sizeof(struct kt_msg),
+					 GFP_KERNEL);
+		if (!s->recv_buf[i]) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		s->recv_dma[i] = ib_dma_map_single(s->dev, s->recv_buf[i],
+						   KT_MSG_MAX + sizeof(struct kt_msg),
+						   DMA_FROM_DEVICE);
+		ret = kt_post_recv(s, i);
+		if (ret)
+			goto err;
+	}
+	s->send_buf = kzalloc(KT_MSG_MAX + sizeof(struct kt_msg), GFP_KERNEL);
+	if (!s->send_buf) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	s->send_dma = ib_dma_map_single(s->dev, s->send_buf,
+					KT_MSG_MAX + sizeof(struct kt_msg),
+					DMA_TO_DEVICE);
+	s->region_pages = alloc_pages(GFP_KERNEL | __GFP_ZERO,
+				      get_order(KT_REGION_SIZE));
+	if (!s->region_pages) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	s->region = page_address(s->region_pages);
+	s->region_dma = ib_dma_map_single(s->dev, s->region, KT_REGION_SIZE,
+					  DMA_BIDIRECTIONAL);
+	s->region_mr = ib_alloc_mr(s->pd, IB_MR_TYPE_MEM_REG,
+				   KT_REGION_SIZE / PAGE_SIZE);
+	if (IS_ERR(s->region_mr)) {
+		ret = PTR_ERR(s->region_mr);
+		s->region_mr = NULL;
+		goto err;
+	}
+	return 0;
+err:
+	kt_err("%s: setup failed (%d)\n", s->name, ret);
+	kt_free(s);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* RDMA-CM                                                                */
+/* ---------------------------------------------------------------------- */
+
+static int kt_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct kt_side *s = id->context;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		if (s->req_id)
+			return -EBUSY;	/* one session at a time: reject */
+		id->context = s;
+		s->req_id = id;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		return 0;	/* no waiter for these */
+	default:
+		break;
+	}
+	s->cm_event = ev->event;
+	s->cm_status = ev->status;
+	complete(&s->cm_done);
+	return 0;
+}
+
+static int kt_cm_wait(struct kt_side *s, enum rdma_cm_event_type want)
+{
+	if (!wait_for_completion_timeout(&s->cm_done, timeout_s * HZ)) {
+		kt_err("%s: timed out waiting for %s\n", s->name,
+		       rdma_event_msg(want));
+		return -ETIMEDOUT;
+	}
+	if (s->cm_event != want) {
+		kt_err("%s: got %s (status %d), expected %s\n", s->name,
+		       rdma_event_msg(s->cm_event), s->cm_status,
+		       rdma_event_msg(want));
+		return -ECONNREFUSED;
+	}
+	return 0;
+}
+
+static int kt_parse_addr(struct sockaddr_storage *ss, const char *str)
+{
+	memset(ss, 0, sizeof(*ss));
+	return inet_pton_with_scope(&init_net, AF_UNSPEC, str, NULL, ss) ?:
+	       0;
+}
+
+static void kt_set_port(struct sockaddr_storage *ss, u16 p)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(p);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(p);
+}
+
+/* ---------------------------------------------------------------------- */
+/* server                                                                 */
+/* ---------------------------------------------------------------------- */
+
+struct kt_server {
+	struct kt_side s;
+	struct rdma_cm_id *listen_id;
+	struct task_struct *task;
+	struct completion listening;
+	struct completion finished;
+	int result;
+};
+
+/* Handle one request in recv buffer i (wc: its completion). */
+static int kt_serve_one(struct kt_side *s, int i, struct ib_wc *wc,
+			bool *done)
+{
+	struct kt_msg *req = (struct kt_msg *)s->recv_buf[i];
+	struct kt_msg *reply = (struct kt_msg *)s->send_buf;
+	u32 op = le32_to_cpu(req->op);
+	u32 len = le32_to_cpu(req->len);
+	u32 seed = le32_to_cpu(req->seed);
+	u64 addr = le64_to_cpu(req->addr);
+	u32 reply_len = sizeof(*reply);
+	bool ok = true;
+
+	memset(reply, 0, sizeof(*reply));
+	reply->op = cpu_to_le32(op | KT_OP_REPLY);
+	reply->flags = cpu_to_le32(wc->wc_flags);
+	if (wc->wc_flags & IB_WC_WITH_IMM)
+		reply->imm = cpu_to_le32(be32_to_cpu(wc->ex.imm_data));
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
+		reply->inv_rkey = cpu_to_le32(wc->ex.invalidate_rkey);
+
+	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
+		/* write_imm: the immediate is the seed, the data at offset 0 */
+		ib_dma_sync_single_for_cpu(s->dev, s->region_dma,
+					   KT_REGION_SIZE, DMA_BIDIRECTIONAL);
+		ok = kt_check_pattern(s->region, KT_WRITE_IMM_LEN,
+				      be32_to_cpu(wc->ex.imm_data));
+		reply->op = cpu_to_le32(KT_OP_CHECK | KT_OP_REPLY);
+		reply->len = cpu_to_le32(wc->byte_len);
+		reply->status = cpu_to_le32(!ok);
+		goto send;
+	}
+	if (addr + len > KT_REGION_SIZE && op != KT_OP_ECHO)
+		ok = false;
+	else
+		switch (op) {
+		case KT_OP_ECHO:
+			ok = len + sizeof(*req) <= wc->byte_len &&
+			     kt_check_pattern((u8 *)(req + 1), len, seed);
+			kt_pattern((u8 *)(reply + 1), len, seed + 1);
+			reply->len = cpu_to_le32(len);
+			reply_len += len;
+			break;
+		case KT_OP_CHECK:
+			ib_dma_sync_single_for_cpu(s->dev, s->region_dma,
+						   KT_REGION_SIZE,
+						   DMA_BIDIRECTIONAL);
+			ok = kt_check_pattern(s->region + addr, len, seed);
+			break;
+		case KT_OP_FILL:
+			kt_pattern(s->region + addr, len, seed);
+			ib_dma_sync_single_for_device(s->dev, s->region_dma,
+						      KT_REGION_SIZE,
+						      DMA_BIDIRECTIONAL);
+			break;
+		case KT_OP_SET64:
+			*(u64 *)(s->region + addr) = le64_to_cpu(req->value);
+			ib_dma_sync_single_for_device(s->dev, s->region_dma,
+						      KT_REGION_SIZE,
+						      DMA_BIDIRECTIONAL);
+			break;
+		case KT_OP_GET64:
+			ib_dma_sync_single_for_cpu(s->dev, s->region_dma,
+						   KT_REGION_SIZE,
+						   DMA_BIDIRECTIONAL);
+			reply->value = cpu_to_le64(*(u64 *)(s->region + addr));
+			break;
+		case KT_OP_FR_PREPARE:
+			if (!s->fr_mr) {
+				s->fr_mr = ib_alloc_mr(s->pd, IB_MR_TYPE_MEM_REG,
+						       KT_FR_SIZE / PAGE_SIZE);
+				if (IS_ERR(s->fr_mr)) {
+					s->fr_mr = NULL;
+					ok = false;
+					break;
+				}
+			}
+			memset(s->region + KT_FR_OFFSET, 0, KT_FR_SIZE);
+			ib_dma_sync_single_for_device(s->dev, s->region_dma,
+						      KT_REGION_SIZE,
+						      DMA_BIDIRECTIONAL);
+			ok = !kt_fast_reg(s, s->fr_mr, KT_FR_OFFSET, KT_FR_SIZE,
+					  IB_ACCESS_LOCAL_WRITE |
+					  IB_ACCESS_REMOTE_WRITE |
+					  IB_ACCESS_REMOTE_READ, &s->fr_key);
+			reply->addr = cpu_to_le64(s->fr_mr ? s->fr_mr->iova : 0);
+			reply->rkey = cpu_to_le32(s->fr_mr ? s->fr_mr->rkey : 0);
+			reply->len = cpu_to_le32(KT_FR_SIZE);
+			break;
+		case KT_OP_FR_CHECK:
+			ib_dma_sync_single_for_cpu(s->dev, s->region_dma,
+						   KT_REGION_SIZE,
+						   DMA_BIDIRECTIONAL);
+			ok = kt_check_pattern(s->region + KT_FR_OFFSET, len, seed);
+			break;
+		case KT_OP_DONE:
+			*done = true;
+			break;
+		case KT_OP_LAST:
+			s->expect_qp_error = true;
+			break;
+		default:
+			ok = false;
+			break;
+		}
+	if (!ok)
+		kt_err("server: request %u (len %u seed %u) failed\n", op, len,
+		       seed);
+	reply->status = cpu_to_le32(!ok);
+send:
+	kt_post_recv(s, i);
+	return kt_send(s, reply_len, IB_WR_SEND, 0, false);
+}
+
+static int kt_server_session(struct kt_server *srv)
+{
+	struct kt_side *s = &srv->s;
+	struct rdma_conn_param param = {};
+	struct kt_msg *hello;
+	bool done = false;
+	int ret;
+
+	ret = kt_cm_wait(s, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ret)
+		return ret;
+	s->id = s->req_id;
+	reinit_completion(&s->cm_done);
+	ret = kt_setup(s, true);
+	if (ret) {
+		rdma_reject(s->id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		rdma_destroy_id(s->id);
+		s->id = NULL;
+		return ret;
+	}
+	param.responder_resources = min_t(int, 4, s->dev->attrs.max_qp_rd_atom);
+	param.initiator_depth = param.responder_resources;
+	param.rnr_retry_count = 7;
+	ret = rdma_accept(s->id, &param);
+	if (ret) {
+		kt_err("server: rdma_accept failed (%d)\n", ret);
+		goto out;
+	}
+	ret = kt_cm_wait(s, RDMA_CM_EVENT_ESTABLISHED);
+	if (ret)
+		goto out;
+	kt_info("server: connection from %pISc (device %s, QP %u%s)\n",
+		&s->id->route.addr.dst_addr, dev_name(&s->dev->dev),
+		s->qp->qp_num, s->srq ? ", SRQ" : "");
+	/*
+	 * The region, fast-registered for remote access (a REG_MR work request
+	 * needs a connected QP), announced to the client in a HELLO message.
+	 */
+	ret = kt_fast_reg(s, s->region_mr, 0, KT_REGION_SIZE,
+			  IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			  IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC,
+			  &s->fr_key);
+	if (ret)
+		goto out;
+	hello = (struct kt_msg *)s->send_buf;
+	memset(hello, 0, sizeof(*hello));
+	hello->op = cpu_to_le32(KT_OP_HELLO);
+	hello->addr = cpu_to_le64(s->region_mr->iova);
+	hello->rkey = cpu_to_le32(s->region_mr->rkey);
+	hello->len = cpu_to_le32(KT_REGION_SIZE);
+	ret = kt_send(s, sizeof(*hello), IB_WR_SEND, 0, false);
+	if (ret)
+		goto out;
+	while (!done) {
+		struct ib_wc wc;
+		int i = kt_recv(s, &wc);
+
+		if (i < 0 && s->expect_qp_error && READ_ONCE(s->qp_error)) {
+			kt_info("server: QP in error after the client's bad WRITE, as expected\n");
+			ret = 0;
+			break;
+		}
+		if (i < 0) {
+			ret = i;
+			break;
+		}
+		ret = kt_serve_one(s, i, &wc, &done);
+		if (ret)
+			break;
+	}
+out:
+	rdma_disconnect(s->id);
+	kt_free(s);
+	rdma_destroy_id(s->id);
+	s->id = NULL;
+	return ret;
+}
+
+static int kt_server_thread(void *data)
+{
+	struct kt_server *srv = data;
+
+	srv->result = kt_server_session(srv);
+	complete(&srv->finished);
+	return 0;
+}
+
+static int kt_server_start(struct kt_server *srv, const char *bind_addr)
+{
+	struct sockaddr_storage ss = {};
+	int ret;
+
+	srv->s.name = "server";
+	init_completion(&srv->s.cm_done);
+	init_completion(&srv->finished);
+	srv->listen_id = rdma_create_id(&init_net, kt_cm_handler, &srv->s,
+					RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(srv->listen_id))
+		return PTR_ERR(srv->listen_id);
+	if (bind_addr && *bind_addr) {
+		ret = kt_parse_addr(&ss, bind_addr);
+		if (ret)
+			goto err;
+	} else {
+		ss.ss_family = AF_INET;
+	}
+	kt_set_port(&ss, port);
+	ret = rdma_bind_addr(srv->listen_id, (struct sockaddr *)&ss);
+	if (!ret)
+		ret = rdma_listen(srv->listen_id, 1);
+	if (ret) {
+		kt_err("server: cannot listen on port %u (%d)\n", port, ret);
+		goto err;
+	}
+	srv->task = kthread_run(kt_server_thread, srv, "rnic_ktest_srv");
+	if (IS_ERR(srv->task)) {
+		ret = PTR_ERR(srv->task);
+		goto err;
+	}
+	kt_info("server: listening on port %u\n", port);
+	return 0;
+err:
+	rdma_destroy_id(srv->listen_id);
+	return ret;
+}
+
+static int kt_server_finish(struct kt_server *srv)
+{
+	/* the session waits at most timeout_s per step */
+	wait_for_completion(&srv->finished);
+	rdma_destroy_id(srv->listen_id);
+	return srv->result;
+}
+
+/* ---------------------------------------------------------------------- */
+/* client tests                                                           */
+/* ---------------------------------------------------------------------- */
+
+static void kt_report(struct kt_side *s, const char *test, int ret, u32 ops,
+		      ktime_t start)
+{
+	s64 us = ktime_us_delta(ktime_get(), start);
+
+	if (ret) {
+		s->failures++;
+		kt_err("%s: FAIL (%d)\n", test, ret);
+	} else {
+		kt_info("%s: PASS (%u operations, %lld us)\n", test, ops, us);
+	}
+}
+
+static int kt_test_send_recv(struct kt_side *s, u32 *ops)
+{
+	static const u32 sizes[] = { 0, 1, 63, 64, 1000, 4096, 9000, 32768,
+				     KT_MSG_MAX };
+	struct kt_msg *req = (struct kt_msg *)s->send_buf;
+	u32 it, k;
+	int ret;
+
+	for (it = 0; it < iters; it++) {
+		for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+			u32 len = sizes[k], seed = it * 100 + k;
+			struct kt_msg *reply;
+			struct ib_wc wc;
+			int i;
+
+			memset(req, 0, sizeof(*req));
+			req->op = cpu_to_le32(KT_OP_ECHO);
+			req->len = cpu_to_le32(len);
+			req->seed = cpu_to_le32(seed);
+			kt_pattern((u8 *)(req + 1), len, seed);
+			/* small ones inline, every third with two SGEs */
+			if (sizeof(*req) + len <= 64) {
+				ret = kt_send(s, sizeof(*req) + len, IB_WR_SEND,
+					      0, true);
+			} else if (k % 3 == 0 && s->dev->attrs.max_send_sge > 1) {
+				struct ib_sge sge[2] = {
+					{ s->send_dma, sizeof(*req) + len / 2,
+					  s->pd->local_dma_lkey },
+					{ s->send_dma + sizeof(*req) + len / 2,
+					  len - len / 2, s->pd->local_dma_lkey },
+				};
+				struct ib_send_wr wr = {
+					.opcode = IB_WR_SEND,
+					.send_flags = IB_SEND_SIGNALED,
+					.sg_list = sge, .num_sge = 2,
+				};
+
+				ib_dma_sync_single_for_device(s->dev, s->send_dma,
+							      sizeof(*req) + len,
+							      DMA_TO_DEVICE);
+				ret = kt_post_send(s, &wr) ?:
+				      kt_wait_wc(s, IB_WC_SEND, NULL);
+			} else {
+				ret = kt_send(s, sizeof(*req) + len, IB_WR_SEND,
+					      0, false);
+			}
+			if (ret)
+				return ret;
+			i = kt_recv(s, &wc);
+			if (i < 0)
+				return i;
+			reply = (struct kt_msg *)s->recv_buf[i];
+			ret = le32_to_cpu(reply->status) ||
+			      wc.byte_len != sizeof(*reply) + len ||
+			      !kt_check_pattern((u8 *)(reply + 1), len, seed + 1);
+			kt_post_recv(s, i);
+			if (ret) {
+				kt_err("send_recv: echo of %u bytes wrong\n", len);
+				return -EIO;
+			}
+			(*ops)++;
+		}
+	}
+	return 0;
+}
+
+static int kt_test_send_imm(struct kt_side *s, u32 *ops)
+{
+	struct kt_msg *req = (struct kt_msg *)s->send_buf;
+	struct kt_msg *reply;
+	struct ib_wc wc;
+	int i, ret;
+
+	memset(req, 0, sizeof(*req));
+	req->op = cpu_to_le32(KT_OP_ECHO);
+	ret = kt_send(s, sizeof(*req), IB_WR_SEND_WITH_IMM, 0xc0ffee, false);
+	if (ret)
+		return ret;
+	i = kt_recv(s, &wc);
+	if (i < 0)
+		return i;
+	reply = (struct kt_msg *)s->recv_buf[i];
+	ret = !(le32_to_cpu(reply->flags) & IB_WC_WITH_IMM) ||
+	      le32_to_cpu(reply->imm) != 0xc0ffee;
+	kt_post_recv(s, i);
+	if (ret) {
+		kt_err("send_imm: server saw flags 0x%x imm 0x%x\n",
+		       le32_to_cpu(reply->flags), le32_to_cpu(reply->imm));
+		return -EIO;
+	}
+	(*ops)++;
+	return 0;
+}
+
+/* One RDMA WRITE/READ of 'len' bytes between local region+loff and the
+ * server region+roff. */
+static int kt_rdma(struct kt_side *s, enum ib_wr_opcode op, u32 loff,
+		   u32 roff, u32 len, u32 imm)
+{
+	struct ib_sge sge = {
+		.addr = s->region_dma + loff,
+		.length = len,
+		.lkey = s->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = op,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.ex.imm_data = cpu_to_be32(imm),
+		},
+		.remote_addr = le64_to_cpu(s->peer_info.addr) + roff,
+		.rkey = le32_to_cpu(s->peer_info.rkey),
+	};
+	int ret;
+
+	if (op != IB_WR_RDMA_READ)
+		ib_dma_sync_single_for_device(s->dev, s->region_dma,
+					      KT_REGION_SIZE, DMA_BIDIRECTIONAL);
+	ret = kt_post_send(s, &wr.wr);
+	if (ret)
+		return ret;
+	ret = kt_wait_wc(s, op == IB_WR_RDMA_READ ? IB_WC_RDMA_READ :
+						    IB_WC_RDMA_WRITE, NULL);
+	if (!ret && op == IB_WR_RDMA_READ)
+		ib_dma_sync_single_for_cpu(s->dev, s->region_dma,
+					   KT_REGION_SIZE, DMA_BIDIRECTIONAL);
+	return ret;
+}
+
+static const u32 kt_rdma_sizes[] = { 1, 8, 1024, 4096, 4097, 65536 + 123,
+				     KT_REGION_SIZE / 2 };
+
+static int kt_test_write(struct kt_side *s, u32 *ops)
+{
+	struct kt_msg req = {}, reply;
+	u32 it, k;
+	int ret;
+
+	for (it = 0; it < iters; it++) {
+		for (k = 0; k < ARRAY_SIZE(kt_rdma_sizes); k++) {
+			u32 len = kt_rdma_sizes[k], seed = 1000 + it * 10 + k;
+			u32 roff = (k * 4096 + it * 8) % (KT_REGION_SIZE / 2);
+
+			kt_pattern(s->region, len, seed);
+			ret = kt_rdma(s, IB_WR_RDMA_WRITE, 0, roff, len, 0);
+			if (ret)
+				return ret;
+			req.op = cpu_to_le32(KT_OP_CHECK);
+			req.addr = cpu_to_le64(roff);
+			req.len = cpu_to_le32(len);
+			req.seed = cpu_to_le32(seed);
+			ret = kt_request(s, &req, &reply);
+			if (ret) {
+				kt_err("write: %u bytes at %u not as written\n",
+				       len, roff);
+				return ret;
+			}
+			(*ops)++;
+		}
+	}
+	return 0;
+}
+
+static int kt_test_write_imm(struct kt_side *s, u32 *ops)
+{
+	u32 seed = 4242, len = KT_WRITE_IMM_LEN;
+	struct kt_msg *reply;
+	struct ib_wc wc;
+	int i, ret;
+
+	kt_pattern(s->region, len, seed);
+	ret = kt_rdma(s, IB_WR_RDMA_WRITE_WITH_IMM, 0, 0, len, seed);
+	if (ret)
+		return ret;
+	i = kt_recv(s, &wc);
+	if (i < 0)
+		return i;
+	reply = (struct kt_msg *)s->recv_buf[i];
+	ret = le32_to_cpu(reply->status) || le32_to_cpu(reply->imm) != seed;
+	kt_post_recv(s, i);
+	if (ret) {
+		kt_err("write_imm: server status %u imm %u\n",
+		       le32_to_cpu(reply->status), le32_to_cpu(reply->imm));
+		return -EIO;
+	}
+	if (le32_to_cpu(reply->len) != len)
+		kt_info("write_imm: note: receive completion byte_len %u\n",
+			le32_to_cpu(reply->len));
+	(*ops)++;
+	return 0;
+}
+
+static int kt_test_read(struct kt_side *s, u32 *ops)
+{
+	struct kt_msg req = {}, reply;
+	u32 it, k;
+	int ret;
+
+	for (it = 0; it < iters; it++) {
+		for (k = 0; k < ARRAY_SIZE(kt_rdma_sizes); k++) {
+			u32 len = kt_rdma_sizes[k], seed = 2000 + it * 10 + k;
+			u32 roff = (k * 8192 + it * 16) % (KT_REGION_SIZE / 2);
+
+			req.op = cpu_to_le32(KT_OP_FILL);
+			req.addr = cpu_to_le64(roff);
+			req.len = cpu_to_le32(len);
+			req.seed = cpu_to_le32(seed);
+			ret = kt_request(s, &req, &reply);
+			if (ret)
+				return ret;
+			memset(s->region, 0, len);
+			ret = kt_rdma(s, IB_WR_RDMA_READ, 0, roff, len, 0);
+			if (ret)
+				return ret;
+			if (!kt_check_pattern(s->region, len, seed)) {
+				kt_err("read: %u bytes at %u wrong\n", len, roff);
+				return -EIO;
+			}
+			(*ops)++;
+		}
+	}
+	return 0;
+}
+
+static int kt_atomic(struct kt_side *s, enum ib_wr_opcode op, u64 roff,
+		     u64 compare_add, u64 swap, u64 *orig)
+{
+	struct ib_sge sge = {
+		.addr = s->region_dma + 64,
+		.length = 8,
+		.lkey = s->pd->local_dma_lkey,
+	};
+	struct ib_atomic_wr wr = {
+		.wr = {
+			.opcode = op,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = le64_to_cpu(s->peer_info.addr) + roff,
+		.compare_add = compare_add,
+		.swap = swap,
+		.rkey = le32_to_cpu(s->peer_info.rkey),
+	};
+	int ret;
+
+	ret = kt_post_send(s, &wr.wr);
+	if (ret)
+		return ret;
+	ret = kt_wait_wc(s, op == IB_WR_ATOMIC_CMP_AND_SWP ? IB_WC_COMP_SWAP :
+							     IB_WC_FETCH_ADD,
+			 NULL);
+	if (ret)
+		return ret;
+	ib_dma_sync_single_for_cpu(s->dev, s->region_dma, KT_REGION_SIZE,
+				   DMA_BIDIRECTIONAL);
+	*orig = *(u64 *)(s->region + 64);
+	return 0;
+}
+
+static int kt_test_atomic(struct kt_side *s, u32 *ops)
+{
+	struct kt_msg req = {}, reply;
+	u64 v0 = 0x1122334455667788ull, v1 = 0x0badc0ffee0ddf00ull, orig;
+	u64 roff = 4096 + 8;
+	int ret;
+
+	if (s->dev->attrs.atomic_cap == IB_ATOMIC_NONE) {
+		kt_info("atomic: device has no atomics\n");
+		return 0;
+	}
+	req.op = cpu_to_le32(KT_OP_SET64);
+	req.addr = cpu_to_le64(roff);
+	req.value = cpu_to_le64(v0);
+	ret = kt_request(s, &req, &reply);
+	if (ret)
+		return ret;
+	ret = kt_atomic(s, IB_WR_ATOMIC_CMP_AND_SWP, roff, v0, v1, &orig);
+	if (ret || orig != v0) {
+		kt_err("atomic: CMP_SWP hit returned 0x%llx (%d)\n", orig, ret);
+		return ret ?: -EIO;
+	}
+	ret = kt_atomic(s, IB_WR_ATOMIC_CMP_AND_SWP, roff, v0, 7, &orig);
+	if (ret || orig != v1) {
+		kt_err("atomic: CMP_SWP miss returned 0x%llx (%d)\n", orig, ret);
+		return ret ?: -EIO;
+	}
+	ret = kt_atomic(s, IB_WR_ATOMIC_FETCH_AND_ADD, roff, 5, 0, &orig);
+	if (ret || orig != v1) {
+		kt_err("atomic: FETCH_ADD returned 0x%llx (%d)\n", orig, ret);
+		return ret ?: -EIO;
+	}
+	req.op = cpu_to_le32(KT_OP_GET64);
+	ret = kt_request(s, &req, &reply);
+	if (ret || le64_to_cpu(reply.value) != v1 + 5) {
+		kt_err("atomic: server holds 0x%llx, expected 0x%llx\n",
+		       le64_to_cpu(reply.value), v1 + 5);
+		return ret ?: -EIO;
+	}
+	*ops += 3;
+	return 0;
+}
+
+static u64 kt_fr_addr;
+static u32 kt_fr_rkey;
+
+static int kt_test_fastreg_inv(struct kt_side *s, u32 *ops)
+{
+	struct kt_msg *req = (struct kt_msg *)s->send_buf;
+	struct kt_msg prep = {}, reply;
+	struct ib_mr *mr;
+	struct ib_wc wc;
+	u32 seed = 777, len = KT_FR_SIZE;
+	u8 key = 0x40;
+	int i, ret;
+
+	if (!(s->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
+		kt_info("fastreg_inv: device has no fast registration\n");
+		return 0;
+	}
+	/* remote: server fast-registers, we write, SEND_WITH_INV */
+	prep.op = cpu_to_le32(KT_OP_FR_PREPARE);
+	ret = kt_request(s, &prep, &reply);
+	if (ret)
+		return ret;
+	kt_fr_addr = le64_to_cpu(reply.addr);
+	kt_fr_rkey = le32_to_cpu(reply.rkey);
+	{
+		struct kt_conn_info saved = s->peer_info;
+
+		s->peer_info.addr = cpu_to_le64(kt_fr_addr);
+		s->peer_info.rkey = cpu_to_le32(kt_fr_rkey);
+		kt_pattern(s->region, len, seed);
+		ret = kt_rdma(s, IB_WR_RDMA_WRITE, 0, 0, len, 0);
+		s->peer_info = saved;
+		if (ret)
+			return ret;
+	}
+	memset(req, 0, sizeof(*req));
+	req->op = cpu_to_le32(KT_OP_FR_CHECK);
+	req->len = cpu_to_le32(len);
+	req->seed = cpu_to_le32(seed);
+	ret = kt_send(s, sizeof(*req), IB_WR_SEND_WITH_INV, kt_fr_rkey, false);
+	if (ret)
+		return ret;
+	i = kt_recv(s, &wc);
+	if (i < 0)
+		return i;
+	memcpy(&reply, s->recv_buf[i], sizeof(reply));
+	kt_post_recv(s, i);
+	if (le32_to_cpu(reply.status) ||
+	    !(le32_to_cpu(reply.flags) & IB_WC_WITH_INVALIDATE) ||
+	    le32_to_cpu(reply.inv_rkey) != kt_fr_rkey) {
+		kt_err("fastreg_inv: server status %u flags 0x%x inv 0x%x (rkey 0x%x)\n",
+		       le32_to_cpu(reply.status), le32_to_cpu(reply.flags),
+		       le32_to_cpu(reply.inv_rkey), kt_fr_rkey);
+		return -EIO;
+	}
+	*ops += 3;
+
+	/* local: SEND from a fast-registered lkey, then LOCAL_INV it */
+	mr = ib_alloc_mr(s->pd, IB_MR_TYPE_MEM_REG, 4);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	ret = kt_fast_reg(s, mr, 128 * 1024, 8192, IB_ACCESS_LOCAL_WRITE, &key);
+	if (!ret) {
+		struct kt_msg *m = (struct kt_msg *)(s->region + 128 * 1024);
+		struct ib_sge sge = {
+			.addr = mr->iova,
+			.length = sizeof(*m) + 1000,
+			.lkey = mr->lkey,
+		};
+		struct ib_send_wr wr = {
+			.opcode = IB_WR_SEND,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		};
+		struct ib_send_wr inv = {
+			.opcode = IB_WR_LOCAL_INV,
+			.send_flags = IB_SEND_SIGNALED,
+			.ex.invalidate_rkey = mr->lkey,
+		};
+		struct kt_msg *echo;
+
+		memset(m, 0, sizeof(*m));
+		m->op = cpu_to_le32(KT_OP_ECHO);
+		m->len = cpu_to_le32(1000);
+		m->seed = cpu_to_le32(31337);
+		kt_pattern((u8 *)(m + 1), 1000, 31337);
+		ib_dma_sync_single_for_device(s->dev, s->region_dma,
+					      KT_REGION_SIZE, DMA_BIDIRECTIONAL);
+		ret = kt_post_send(s, &wr) ?: kt_wait_wc(s, IB_WC_SEND, NULL);
+		if (!ret) {
+			i = kt_recv(s, &wc);
+			ret = i < 0 ? i : 0;
+			if (!ret) {
+				echo = (struct kt_msg *)s->recv_buf[i];
+				if (le32_to_cpu(echo->status) ||
+				    !kt_check_pattern((u8 *)(echo + 1), 1000,
+						      31338))
+					ret = -EIO;
+				kt_post_recv(s, i);
+			}
+		}
+		if (!ret)
+			ret = kt_post_send(s, &inv) ?:
+			      kt_wait_wc(s, IB_WC_LOCAL_INV, NULL);
+		if (!ret)
+			*ops += 2;
+	}
+	ib_dereg_mr(mr);
+	return ret;
+}
+
+/* A WRITE to the rkey the server's SEND_WITH_INV invalidated must fail. */
+static int kt_test_inv_enforced(struct kt_side *s, u32 *ops)
+{
+	struct ib_sge sge = {
+		.addr = s->region_dma,
+		.length = 64,
+		.lkey = s->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = kt_fr_addr,
+		.rkey = kt_fr_rkey,
+	};
+	struct ib_wc wc = {};
+	int ret;
+
+	if (!kt_fr_rkey)
+		return 0;
+	ret = kt_post_send(s, &wr.wr);
+	if (ret)
+		return ret;
+	ret = kt_wait_wc(s, IB_WC_RDMA_WRITE, &wc);
+	if (ret != -EIO || wc.status != IB_WC_REM_ACCESS_ERR) {
+		kt_err("inv_enforced: WRITE to an invalidated rkey: %s\n",
+		       ret ? ib_wc_status_msg(wc.status) : "succeeded");
+		return -EIO;
+	}
+	(*ops)++;
+	return 0;
+}
+
+/* Malformed admin commands and doorbells: refused, device still works. */
+static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
+{
+	static const struct {
+		const char *what;
+		u8 opcode;
+		u8 expect;
+		void (*fill)(struct rnic_admin_cmd *c);
+	} cases[] = {
+		{ "unknown opcode", 0xee, RNIC_ST_BAD_OPCODE, NULL },
+		{ "CQ ring at address 0x10", RNIC_CMD_CREATE_CQ, RNIC_ST_BAD_PARAM,
+		  NULL },
+		{ "QUERY_QP of no QP", RNIC_CMD_QUERY_QP, RNIC_ST_BAD_HANDLE, NULL },
+		{ "REG_MR page list outside RAM", RNIC_CMD_REG_MR,
+		  RNIC_ST_DMA_ERROR, NULL },
+		{ "DEREG_MR of a foreign STag", RNIC_CMD_DEREG_MR,
+		  RNIC_ST_BAD_HANDLE, NULL },
+		{ "user context in a kernel-only command", RNIC_CMD_CREATE_NET_CTX,
+		  RNIC_ST_PERMISSION, NULL },
+	};
+	u32 i;
+	int ret;
+
+	if (strncmp(dev_name(&s->dev->dev), "rnic", 4)) {
+		kt_info("bad_cmd: not an rnic device, skipped\n");
+		return 0;
+	}
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct rnic_admin_cmd c = { .opcode = cases[i].opcode };
+		u8 status = 0xff;
+
+		switch (cases[i].opcode) {
+		case RNIC_CMD_CREATE_CQ:
+			c.cq.ring_addr = cpu_to_le64(0x10);
+			c.cq.log_size = 4;
+			c.cq.eq = cpu_to_le32(RNIC_HANDLE_NONE);
+			break;
+		case RNIC_CMD_QUERY_QP:
+			c.query.addr = cpu_to_le64(0);
+			c.query.handle = cpu_to_le32(0xfffff0);
+			break;
+		case RNIC_CMD_REG_MR:
+			c.mr.iova = cpu_to_le64(0x10000);
+			c.mr.length = cpu_to_le64(8192);
+			c.mr.pbl_addr = cpu_to_le64(1ull << 45);
+			c.mr.npages = cpu_to_le32(2);
+			c.mr.page_shift = 12;
+			c.mr.levels = 1;
+			c.mr.access = cpu_to_le32(RNIC_ACCESS_LOCAL_WRITE);
+			/* a real PD of ours, so only the page list is wrong */
+			c.mr.pd = cpu_to_le32(rnic_test_pd_handle(s->pd));
+			break;
+		case RNIC_CMD_DEREG_MR:
+			c.destroy.handle = cpu_to_le32(0xffff00);
+			c.destroy.net_ctx = cpu_to_le32(0);
+			break;
+		case RNIC_CMD_CREATE_NET_CTX:
+			c.uctx = cpu_to_le32(1);
+			c.net_ctx.net_id = cpu_to_le32(99);
+			break;
+		}
+		ret = rnic_test_raw_cmd(s->dev, &c, &status);
+		if (status != cases[i].expect) {
+			kt_err("bad_cmd: %s: status %u (%d), expected %u\n",
+			       cases[i].what, status, ret, cases[i].expect);
+			return -EIO;
+		}
+		(*ops)++;
+	}
+	/* doorbells: undefined offset, EQ doorbell of a user page is refused
+	 * by the device (counted, logged), SQ doorbell of no QP is dropped */
+	rnic_test_raw_doorbell(s->dev, 0x28, 0);
+	rnic_test_raw_doorbell(s->dev, RNIC_DB_SQ, rnic_db_value(0xfffff0, 0, 1));
+	rnic_test_raw_doorbell(s->dev, RNIC_DB_CQ, rnic_db_value(0xfffff0, 0x80u << 24, 1));
+	*ops += 3;
+	/* still alive: a NOP round trip */
+	{
+		struct rnic_admin_cmd c = { .opcode = RNIC_CMD_NOP };
+		u8 status = 0xff;
+
+		ret = rnic_test_raw_cmd(s->dev, &c, &status);
+		if (ret || status != RNIC_ST_OK) {
+			kt_err("bad_cmd: NOP after the bad ones: %d/%u\n", ret,
+			       status);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* UD and CQ resize (local to the client's device)                        */
+/* ---------------------------------------------------------------------- */
+
+#define KT_UD_MSGS	4
+#define KT_UD_LEN	512
+#define KT_UD_QKEY	0x11111111
+#define KT_GRH_LEN	40
+
+static struct ib_qp *kt_ud_qp(struct kt_side *s, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IB_QPT_UD,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr attr = {};
+	struct ib_qp *qp;
+	int ret;
+
+	qp = ib_create_qp(s->pd, &init);
+	if (IS_ERR(qp))
+		return qp;
+	attr.qp_state = IB_QPS_INIT;
+	attr.pkey_index = 0;
+	attr.port_num = 1;
+	attr.qkey = KT_UD_QKEY;
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_QKEY);
+	if (!ret) {
+		attr.qp_state = IB_QPS_RTR;
+		ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	}
+	if (!ret) {
+		attr.qp_state = IB_QPS_RTS;
+		attr.sq_psn = 0;
+		ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN);
+	}
+	if (ret) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(ret);
+	}
+	return qp;
+}
+
+static int kt_test_ud_cq_resize(struct kt_side *s, u32 *ops)
+{
+	struct ib_cq_init_attr cq_attr = { .cqe = 2 * KT_UD_MSGS };
+	struct ib_qp *qa = NULL, *qb = NULL;
+	struct ib_qp_attr rc_attr;
+	struct ib_qp_init_attr rc_init;
+	struct rdma_ah_attr ah_attr = {};
+	struct ib_ah *ah = NULL;
+	struct ib_cq *cq;
+	union ib_gid gid;
+	u8 *buf;
+	u64 dma;
+	u32 i, sends = 0, recvs = 0;
+	int ret;
+
+	/* the GID the RC connection uses: send to ourselves */
+	ret = ib_query_qp(s->qp, &rc_attr, IB_QP_AV, &rc_init);
+	if (ret)
+		return ret;
+	ret = rdma_query_gid(s->dev, 1, rdma_ah_read_grh(&rc_attr.ah_attr)->sgid_index,
+			     &gid);
+	if (ret)
+		return ret;
+	buf = kzalloc(2 * KT_UD_MSGS * (KT_GRH_LEN + KT_UD_LEN), GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	dma = ib_dma_map_single(s->dev, buf, 2 * KT_UD_MSGS *
+				(KT_GRH_LEN + KT_UD_LEN), DMA_BIDIRECTIONAL);
+	cq = ib_create_cq(s->dev, NULL, NULL, s, &cq_attr);
+	if (IS_ERR(cq)) {
+		ret = PTR_ERR(cq);
+		goto out_buf;
+	}
+	qa = kt_ud_qp(s, cq);
+	qb = IS_ERR(qa) ? NULL : kt_ud_qp(s, cq);
+	if (IS_ERR(qa) || IS_ERR(qb)) {
+		ret = IS_ERR(qa) ? PTR_ERR(qa) : PTR_ERR(qb);
+		qa = IS_ERR(qa) ? NULL : qa;
+		qb = NULL;
+		goto out;
+	}
+	ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&ah_attr, 1);
+	rdma_ah_set_grh(&ah_attr, &gid, 0,
+			rdma_ah_read_grh(&rc_attr.ah_attr)->sgid_index, 64, 0);
+	ah = rdma_create_ah(s->pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah)) {
+		ret = PTR_ERR(ah);
+		ah = NULL;
+		goto out;
+	}
+
+	for (i = 0; i < KT_UD_MSGS; i++) {
+		u8 *rbuf = buf + (KT_UD_MSGS + i) * (KT_GRH_LEN + KT_UD_LEN);
+		struct ib_sge rsge = {
+			.addr = dma + (rbuf - buf),
+			.length = KT_GRH_LEN + KT_UD_LEN,
+			.lkey = s->pd->local_dma_lkey,
+		};
+		struct ib_recv_wr rwr = { .wr_id = 100 + i, .sg_list = &rsge,
+					  .num_sge = 1 };
+
+		ret = ib_post_recv(qb, &rwr, NULL);
+		if (ret)
+			goto out;
+	}
+	for (i = 0; i < KT_UD_MSGS; i++) {
+		u8 *sbuf = buf + i * (KT_GRH_LEN + KT_UD_LEN);
+		struct ib_sge ssge = {
+			.addr = dma + (sbuf - buf),
+			.length = KT_UD_LEN,
+			.lkey = s->pd->local_dma_lkey,
+		};
+		struct ib_ud_wr uwr = {
+			.wr = { .wr_id = i, .opcode = IB_WR_SEND,
+				.send_flags = IB_SEND_SIGNALED,
+				.sg_list = &ssge, .num_sge = 1 },
+			.ah = ah,
+			.remote_qpn = qb->qp_num,
+			.remote_qkey = KT_UD_QKEY,
+		};
+
+		kt_pattern(sbuf, KT_UD_LEN, 5000 + i);
+		ib_dma_sync_single_for_device(s->dev, dma, 2 * KT_UD_MSGS *
+					      (KT_GRH_LEN + KT_UD_LEN),
+					      DMA_BIDIRECTIONAL);
+		ret = ib_post_send(qa, &uwr.wr, NULL);
+		if (ret)
+			goto out;
+	}
+	/* let the completions pile up, then resize the CQ under them */
+	msleep(200);
+	ret = ib_resize_cq(cq, 64);
+	if (ret) {
+		kt_err("ud_cq_resize: ib_resize_cq failed (%d)\n", ret);
+		goto out;
+	}
+	if (cq->cqe < 64) {
+		kt_err("ud_cq_resize: CQ has %d entries after resize\n", cq->cqe);
+		ret = -EIO;
+		goto out;
+	}
+	while (sends + recvs < 2 * KT_UD_MSGS) {
+		unsigned long deadline = jiffies + timeout_s * HZ;
+		struct ib_wc wc;
+		int n;
+
+		while (!(n = ib_poll_cq(cq, 1, &wc))) {
+			if (time_after(jiffies, deadline)) {
+				kt_err("ud_cq_resize: %u sends, %u receives completed\n",
+				       sends, recvs);
+				ret = -ETIMEDOUT;
+				goto out;
+			}
+			usleep_range(1000, 2000);
+		}
+		if (wc.status != IB_WC_SUCCESS) {
+			kt_err("ud_cq_resize: wr_id %llu: %s\n", wc.wr_id,
+			       ib_wc_status_msg(wc.status));
+			ret = -EIO;
+			goto out;
+		}
+		if (wc.opcode == IB_WC_SEND) {
+			sends++;
+			continue;
+		}
+		i = wc.wr_id - 100;
+		ib_dma_sync_single_for_cpu(s->dev, dma, 2 * KT_UD_MSGS *
+					   (KT_GRH_LEN + KT_UD_LEN),
+					   DMA_BIDIRECTIONAL);
+		if (i >= KT_UD_MSGS || wc.byte_len != KT_GRH_LEN + KT_UD_LEN ||
+		    wc.src_qp != qa->qp_num || !(wc.wc_flags & IB_WC_GRH) ||
+		    !kt_check_pattern(buf + (KT_UD_MSGS + i) *
+				      (KT_GRH_LEN + KT_UD_LEN) + KT_GRH_LEN,
+				      KT_UD_LEN, 5000 + i)) {
+			kt_err("ud_cq_resize: receive %u: len %u src_qp %u (%u) flags 0x%x\n",
+			       i, wc.byte_len, wc.src_qp, qa->qp_num, wc.wc_flags);
+			ret = -EIO;
+			goto out;
+		}
+		recvs++;
+	}
+	*ops += sends + recvs + 1;
+	ret = 0;
+out:
+	if (ah)
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (qb)
+		ib_destroy_qp(qb);
+	if (qa)
+		ib_destroy_qp(qa);
+	ib_destroy_cq(cq);
+out_buf:
+	ib_dma_unmap_single(s->dev, dma, 2 * KT_UD_MSGS * (KT_GRH_LEN + KT_UD_LEN),
+			    DMA_BIDIRECTIONAL);
+	kfree(buf);
+	return ret;
+}
+
+struct kt_test {
+	const char *name;
+	int (*run)(struct kt_side *s, u32 *ops);
+};
+
+static const struct kt_test kt_tests[] = {
+	{ "send_recv", kt_test_send_recv },
+	{ "send_imm", kt_test_send_imm },
+	{ "write", kt_test_write },
+	{ "write_imm", kt_test_write_imm },
+	{ "read", kt_test_read },
+	{ "atomic", kt_test_atomic },
+	{ "fastreg_inv", kt_test_fastreg_inv },
+	{ "bad_cmd", kt_test_bad_cmd },
+	{ "ud_cq_resize", kt_test_ud_cq_resize },
+};
+
+static int kt_client(const char *dst)
+{
+	struct kt_side *s;
+	struct sockaddr_storage ss;
+	struct rdma_conn_param param = {};
+	struct kt_msg done = { .op = cpu_to_le32(KT_OP_DONE) }, reply;
+	ktime_t start;
+	u32 i;
+	int ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	s->name = "client";
+	init_completion(&s->cm_done);
+	ret = kt_parse_addr(&ss, dst);
+	if (ret) {
+		kt_err("client: bad peer address '%s'\n", dst);
+		goto out_free;
+	}
+	kt_set_port(&ss, port);
+	s->id = rdma_create_id(&init_net, kt_cm_handler, s, RDMA_PS_TCP,
+			       IB_QPT_RC);
+	if (IS_ERR(s->id)) {
+		ret = PTR_ERR(s->id);
+		goto out_free;
+	}
+	start = ktime_get();
+	ret = rdma_resolve_addr(s->id, NULL, (struct sockaddr *)&ss,
+				timeout_s * 1000);
+	if (!ret)
+		ret = kt_cm_wait(s, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (!ret) {
+		reinit_completion(&s->cm_done);
+		ret = rdma_resolve_route(s->id, timeout_s * 1000);
+	}
+	if (!ret)
+		ret = kt_cm_wait(s, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (ret) {
+		kt_err("client: cannot resolve %pISc (%d)\n", &ss, ret);
+		goto out_id;
+	}
+	reinit_completion(&s->cm_done);
+	ret = kt_setup(s, false);
+	if (ret)
+		goto out_id;
+	param.responder_resources = min_t(int, 4, s->dev->attrs.max_qp_rd_atom);
+	param.initiator_depth = param.responder_resources;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	ret = rdma_connect(s->id, &param);
+	if (!ret)
+		ret = kt_cm_wait(s, RDMA_CM_EVENT_ESTABLISHED);
+	if (ret) {
+		kt_err("client: connect to %pISc failed (%d)\n", &ss, ret);
+		goto out_free_res;
+	}
+	{
+		struct kt_msg *hello;
+		struct ib_wc wc;
+		int i = kt_recv(s, &wc);
+
+		if (i < 0) {
+			ret = i;
+			goto out_disconnect;
+		}
+		hello = (struct kt_msg *)s->recv_buf[i];
+		if (le32_to_cpu(hello->op) != KT_OP_HELLO) {
+			kt_err("client: first message op %u, not HELLO\n",
+			       le32_to_cpu(hello->op));
+			ret = -EIO;
+			goto out_disconnect;
+		}
+		s->peer_info.addr = hello->addr;
+		s->peer_info.rkey = hello->rkey;
+		s->peer_info.len = hello->len;
+		kt_post_recv(s, i);
+	}
+	kt_report(s, "connect", 0, 1, start);
+	kt_info("client: connected to %pISc via %s (QP %u), server region rkey 0x%x\n",
+		&ss, dev_name(&s->dev->dev), s->qp->qp_num,
+		le32_to_cpu(s->peer_info.rkey));
+
+	for (i = 0; i < ARRAY_SIZE(kt_tests); i++) {
+		u32 ops = 0;
+
+		start = ktime_get();
+		ret = kt_tests[i].run(s, &ops);
+		kt_report(s, kt_tests[i].name, ret, ops, start);
+		if (ret == -ETIMEDOUT)
+			break;
+	}
+	if (destructive && i == ARRAY_SIZE(kt_tests) && kt_fr_rkey) {
+		struct kt_msg last = { .op = cpu_to_le32(KT_OP_LAST) };
+		u32 ops = 0;
+
+		ret = kt_request(s, &last, &reply);
+		if (ret)
+			kt_err("client: server did not take LAST (%d)\n", ret);
+		start = ktime_get();
+		ret = kt_test_inv_enforced(s, &ops);
+		kt_report(s, "inv_enforced", ret, ops, start);
+	} else {
+		kt_request(s, &done, &reply);
+	}
+	ret = s->failures ? -EIO : 0;
+out_disconnect:
+	rdma_disconnect(s->id);
+out_free_res:
+	kt_free(s);
+out_id:
+	rdma_destroy_id(s->id);
+out_free:
+	kfree(s);
+	return ret;
+}
+
+static int __init rnic_ktest_init(void)
+{
+	struct kt_server *srv;
+	int ret, sret;
+
+	if (!strcmp(role, "client"))
+		return kt_client(peer);
+	if (strcmp(role, "server") && strcmp(role, "loopback")) {
+		kt_err("role must be loopback, server or client\n");
+		return -EINVAL;
+	}
+	srv = kzalloc(sizeof(*srv), GFP_KERNEL);
+	if (!srv)
+		return -ENOMEM;
+	ret = kt_server_start(srv, strcmp(role, "server") ? NULL : peer);
+	if (ret) {
+		kfree(srv);
+		return ret;
+	}
+	ret = 0;
+	if (!strcmp(role, "loopback"))
+		ret = kt_client(peer);
+	sret = kt_server_finish(srv);
+	kfree(srv);
+	if (sret)
+		kt_err("server: session failed (%d)\n", sret);
+	ret = ret ?: sret;
+	kt_info("%s: %s\n", role, ret ? "FAILED" : "all tests passed");
+	return ret ? -EIO : 0;
+}
+
+static void __exit rnic_ktest_exit(void)
+{
+}
+
+module_init(rnic_ktest_init);
+module_exit(rnic_ktest_exit);

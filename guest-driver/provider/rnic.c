@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rnic provider: device match, user context (doorbell page), device and
+ * port queries, PDs, memory regions and address handles. Queues are in
+ * rnic_cq.c, rnic_qp.c and rnic_srq.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "rnic.h"
+
+/*
+ * The PCI function (vendor/device of the device ABI). rnic.ko registers
+ * no driver id of its own (RDMA_DRIVER_UNKNOWN: the enum is the kernel's),
+ * so the device name "rnic<n>" is the fallback when the ib_device has no
+ * PCI parent to read a modalias from, or the IDs were overridden with the
+ * device's vendor-id/device-id properties.
+ */
+static const struct verbs_match_ent rnic_match_table[] = {
+	VERBS_PCI_MATCH(RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID, NULL),
+	VERBS_NAME_MATCH("rnic", NULL),
+	{},
+};
+
+static void rnic_free_context(struct ibv_context *ibctx);
+
+/* ---------------------------------------------------------------------- */
+/* Mappings and the QP table                                              */
+/* ---------------------------------------------------------------------- */
+
+/* Map a ring the kernel allocated (an rdma_user_mmap_entry at 'key'). */
+void *rnic_mmap_ring(struct ibv_context *ibctx, uint64_t key, size_t size)
+{
+	void *p;
+
+	if (!size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, ibctx->cmd_fd,
+		 key);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int rnic_qp_table_insert(struct rnic_context *ctx, struct rnic_qp *qp)
+{
+	uint32_t top = qp->handle >> RNIC_QP_LEAF_SHIFT;
+	struct rnic_qp **leaf;
+	int ret = 0;
+
+	if (qp->handle >= RNIC_QP_HANDLES)
+		return EINVAL;
+	pthread_mutex_lock(&ctx->qp_table_lock);
+	leaf = ctx->qp_table[top];
+	if (!leaf) {
+		leaf = calloc(1u << RNIC_QP_LEAF_SHIFT, sizeof(*leaf));
+		if (!leaf) {
+			ret = ENOMEM;
+			goto out;
+		}
+		ctx->qp_table[top] = leaf;
+	}
+	leaf[qp->handle & ((1u << RNIC_QP_LEAF_SHIFT) - 1)] = qp;
+out:
+	pthread_mutex_unlock(&ctx->qp_table_lock);
+	return ret;
+}
+
+void rnic_qp_table_remove(struct rnic_context *ctx, struct rnic_qp *qp)
+{
+	struct rnic_qp **leaf;
+
+	pthread_mutex_lock(&ctx->qp_table_lock);
+	leaf = ctx->qp_table[qp->handle >> RNIC_QP_LEAF_SHIFT];
+	if (leaf && leaf[qp->handle & ((1u << RNIC_QP_LEAF_SHIFT) - 1)] == qp)
+		leaf[qp->handle & ((1u << RNIC_QP_LEAF_SHIFT) - 1)] = NULL;
+	pthread_mutex_unlock(&ctx->qp_table_lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Device and port                                                        */
+/* ---------------------------------------------------------------------- */
+
+static int rnic_query_device(struct ibv_context *ibctx,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(ibctx, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+	/* the kernel reports the device ABI version: major << 16 | minor */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u", (unsigned int)(fw >> 16) & 0xffff,
+		 (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+static int rnic_query_port(struct ibv_context *ibctx, uint8_t port,
+			   struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(ibctx, port, attr, &cmd, sizeof(cmd));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Protection domains                                                     */
+/* ---------------------------------------------------------------------- */
+
+static struct ibv_pd *rnic_alloc_pd(struct ibv_context *ibctx)
+{
+	struct rnic_alloc_pd_uresp resp = {};
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	ret = ibv_cmd_alloc_pd(ibctx, pd, &cmd, sizeof(cmd), &resp.ibv_resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int rnic_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Memory regions: the kernel pins the pages and hands the list over      */
+/* ---------------------------------------------------------------------- */
+
+static struct ibv_mr *rnic_reg_mr(struct ibv_pd *pd, void *addr,
+				  size_t length, uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int rnic_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Address handles: the kernel resolves the AV, UD WQEs carry a copy      */
+/* ---------------------------------------------------------------------- */
+
+static struct ibv_ah *rnic_create_ah(struct ibv_pd *pd,
+				     struct ibv_ah_attr *attr)
+{
+	struct rnic_create_ah_uresp resp = {};
+	struct rnic_ah *ah;
+	int ret;
+
+	if (!attr->is_global) {
+		/* RoCE: every address has a GRH (a GID) */
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	static_assert(sizeof(resp.drv.av) == sizeof(ah->av), "AV size");
+	memcpy(&ah->av, resp.drv.av, sizeof(ah->av));
+	return &ah->ibv_ah;
+}
+
+static int rnic_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	free(to_rah(ibah));
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Context                                                                */
+/* ---------------------------------------------------------------------- */
+
+static const struct verbs_context_ops rnic_ctx_ops = {
+	.alloc_pd = rnic_alloc_pd,
+	.create_ah = rnic_create_ah,
+	.create_cq = rnic_create_cq,
+	.create_cq_ex = rnic_create_cq_ex,
+	.create_qp = rnic_create_qp,
+	.create_qp_ex = rnic_create_qp_ex,
+	.create_srq = rnic_create_srq,
+	.dealloc_pd = rnic_dealloc_pd,
+	.dereg_mr = rnic_dereg_mr,
+	.destroy_ah = rnic_destroy_ah,
+	.destroy_cq = rnic_destroy_cq,
+	.destroy_qp = rnic_destroy_qp,
+	.destroy_srq = rnic_destroy_srq,
+	.free_context = rnic_free_context,
+	.modify_qp = rnic_modify_qp,
+	.modify_srq = rnic_modify_srq,
+	.poll_cq = rnic_poll_cq,
+	.post_recv = rnic_post_recv,
+	.post_send = rnic_post_send,
+	.post_srq_recv = rnic_post_srq_recv,
+	.query_device_ex = rnic_query_device,
+	.query_port = rnic_query_port,
+	.query_qp = rnic_query_qp,
+	.query_srq = rnic_query_srq,
+	.reg_mr = rnic_reg_mr,
+	.req_notify_cq = rnic_req_notify_cq,
+	.resize_cq = rnic_resize_cq,
+};
+
+static void rnic_free_context(struct ibv_context *ibctx)
+{
+	struct rnic_context *ctx = to_rctx(ibctx);
+	unsigned int i;
+
+	if (ctx->db_page)
+		munmap(ctx->db_page, ctx->db_size);
+	for (i = 0; i < RNIC_QP_LEAVES; i++)
+		free(ctx->qp_table[i]);
+	pthread_mutex_destroy(&ctx->qp_table_lock);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
+						int cmd_fd,
+						void *private_data)
+{
+	struct rnic_get_context_uresp resp = {};
+	struct ibv_get_context cmd;
+	struct rnic_context *ctx;
+	uint32_t major;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, vctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+
+	if (ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp)))
+		goto err;
+
+	major = resp.drv.abi_version >> 16;
+	if (major != RNIC_ABI_VERSION_MAJOR) {
+		verbs_err(&ctx->vctx,
+			  "rnic: device ABI %u.%u, this provider knows %u.x\n",
+			  major, resp.drv.abi_version & 0xffff,
+			  RNIC_ABI_VERSION_MAJOR);
+		errno = EPROTONOSUPPORT;
+		goto err;
+	}
+	if (resp.drv.db_size < RNIC_DB_CQ + sizeof(uint64_t)) {
+		verbs_err(&ctx->vctx, "rnic: doorbell page of %u bytes\n",
+			  resp.drv.db_size);
+		errno = EINVAL;
+		goto err;
+	}
+	ctx->uctx = resp.drv.uctx;
+	ctx->max_qp_wr = resp.drv.max_qp_wr;
+	ctx->max_sge = resp.drv.max_sge;
+	ctx->max_inline = resp.drv.max_inline;
+	ctx->max_cqe = resp.drv.max_cqe;
+	ctx->max_srq_wr = resp.drv.max_srq_wr;
+	ctx->abi_version = resp.drv.abi_version;
+	ctx->db_size = resp.drv.db_size;
+	ctx->db_page = mmap(NULL, ctx->db_size, PROT_WRITE, MAP_SHARED, cmd_fd,
+			    resp.drv.db_key);
+	if (ctx->db_page == MAP_FAILED) {
+		verbs_err(&ctx->vctx, "rnic: cannot map the doorbell page: %m\n");
+		ctx->db_page = NULL;
+		goto err;
+	}
+
+	verbs_set_ops(&ctx->vctx, &rnic_ctx_ops);
+	verbs_debug(&ctx->vctx,
+		    "rnic: user context %u, doorbell page mapped, ABI %u.%u\n",
+		    ctx->uctx, major, ctx->abi_version & 0xffff);
+	return &ctx->vctx;
+
+err:
+	pthread_mutex_destroy(&ctx->qp_table_lock);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+	return NULL;
+}
+
+static struct verbs_device *rnic_device_alloc(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct rnic_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->vdev;
+}
+
+static void rnic_uninit_device(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct rnic_device, vdev));
+}
+
+static const struct verbs_device_ops rnic_dev_ops = {
+	.name = "rnic",
+	.match_min_abi_version = RNIC_UVERBS_ABI_VERSION,
+	.match_max_abi_version = RNIC_UVERBS_ABI_VERSION,
+	.match_table = rnic_match_table,
+	.alloc_device = rnic_device_alloc,
+	.uninit_device = rnic_uninit_device,
+	.alloc_context = rnic_alloc_context,
+};
+
+PROVIDER_DRIVER(rnic, rnic_dev_ops);
