@@ -941,6 +941,59 @@ static void test_pending_wqes(void)
     mig_done(vm);
 }
 
+/*
+ * Retransmission timers do not run while the VM is stopped: a QP towards a
+ * peer that never answers keeps its retry budget however long the clock
+ * runs during the pause, and spends it once the VM runs again.
+ */
+static void test_stopped_timers(void)
+{
+    MigVm *vm = mig_boot(MIG_DEVICE);
+    QRnic *d = &vm->d;
+    struct rnic_sq_wqe x;
+    struct rnic_sge sg;
+    struct rnic_cqe c;
+    uint8_t nowhere[16];
+    uint64_t rtx;
+    QvQp *r;
+    Pair p;
+    int i;
+
+    pair_init(d, &p);
+    r = qv_qp(d, RNIC_QPT_RC, p.pd, p.cqa, p.cqa, NULL, 4);
+    qv_gid_bytes(nowhere, 0, 99);
+    qv_rc_connect(d, r, 0, nowhere, 0x77);      /* 67 ms, 7 retries */
+    sg = qv_sge(p.bufa, 100, p.mra);
+    x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
+    x.rdma.remote_addr = 0x1000;
+    x.rdma.rkey = 0x1234;
+    qv_post_send(d, r, &x, &sg, NULL);
+    qtest_clock_step(vm->qts, 1000000);
+    rtx = dev_stat(d, RNIC_STAT_RETRANSMITS);
+
+    qtest_qmp_assert_success(vm->qts, "{ 'execute': 'stop' }");
+    qtest_qmp_eventwait(vm->qts, "STOP");
+    for (i = 0; i < 20; i++) {
+        qtest_clock_step(vm->qts, 100000000);   /* 2 s in all */
+    }
+    g_assert_false(qv_poll(d, p.cqa, &c));
+    g_assert_cmpuint(dev_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx);
+
+    qtest_qmp_assert_success(vm->qts, "{ 'execute': 'cont' }");
+    qtest_qmp_eventwait(vm->qts, "RESUME");
+    /* 8 x 67 ms of guest time (qv_wait_cqe's 10 us steps are too short) */
+    for (i = 0; !qv_poll(d, p.cqa, &c); i++) {
+        g_assert_cmpint(i, <, 200);
+        qtest_clock_step(vm->qts, 10000000);
+    }
+    g_assert_cmpuint(c.wr_id, ==, 1);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_RETRY_EXC_ERR);
+    g_assert_cmpuint(dev_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx + 7);
+    g_free(r);
+    pair_free(&p);
+    mig_done(vm);
+}
+
 /* ---------------------------------------------------------------------- */
 /* A -> A' -> A''                                                         */
 /* ---------------------------------------------------------------------- */
@@ -1799,6 +1852,7 @@ static void rnic_migration_register_tests(void)
 {
     qtest_add_func("rnic-migration/objects", test_objects);
     qtest_add_func("rnic-migration/pending-wqes", test_pending_wqes);
+    qtest_add_func("rnic-migration/stopped-timers", test_stopped_timers);
     qtest_add_func("rnic-migration/back-and-forth", test_back_and_forth);
     qtest_add_func("rnic-migration/cancel", test_cancel);
     qtest_add_func("rnic-migration/refuse-config", test_refuse_config);

@@ -1954,6 +1954,49 @@ static double perf_lat(WVm *a, WVm *b, WvPair *p, uint8_t op, unsigned iters)
     return t[iters / 2];
 }
 
+/*
+ * Round trip through one rnic without any driver in the loop: the test, a
+ * raw peer on a unix datagram socket, sends a 64-byte RDMA WRITE (or READ
+ * request) and waits for the ACK (or READ response). Median, in us.
+ */
+static double perf_raw_rtt(bool read, unsigned iters)
+{
+    Raw t;
+    QvQp *qp;
+    uint8_t data[64] = { 0 }, frame[256], rx[256];
+    g_autofree double *d = g_new(double, iters);
+    uint32_t psn = RQ_PSN;
+    unsigned i;
+    double med;
+
+    raw_init(&t);
+    qp = raw_qp(&t, PEER_QPN);
+    for (i = 0; i < iters; i++) {
+        RnicRoceHdr h = raw_write(&t, qp, psn, t.region + 4096, t.mr, data,
+                                  read ? 0 : sizeof(data));
+        struct pollfd p = { .fd = t.fd, .events = POLLIN };
+        size_t len;
+        gint64 t0;
+
+        if (read) {
+            h.opcode = RNIC_ROCE_OP_RDMA_READ_REQUEST;
+            h.reth.dma_len = sizeof(data);
+        }
+        len = raw_encode(&h, frame, sizeof(frame));
+        t0 = g_get_monotonic_time();
+        raw_send_bytes(&t, frame, len);
+        g_assert_cmpint(poll(&p, 1, 2000), ==, 1);
+        g_assert_cmpint(recv(t.fd, rx, sizeof(rx), 0), >, 0);
+        d[i] = g_get_monotonic_time() - t0;
+        psn = (psn + 1) & RNIC_ROCE_PSN_MASK;
+    }
+    g_free(qp);
+    raw_free(&t);
+    qsort(d, iters, sizeof(*d), cmp_double);
+    med = d[iters / 2];
+    return med;
+}
+
 static void test_perf(void)
 {
     static const uint32_t sizes[] = { 4096, 65536, 1u << 20 };
@@ -1999,6 +2042,12 @@ static void test_perf(void)
                             "CQE): %.1f us median", lat_r);
     g_test_minimized_result(lat_nop, "driver overhead: one CQ poll %.1f us, "
                             "one post ~%.1f us", lat_nop, 2 * lat_nop);
+    lat_w = perf_raw_rtt(false, 5000);
+    lat_r = perf_raw_rtt(true, 5000);
+    g_test_minimized_result(lat_w, "raw peer <-> rnic, 64 B WRITE -> ACK: "
+                            "%.1f us median", lat_w);
+    g_test_minimized_result(lat_r, "raw peer <-> rnic, 64 B READ -> "
+                            "response: %.1f us median", lat_r);
     g_test_message("A: TX frames %" PRIu64 ", RX frames %" PRIu64
                    ", retransmits %" PRIu64 ", TX dropped %" PRIu64,
                    wv_stat(a, RNIC_STAT_TX_FRAMES),

@@ -9,7 +9,8 @@
  * frame, the ceiling of what two QEMU processes can reach.
  *
  * Not a test: build with 'meson compile -C build/project', run
- * build/project/tests/bench/bench-wire [--time=ms]
+ * build/project/tests/bench/bench-wire [--time=ms] [--op=WRITE|SEND]
+ * [--size=bytes] [--mtu=1024|4096]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,11 +189,23 @@ int main(int argc, char **argv)
         const char *name;
     } ops[] = { { RNIC_WR_RDMA_WRITE, "WRITE" }, { RNIC_WR_SEND, "SEND" } };
     uint64_t ms = 500;
+    uint32_t only_size = 0;
+    const char *only_op = NULL, *only_mtu = NULL;
     int i, m, o;
 
     for (i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "--time=", 7)) {
             ms = strtoull(argv[i] + 7, NULL, 0);
+        } else if (!strncmp(argv[i], "--size=", 7)) {
+            only_size = strtoul(argv[i] + 7, NULL, 0);
+        } else if (!strncmp(argv[i], "--op=", 5)) {
+            only_op = argv[i] + 5;
+        } else if (!strncmp(argv[i], "--mtu=", 6)) {
+            only_mtu = argv[i] + 6;
+        } else {
+            fprintf(stderr, "usage: %s [--time=ms] [--op=WRITE|SEND] "
+                    "[--size=bytes] [--mtu=1024|4096]\n", argv[0]);
+            return 1;
         }
     }
     printf("| op | MTU | size | ops/s | MB/s | ns per frame (both ends) |\n");
@@ -203,10 +216,17 @@ int main(int argc, char **argv)
                 Side s[2];
                 double rate, nspf;
 
+                if ((only_size && sizes[i] != only_size) ||
+                    (only_op && strcmp(only_op, ops[o].name)) ||
+                    (only_mtu && strcmp(only_mtu, mtus[m].name))) {
+                    continue;
+                }
+
                 side_init(&s[0], 1);
                 side_init(&s[1], 2);
                 connect(&s[0], &s[1], 2, mtus[m].mtu);
                 connect(&s[1], &s[0], 1, mtus[m].mtu);
+                run(s, ops[o].op, sizes[i], ms / 5, &nspf);    /* warm-up */
                 rate = run(s, ops[o].op, sizes[i], ms, &nspf);
                 printf("| %s | %s | %u | %.0f | %.1f | %.0f |\n",
                        ops[o].name, mtus[m].name, sizes[i], rate,

@@ -214,6 +214,8 @@ static void rnic_timer_cb(void *opaque)
 {
     RnicState *s = opaque;
 
+    /* the engine forgets its deadline here too; it arms the next one */
+    s->timer_deadline = UINT64_MAX;
     rnic_engine_timer_expired(s->engine);
 }
 
