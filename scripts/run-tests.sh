@@ -7,12 +7,13 @@
 # summing all suites. Exit status non-zero on any failure.
 #
 # Suites: unit (engine, no QEMU), qtest (QEMU's framework, --suite rnic),
+# asan (the same qtests against a QEMU built with ASan/UBSan),
 # guest (TCG guests booted with -device rnic).
 #   RNIC_SUITES="unit qtest" scripts/run-tests.sh    a subset
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-suites=${RNIC_SUITES:-unit qtest guest}
+suites=${RNIC_SUITES:-unit qtest asan guest}
 logs=$top/build/test-logs
 mkdir -p "$logs"
 rm -f "$logs"/*.tap "$logs"/*.json
@@ -53,6 +54,19 @@ for suite in $suites; do
             tail -30 "$logs/qemu-build.log"
         fi
         summary+=(--json "$logs/qtest.json")
+        ;;
+    asan)
+        step "asan: the qtests against QEMU built with ASan and UBSan"
+        if QEMU_SANITIZE=1 scripts/build-qemu.sh >"$logs/qemu-asan-build.log" 2>&1; then
+            # leaks of the qtest processes themselves are not the device's
+            ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
+                meson test -C build/qemu/build-asan --no-rebuild --suite rnic \
+                --print-errorlogs | tail -n 15
+            cp build/qemu/build-asan/meson-logs/testlog.json "$logs/asan.json"
+        else
+            tail -30 "$logs/qemu-asan-build.log"
+        fi
+        summary+=(--json "$logs/asan.json")
         ;;
     guest)
         step "guest: TCG guests with -device rnic"

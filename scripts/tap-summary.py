@@ -11,6 +11,7 @@ Prints per-suite lines, then the total line; exits 1 on any failure.
 """
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -68,7 +69,8 @@ def main():
                 s, complete = max(s, 1), True
             if not complete or (t.get('result') not in ('OK', 'SKIP') and f == 0):
                 f += 1
-            print(f"  {t['name']}: {p} passed, {f} failed, {s} skipped")
+            suite = os.path.basename(path).rsplit('.', 1)[0]
+            print(f"  {suite}: {t['name']}: {p} passed, {f} failed, {s} skipped")
             for i, v in enumerate((p, f, s)):
                 total[i] += v
     for path in args.tap:
