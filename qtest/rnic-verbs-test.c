@@ -26,6 +26,16 @@ typedef struct Loop {
     uint32_t mra, mrb;
 } Loop;
 
+static void loop_fini(Loop *l)
+{
+    g_free(l->cqa);
+    g_free(l->cqb);
+    g_free(l->a);
+    g_free(l->b);
+    memset(l, 0, sizeof(*l));
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Loop, loop_fini)
+
 static void loop_init(Loop *l, QRnic *d)
 {
     uint8_t gid0[16], gid1[16];
@@ -33,7 +43,7 @@ static void loop_init(Loop *l, QRnic *d)
     /* start from a reset device: every object of an earlier loop gone */
     rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
     d->aq = 0;
-    memset(l, 0, sizeof(*l));
+    loop_fini(l);
     l->d = d;
     rnic_msix_route(d, 0);
     rnic_msix_route(d, 1);
@@ -297,7 +307,7 @@ static void test_admin_bad_input(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     struct rnic_sge sg[3], rs[2];
     struct rnic_sq_wqe w;
     struct rnic_cqe c;
@@ -345,7 +355,7 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     struct rnic_sge sg;
     struct rnic_sq_wqe w;
     struct rnic_cqe c;
@@ -415,7 +425,7 @@ static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     struct rnic_sq_wqe w;
     struct rnic_eqe e;
     struct rnic_sge sg;
@@ -441,7 +451,7 @@ static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     QvSrq *srq;
     QvCq *cq;
     QvQp *s;
@@ -488,7 +498,7 @@ static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
@@ -547,7 +557,7 @@ static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_isolation(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
     uint32_t ro;
@@ -631,7 +641,7 @@ static void test_net_ctx_isolation(void *obj, void *data, QGuestAllocator *alloc
 
 static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Loop l;
+    g_auto(Loop) l = { 0 };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
     struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
