@@ -13,14 +13,19 @@
  *  faults       a relay (rnic-relay.c) between two '-netdev dgram' peers
  *               drops, duplicates, reorders and corrupts frames; RC traffic
  *               completes exactly once, in order, data verified; every
- *               corrupted frame is rejected by the ICRC
+ *               corrupted frame is rejected by the ICRC. Rates: default
+ *               drop 5 %, dup 2 %, reorder 5 %, corrupt 3 %, or
+ *               RNIC_WIRE_FAULTS="drop=0.15,dup=0.05,reorder=0.1,corrupt=0.05";
+ *               operations: 250 or RNIC_WIRE_FAULT_OPS (at most 340)
  *  retry-exceeded, rnr-exceeded   the error completions, no hang
  *  malformed    the test itself is the peer (a unix datagram socket) and
  *               sends crafted frames: each is dropped with its reason
  *               counted or NAKed (the NAK checked on the wire), memory
  *               outside the registered region never touched
+ *  hub          two rnics of one VM on QEMU's internal hub
  *  perf         (-m perf) WRITE/SEND throughput and small-message latency
- *               between two QEMU processes (docs/benchmarks.md)
+ *               between two QEMU processes (docs/benchmarks.md);
+ *               RNIC_PERF_SECS per measurement (default 2)
  *
  * Plain GTest cases registered from the rnic-qos-test binary: they boot
  * their own machines. Timers run on QEMU's virtual clock, which the tests
@@ -368,8 +373,10 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_ALLOC_MR };
     uint64_t pages[2], pbl, region;
 
-    /* RDMA WRITE, several packets (also the first frames: a stream peer
-     * connects asynchronously, RC retransmits whatever went nowhere) */
+    /*
+     * RDMA WRITE, several packets (also the first frames: a stream peer
+     * connects asynchronously, RC retransmits whatever went nowhere)
+     */
     wv_fill(a, a->buf, len, 1);
     s[0] = qv_sge(a->buf, len, mr);
     w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
@@ -420,7 +427,8 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     w = wv_wqe(5, RNIC_WR_SEND, 0);
     w.flags |= RNIC_WQE_INLINE;
     w.inline_len = cpu_to_le32(41);
-    qv_post_send(&b->d, p.b, &w, NULL, "RoCEv2 from B to A, inline, 41 bytes!!!!");
+    qv_post_send(&b->d, p.b, &w, NULL,
+                 "RoCEv2 from B to A, inline, 41 bytes!!!!");
     wv_expect(b, 5, RNIC_WC_SEND, 41);
     wv_expect(a, 0x101, RNIC_WC_RECV, 41);
     {
@@ -789,8 +797,10 @@ static void test_capture(void)
     p = wv_rc_pair(a, b, 0, &path_1k, 6);
     wv_fill(a, a->buf, 8192, 5);
     s = qv_sge(a->buf, 3000, a->mr[0]);
-    /* WRITE_FIRST/MIDDLE/LAST, WRITE_ONLY_IMM, READ request/responses
-     * FIRST/MIDDLE/LAST and ONLY, atomics, SEND_FIRST/LAST_IMM, UD */
+    /*
+     * WRITE_FIRST/MIDDLE/LAST, WRITE_ONLY_IMM, READ request/responses
+     * FIRST/MIDDLE/LAST and ONLY, atomics, SEND_FIRST/LAST_IMM, UD
+     */
     w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
@@ -1500,9 +1510,11 @@ static void test_malformed(void)
     raw_no_answer(&t);
     raw_delta(&t, &sn, RNIC_STAT_RX_ERR_HEADER, 3);
 
-    /* bad lengths: IPv4 total length beyond the frame, UDP length short,
+    /*
+     * bad lengths: IPv4 total length beyond the frame, UDP length short,
      * UDP length not a multiple of 4 for the payload (pad), bad IPv4
-     * header checksum, IPv4 options */
+     * header checksum, IPv4 options
+     */
     snap(&t, &sn);
     len = raw_encode(&v, frame, sizeof(frame));
     put_be16(frame + 14 + 2, len - 14 + 40);
@@ -1606,8 +1618,10 @@ static void test_malformed(void)
     raw_expect_aeth(&t, RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR, psn);
     raw_send(&t, &h);
     raw_no_answer(&t);          /* one NAK per gap */
-    /* a duplicate (the first WRITE again, other data): re-acknowledged,
-     * not executed again */
+    /*
+     * a duplicate (the first WRITE again, other data): re-acknowledged,
+     * not executed again
+     */
     h = raw_write(&t, qp, RQ_PSN, va, t.mr, target + 1000, sizeof(data));
     raw_send(&t, &h);
     raw_expect_aeth(&t, RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID,

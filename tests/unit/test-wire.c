@@ -1009,6 +1009,50 @@ static void test_lossy(void)
     do_lossy(0.10, 0.05, 0.05, 0.05, RNIC_MTU_4096, 300);
 }
 
+/* No more than 128 PSNs in flight ahead of the oldest unacknowledged. */
+static void test_window(void)
+{
+    Wire w;
+    QpPair p;
+    struct rnic_sq_wqe q;
+    struct rnic_sge s, r;
+    struct rnic_cqe c;
+
+    wire_init(&w);
+    p = rc_pair(&w, 0, RNIC_MTU_1024, 10, 7, 7);
+    fill(w.n[0].h, w.n[0].buf[0], 1u << 20, 3);
+    s = tv_sge(w.n[0].buf[0], 1u << 20, w.n[0].mr[0]);
+    q = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    q.rdma.remote_addr = w.n[1].buf[0];
+    q.rdma.rkey = w.n[1].mr[0];
+    tv_post_send(w.n[0].h, p.a, &q, &s, NULL);
+    test_host_run(w.n[0].h);
+    g_assert_cmpuint(w.n[0].h->frames->len, ==, 128);
+    /* a READ takes its response PSNs: the WQE behind it waits */
+    r = tv_sge(w.n[0].buf[0] + (1u << 20), 200 * 1024, w.n[0].mr[0]);
+    q = wqe(2, RNIC_WR_RDMA_READ, 1);
+    q.rdma.remote_addr = w.n[1].buf[0];
+    q.rdma.rkey = w.n[1].mr[0];
+    tv_post_send(w.n[0].h, p.a, &q, &r, NULL);
+    q = wqe(3, RNIC_WR_RDMA_WRITE, 1);
+    q.rdma.remote_addr = w.n[1].buf[0];
+    q.rdma.rkey = w.n[1].mr[0];
+    s.length = 100;
+    tv_post_send(w.n[0].h, p.a, &q, &s, NULL);
+    c = wire_wait_one(&w, 0);
+    expect(&c, 1, RNIC_WC_RDMA_WRITE, 1u << 20);
+    c = wire_wait_one(&w, 0);
+    expect(&c, 2, RNIC_WC_RDMA_READ, 200 * 1024);
+    c = wire_wait_one(&w, 0);
+    expect(&c, 3, RNIC_WC_RDMA_WRITE, 100);
+    g_assert_cmpmem(test_ptr(w.n[1].h, w.n[1].buf[0]), 1u << 20,
+                    test_ptr(w.n[0].h, w.n[0].buf[0]), 1u << 20);
+    g_assert_cmpuint(rnic_engine_stat(w.n[0].h->engine, RNIC_STAT_RETRANSMITS),
+                     ==, 0);
+    qp_pair_free(&p);
+    wire_fini(&w);
+}
+
 /* The peer is gone: RETRY_EXC_ERR after retry_cnt retransmissions. */
 static void test_retry_exceeded(void)
 {
@@ -1223,6 +1267,7 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/wire/ipv6", test_ipv6);
     g_test_add_func("/rnic/wire/ud-gsi", test_ud_gsi);
     g_test_add_func("/rnic/wire/lossy", test_lossy);
+    g_test_add_func("/rnic/wire/window", test_window);
     g_test_add_func("/rnic/wire/retry-exceeded", test_retry_exceeded);
     g_test_add_func("/rnic/wire/rnr-exceeded", test_rnr_exceeded);
     g_test_add_func("/rnic/wire/rx-drops", test_rx_drops);

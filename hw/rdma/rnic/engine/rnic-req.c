@@ -17,6 +17,12 @@
 
 /* Ask for an ACK at least every this many packets of a long message. */
 #define RNIC_ACK_EVERY 64
+/*
+ * At most this many PSNs in flight past the oldest unacknowledged one (as
+ * rxe's RXE_MAX_UNACKED_PSNS): a slow peer is not flooded, and a go-back-N
+ * round resends no more than this. A READ counts its response PSNs.
+ */
+#define RNIC_MAX_UNACKED 128
 
 static inline bool rnic_wr_is_rd_atomic(uint8_t op)
 {
@@ -526,6 +532,28 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     return RNIC_START_SEND;
 }
 
+static RnicSqSlot *rnic_req_oldest(RnicQp *qp, uint32_t *index);
+
+/* Would packet 'psn' go beyond the window of unacknowledged PSNs? */
+static bool rnic_req_window_full(RnicQp *qp, uint32_t psn)
+{
+    uint32_t index, base;
+    RnicSqSlot *s0 = rnic_req_oldest(qp, &index);
+
+    if (!s0) {
+        return false;
+    }
+    if (rnic_wr_is_rd_atomic(s0->opcode)) {
+        base = rnic_psn_add(s0->first_psn, s0->recv_psn);
+    } else {
+        base = s0->first_psn;
+        if (rnic_psn_diff(qp->una_psn, base) > 0) {
+            base = qp->una_psn;     /* partly acknowledged */
+        }
+    }
+    return rnic_psn_diff(psn, base) >= RNIC_MAX_UNACKED;
+}
+
 uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
 {
     uint32_t sent = 0;
@@ -580,14 +608,20 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             continue;
         }
 
+        k = qp->tx_pkt;
+        if (s->opcode == RNIC_WR_RDMA_READ) {
+            k = MAX(k, s->recv_psn);
+        }
+        if (rnic_req_window_full(qp, rnic_psn_add(s->first_psn, k))) {
+            qp->sq_stalled = true;  /* progress (an ACK) resumes */
+            break;
+        }
         if (qp->timer_kind == RNIC_TIMER_NONE && qp->timeout) {
             rnic_qp_timer_set(e, qp, RNIC_TIMER_RETRANSMIT,
                               rnic_ack_timeout_ns(qp->timeout));
         }
-        k = qp->tx_pkt;
         if (s->opcode == RNIC_WR_RDMA_READ) {
             /* one request covers the rest of the READ's response PSNs */
-            k = MAX(k, s->recv_psn);
             qp->tx_pkt = 0;     /* the cursor's next slot starts at 0 */
             qp->sq_next = index + 1;
             rnic_req_send_rc(e, qp, s, c, k);
@@ -692,6 +726,11 @@ static void rnic_req_progress(RnicEngine *e, RnicQp *qp, uint32_t psn)
     if (rnic_psn_diff(psn, qp->una_psn) >= 0) {
         qp->una_psn = rnic_psn_add(psn, 1);
         qp->rewinding = false;
+        if (qp->sq_stalled) {
+            /* the window moved on: send what it held back */
+            qp->sq_stalled = false;
+            rnic_qp_work(e, qp, RNIC_QPW_SQ);
+        }
         if (qp->timer_kind == RNIC_TIMER_RETRANSMIT) {
             rnic_qp_timer_set(e, qp, RNIC_TIMER_RETRANSMIT,
                               rnic_ack_timeout_ns(qp->timeout));
