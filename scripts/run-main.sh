@@ -40,3 +40,6 @@ scripts/guest/show-device.sh -device rnic
 
 step "and behind a PCIe root port"
 scripts/guest/show-device.sh -device pcie-root-port,id=rp0,chassis=1 -device rnic,bus=rp0
+
+step "two guests: rnic.ko, RDMA-CM and kernel verbs between them over RoCEv2"
+scripts/guest/two-guest-rdma.py

@@ -161,6 +161,8 @@ struct rnic_dev {
 	atomic_t mr_key;		/* rotating consumer key of new STags */
 	bool ib_registered;
 
+	struct rdma_stat_desc *stat_descs;	/* rdma statistic: the counters */
+	char (*stat_desc_names)[ETH_GSTRING_LEN];
 	struct delayed_work health_work;	/* watches DEV_STATUS */
 	struct dentry *debugfs;
 	unsigned long flags;		/* RNIC_FLAG_* */
@@ -385,6 +387,7 @@ int rnic_dma_buf_alloc(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
 void rnic_dma_buf_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf);
 void rnic_dev_fail(struct rnic_dev *rdev, const char *why);
 void rnic_stat_name(u32 i, char *buf);
+u64 rnic_stat_read(struct rnic_dev *rdev, u32 i);
 
 /* ---------------------------------------------------------------------- */
 /* rnic_cmd.c: admin queue                                                */

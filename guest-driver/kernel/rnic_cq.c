@@ -164,6 +164,24 @@ static int rnic_cq_sw_flush(struct rnic_dev *rdev, struct rnic_cq *cq,
 	return n;
 }
 
+/* Would rnic_cq_sw_flush() complete anything? */
+static bool rnic_cq_sw_pending(struct rnic_dev *rdev, struct rnic_cq *cq)
+{
+	struct rnic_qp *qp;
+	unsigned long index;
+
+	xa_for_each(&rdev->qps, index, qp) {
+		if (qp->uctx != RNIC_UCTX_KERNEL)
+			continue;
+		if (qp->scq == cq && READ_ONCE(qp->sq.cons) != READ_ONCE(qp->sq.prod))
+			return true;
+		if (!qp->srq && qp->rcq == cq &&
+		    READ_ONCE(qp->rq.cons) != READ_ONCE(qp->rq.prod))
+			return true;
+	}
+	return false;
+}
+
 int rnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct rnic_dev *rdev = to_rdev(ibcq->device);
@@ -214,7 +232,8 @@ int rnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	spin_lock_irqsave(&cq->lock, irqflags);
 	rnic_cq_update_db(rdev, cq, arm);
 	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) &&
-	    (rnic_cq_next(cq) || test_bit(RNIC_FLAG_FAILED, &rdev->flags)))
+	    (rnic_cq_next(cq) || (test_bit(RNIC_FLAG_FAILED, &rdev->flags) &&
+				  rnic_cq_sw_pending(rdev, cq))))
 		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;

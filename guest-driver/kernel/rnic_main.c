@@ -190,6 +190,11 @@ void rnic_stat_name(u32 i, char *buf)
 		snprintf(buf, ETH_GSTRING_LEN, "stat_%u", i);
 }
 
+u64 rnic_stat_read(struct rnic_dev *rdev, u32 i)
+{
+	return rnic_reg_read64(rdev, RNIC_REG_STAT_BASE + 8 * i);
+}
+
 /* status: registers, driver state and the device's counters */
 static int rnic_debugfs_status_show(struct seq_file *m, void *unused)
 {
@@ -207,8 +212,7 @@ static int rnic_debugfs_status_show(struct seq_file *m, void *unused)
 		char name[ETH_GSTRING_LEN];
 
 		rnic_stat_name(i, name);
-		seq_printf(m, "%s %llu\n", name,
-			   rnic_reg_read64(rdev, RNIC_REG_STAT_BASE + 8 * i));
+		seq_printf(m, "%s %llu\n", name, rnic_stat_read(rdev, i));
 	}
 	return 0;
 }

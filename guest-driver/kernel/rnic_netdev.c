@@ -601,7 +601,7 @@ static void rnic_get_ethtool_stats(struct net_device *ndev,
 	u32 i;
 
 	for (i = 0; i < RNIC_STAT_COUNT; i++)
-		data[i] = rnic_reg_read64(np->rdev, RNIC_REG_STAT_BASE + 8 * i);
+		data[i] = rnic_stat_read(np->rdev, i);
 }
 
 static const struct ethtool_ops rnic_ethtool_ops = {

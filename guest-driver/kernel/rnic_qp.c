@@ -590,6 +590,18 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	return 0;
 }
 
+/*
+ * On a failed device nothing completes by itself: work requests posted
+ * now (ib_drain_qp's marker, MADs) are flushed by poll_cq, so let the
+ * consumer poll.
+ */
+static void rnic_failed_kick(struct rnic_dev *rdev, struct rnic_cq *cq)
+{
+	if (unlikely(test_bit(RNIC_FLAG_FAILED, &rdev->flags)) &&
+	    cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
 int rnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		   const struct ib_send_wr **bad_wr)
 {
@@ -625,6 +637,8 @@ int rnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (sq->prod != start)
 		rnic_ring_db(rdev, RNIC_DB_SQ, qp->handle, 0, sq->prod);
 	spin_unlock_irqrestore(&sq->lock, flags);
+	if (sq->prod != start)
+		rnic_failed_kick(rdev, qp->scq);
 	if (ret)
 		*bad_wr = wr;
 	return ret;
@@ -674,6 +688,8 @@ int rnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (rq->prod != start)
 		rnic_ring_db(rdev, RNIC_DB_RQ, qp->handle, 0, rq->prod);
 	spin_unlock_irqrestore(&rq->lock, flags);
+	if (rq->prod != start)
+		rnic_failed_kick(rdev, qp->rcq);
 	if (ret)
 		*bad_wr = wr;
 	return ret;

@@ -428,6 +428,16 @@ static void rnic_dealloc_ucontext(struct ib_ucontext *ibuc)
 			   uc->uctx, ret);
 }
 
+/*
+ * Device removal (rmmod, recovery) with user contexts still open: the core
+ * zaps every mapping (all made by rdma_user_mmap_io) and destroys the
+ * objects; nothing else is held. Having this op lets removal proceed
+ * instead of waiting for the processes to exit.
+ */
+static void rnic_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static int rnic_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rdma_entry;
@@ -582,6 +592,58 @@ int rnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Counters (rdma statistic): the device's, per port                      */
+/* ---------------------------------------------------------------------- */
+
+static struct rdma_hw_stats *rnic_alloc_hw_port_stats(struct ib_device *ibdev,
+						      u32 port)
+{
+	return rdma_alloc_hw_stats_struct(to_rdev(ibdev)->stat_descs,
+					  RNIC_STAT_COUNT,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int rnic_get_hw_stats(struct ib_device *ibdev,
+			     struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct rnic_dev *rdev = to_rdev(ibdev);
+	u32 i;
+
+	for (i = 0; i < RNIC_STAT_COUNT; i++)
+		stats->value[i] = rnic_stat_read(rdev, i);
+	return RNIC_STAT_COUNT;
+}
+
+static int rnic_stats_init(struct rnic_dev *rdev)
+{
+	u32 i;
+
+	rdev->stat_descs = kcalloc(RNIC_STAT_COUNT, sizeof(*rdev->stat_descs),
+				   GFP_KERNEL);
+	rdev->stat_desc_names = kcalloc(RNIC_STAT_COUNT,
+					sizeof(*rdev->stat_desc_names),
+					GFP_KERNEL);
+	if (!rdev->stat_descs || !rdev->stat_desc_names) {
+		kfree(rdev->stat_descs);
+		kfree(rdev->stat_desc_names);
+		return -ENOMEM;
+	}
+	for (i = 0; i < RNIC_STAT_COUNT; i++) {
+		rnic_stat_name(i, rdev->stat_desc_names[i]);
+		rdev->stat_descs[i].name = rdev->stat_desc_names[i];
+	}
+	return 0;
+}
+
+static void rnic_stats_fini(struct rnic_dev *rdev)
+{
+	kfree(rdev->stat_descs);
+	kfree(rdev->stat_desc_names);
+	rdev->stat_descs = NULL;
+	rdev->stat_desc_names = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Registration                                                           */
 /* ---------------------------------------------------------------------- */
 
@@ -591,6 +653,7 @@ static const struct ib_device_ops rnic_dev_ops = {
 	.uverbs_abi_ver = RNIC_UVERBS_ABI_VERSION,
 
 	.add_gid = rnic_add_gid,
+	.alloc_hw_port_stats = rnic_alloc_hw_port_stats,
 	.alloc_mr = rnic_alloc_mr,
 	.alloc_pd = rnic_alloc_pd,
 	.alloc_ucontext = rnic_alloc_ucontext,
@@ -605,8 +668,10 @@ static const struct ib_device_ops rnic_dev_ops = {
 	.destroy_ah = rnic_destroy_ah,
 	.destroy_cq = rnic_destroy_cq,
 	.destroy_qp = rnic_destroy_qp,
+	.disassociate_ucontext = rnic_disassociate_ucontext,
 	.get_dev_fw_str = rnic_get_dev_fw_str,
 	.get_dma_mr = rnic_get_dma_mr,
+	.get_hw_stats = rnic_get_hw_stats,
 	.get_link_layer = rnic_get_link_layer,
 	.get_port_immutable = rnic_get_port_immutable,
 	.map_mr_sg = rnic_map_mr_sg,
@@ -660,6 +725,8 @@ int rnic_ib_register(struct rnic_dev *rdev)
 	rdev->caps.max_msg_sz = le32_to_cpu(pattr.max_msg_sz);
 	rdev->caps.link_speed_mbps = le32_to_cpu(pattr.link_speed_mbps);
 
+	/* sysfs parent: modalias (the provider's PCI match), rdma dev */
+	ibdev->dev.parent = &rdev->pdev->dev;
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = rdev->num_eqs;
@@ -674,11 +741,16 @@ int rnic_ib_register(struct rnic_dev *rdev)
 		if (ret)
 			return ret;
 	}
+	ret = rnic_stats_init(rdev);
+	if (ret)
+		return ret;
 	dma_set_max_seg_size(&rdev->pdev->dev, UINT_MAX);
+	/* a NULL DMA device would mean "virtual DMA" (software RDMA) */
 	ret = ib_register_device(ibdev, "rnic%d", &rdev->pdev->dev);
 	if (ret) {
 		dev_err(&rdev->pdev->dev, "ib_register_device failed (%d)\n",
 			ret);
+		rnic_stats_fini(rdev);
 		return ret;
 	}
 	rdev->ib_registered = true;
@@ -691,4 +763,5 @@ void rnic_ib_unregister(struct rnic_dev *rdev)
 		return;
 	rdev->ib_registered = false;
 	ib_unregister_device(&rdev->ibdev);
+	rnic_stats_fini(rdev);
 }

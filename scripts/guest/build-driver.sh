@@ -15,12 +15,13 @@
 #   -h, --help
 #
 # Outputs:
-#   build/guest-driver/rnic.ko, build/guest-driver/rnic_ktest.ko
+#   build/guest-driver/rnic.ko, build/guest-driver/rnic_ktest.ko,
+#   build/guest-driver/root/usr/bin/rnic-uverbs-test (static, host gcc)
 #   build/guest/initramfs-rdma.cpio.gz: the base image plus rnic.ko,
 #     rnic_ktest.ko, the RDMA core modules (ib_core, ib_uverbs, ib_cm, iw_cm,
 #     rdma_cm, rdma_ucm loaded at boot; NVMe-oF RDMA, NFS/RDMA and Soft-RoCE
 #     modules included), trixie's rdma-core 56.1 userspace (ibv_devinfo,
-#     rping, perftest, `rdma`).
+#     rping, perftest, `rdma`) and rnic-uverbs-test.
 #     rnic.ko itself is not loaded at boot: `modprobe rnic`.
 set -euo pipefail
 
@@ -70,6 +71,10 @@ if ! make -C "$KDIR" M="$out/src" RNIC_TOP="$top" $KBUILD_ARGS modules \
 fi
 grep -E 'warning:' "$out/build.log" >&2 || true
 cp "$out/src/rnic.ko" "$out/src/test/rnic_ktest.ko" "$out/"
+# The provider-less user-space test, static (the guest's libc is trixie's).
+mkdir -p "$out/root/usr/bin"
+gcc -static -O2 -Wall -Werror -I"$top/include" -I"$top/guest-driver/kernel" \
+    -o "$out/root/usr/bin/rnic-uverbs-test" "$top/guest-driver/kernel/test/rnic_uverbs_test.c"
 log "built rnic.ko and rnic_ktest.ko for $KVER in $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s"
 [ $build_image = 1 ] || exit 0
 
@@ -77,7 +82,7 @@ debs=()
 if [ $userspace = 1 ]; then
     mapfile -t debs < <("$here/fetch-rdma-userspace.py")
 fi
-args=(-o "$image" -k "$out/rnic.ko" -k "$out/rnic_ktest.ko"
+args=(-o "$image" -k "$out/rnic.ko" -k "$out/rnic_ktest.ko" -e "$out/root"
       "${force[@]}")
 for m in ib_core ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm; do
     args+=(-m "$m")

@@ -15,6 +15,7 @@
 # Usage: scripts/guest/build-image.sh [options]
 #   -o, --output FILE   initramfs to write (default build/guest/initramfs.cpio.gz)
 #   -m, --module NAME   also load NAME (and its dependencies) at boot
+#   -i, --include NAME  put NAME (and its dependencies) in the image, not loaded
 #   -k, --ko FILE       add an out-of-tree module (lib/modules/KVER/extra);
 #                       modprobe-able by name, loaded at boot if named with -m
 #   -d, --deb FILE      unpack a .deb into the image root (merged /usr)
@@ -44,6 +45,7 @@ usage() { sed -n '/^# Usage:/,/^#   -h/s/^# \{0,1\}//p' "$0"; }
 
 output=$guest/initramfs.cpio.gz
 modules=()
+includes=()
 kos=()
 debs=()
 extras=()
@@ -52,6 +54,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     -o|--output) output=$(realpath -m "$2"); shift ;;
     -m|--module) modules+=("$2"); shift ;;
+    -i|--include) includes+=("$2"); shift ;;
     -k|--ko) kos+=("$(realpath -e "$2")"); shift ;;
     -d|--deb) debs+=("$(realpath -e "$2")"); shift ;;
     -e|--extra) [ -d "$2" ] || die "--extra $2: not a directory"
@@ -259,7 +262,7 @@ boot_modules+=("${modules[@]}")
 
 # Content hash of everything the archive is made of.
 hash_inputs() {
-    echo "$kver ${boot_modules[*]}"
+    echo "$kver ${boot_modules[*]} include ${includes[*]}"
     sha256sum "$0" "$here/init" "$busybox" "${kos[@]}" "${debs[@]}"
     local dir
     for dir in "${extras[@]}"; do
@@ -314,7 +317,7 @@ add_module() {
         case $dep in pre:|post:) ;; *) add_module "$dep" 0 ;; esac
     done
 }
-for name in "${boot_modules[@]}"; do
+for name in "${boot_modules[@]}" "${includes[@]}"; do
     add_module "$name" 1
 done
 

@@ -25,6 +25,10 @@ ABI_HEADER = TOP / "include/rnic/rnic-abi.h"
 PCI_INFO = TOP / "scripts/guest/pci-info.sh"
 
 
+class Skip(Exception):
+    """Raised by a check or procedure: report the test as skipped (why)."""
+
+
 @dataclass
 class GuestCase:
     """One guest boot and the check of what it printed."""
@@ -35,6 +39,8 @@ class GuestCase:
     check: Callable[[GuestResult], None]
     requires: Sequence[str] = ()        # QEMU -device names that must exist
     timeout: float = 120
+    initrd: Optional[Callable[[], str]] = None  # builds/returns another image
+    append: str = ""                    # extra kernel command line
 
 
 @dataclass
@@ -133,6 +139,6 @@ def qemu_devices(qemu: str) -> List[str]:
     return re.findall(r'^name "([^"]+)"', out, re.MULTILINE)
 
 
-__all__ = ["DEFAULT_QEMU", "Guest", "GuestResult", "run_guests", "GuestCase", "Procedure",
+__all__ = ["DEFAULT_QEMU", "Guest", "GuestResult", "run_guests", "GuestCase", "Procedure", "Skip",
            "TESTS", "case", "procedure", "abi_define", "rnic_ids",
            "pci_show_script", "parse_pci", "qemu_devices"]

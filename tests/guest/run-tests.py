@@ -25,7 +25,7 @@ from typing import List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import guesttest  # noqa: E402  pylint: disable=C0413
-from guesttest import Guest, GuestCase, Procedure, run_guests  # noqa: E402  pylint: disable=C0413
+from guesttest import Guest, GuestCase, Procedure, Skip, run_guests  # noqa: E402  pylint: disable=C0413
 
 
 def comment(text: str) -> None:
@@ -58,12 +58,14 @@ def load_tests() -> List[object]:
 
 
 def check_case(test: GuestCase, guest: Guest) -> str:
-    """'' if the case passed, else what went wrong."""
+    """'' if the case passed, else what went wrong ("SKIP: why" if skipped)."""
     result = guest.finish()
     if not result.ok:
         return result.report()
     try:
         test.check(result)
+    except Skip as why:
+        return f"SKIP: {why}"
     except Exception:  # pylint: disable=broad-except
         return (traceback.format_exc(limit=-1) +
                 f"--- guest output ---\n{result.output}")
@@ -75,6 +77,8 @@ def run_cases(cases: List[GuestCase], qemu: str, jobs: int, timeout_scale: float
     for first in range(0, len(cases), jobs):
         batch = cases[first:first + jobs]
         guests = [Guest(test.script(), name=test.name, args=test.args, qemu=qemu,
+                        initrd=test.initrd() if test.initrd else None,
+                        append=test.append,
                         timeout=test.timeout * timeout_scale) for test in batch]
         run_guests(guests)
         for test, guest in zip(batch, guests):
@@ -131,7 +135,10 @@ def main() -> int:
                 continue
             done, failure = next(results)
             assert done is test
-            tap.result(test.name, not failure, failure)
+            if failure.startswith("SKIP: "):
+                tap.result(test.name, True, skip=failure[6:])
+            else:
+                tap.result(test.name, not failure, failure)
     for test in tests:
         if isinstance(test, Procedure):
             if missing(test):
@@ -140,6 +147,8 @@ def main() -> int:
             try:
                 test.run(opts.qemu)
                 tap.result(test.name, True)
+            except Skip as why:
+                tap.result(test.name, True, skip=str(why))
             except Exception:  # pylint: disable=broad-except
                 tap.result(test.name, False, traceback.format_exc())
     return 1 if tap.failed else 0

@@ -831,7 +831,8 @@ static int kt_server_start(struct kt_server *srv, const char *bind_addr)
 		if (ret)
 			goto err;
 	} else {
-		ss.ss_family = AF_INET;
+		/* the IPv6 wildcard takes IPv4 connections too */
+		ss.ss_family = AF_INET6;
 	}
 	kt_set_port(&ss, port);
 	ret = rdma_bind_addr(srv->listen_id, (struct sockaddr *)&ss);
