@@ -102,6 +102,7 @@ struct rnic_cq {
 	uint32_t log;			/* 1 << log entries */
 	uint32_t cons;			/* free-running consumer index */
 	uint32_t db_cons;		/* consumer index the device knows */
+	uint32_t db_slack;		/* consumed CQEs it may not know of */
 	bool single_threaded;		/* IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
 	/* extended polling (ibv_start_poll ... ibv_end_poll) */
 	struct rnic_cqe *cur;

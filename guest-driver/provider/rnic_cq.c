@@ -6,8 +6,15 @@
  * the entry of free-running index i when its owner bit equals
  * ((i >> log) & 1) ^ 1; it reads the body only after the owner byte
  * (udma_from_device_barrier). The device counts the ring as full against
- * the consumer index of the last CQ doorbell, which poll rings after
- * consuming and req_notify_cq rings with an arm flag.
+ * the consumer index of the last CQ doorbell (req_notify_cq rings it with
+ * an arm flag).
+ *
+ * That doorbell is an MMIO write (a VM exit on real virtualization, the BQL
+ * under TCG), so poll does not ring it every time: the ring is made twice
+ * the size asked for (ibv_cq.cqe stays the size asked for, the capacity the
+ * application counts on) and poll tells the device only when it has
+ * consumed 'db_slack' = entries - cqe CQEs since the last doorbell. With at
+ * most cqe CQEs outstanding, the device then never finds the ring full.
  *
  * A CQE names its QP by the device handle and carries the WQE's ring index
  * as wr_id: the index retires the WQE (and every earlier one, for the send
@@ -63,6 +70,13 @@ static inline void rnic_cq_doorbell(struct rnic_cq *cq, uint32_t flags)
 {
 	rnic_ring_db(rnic_cq_ctx(cq), RNIC_DB_CQ, cq->handle, flags, cq->cons);
 	cq->db_cons = cq->cons;
+}
+
+/* After consuming: the doorbell once the slack is used up. */
+static inline void rnic_cq_update(struct rnic_cq *cq)
+{
+	if (cq->cons - cq->db_cons >= cq->db_slack)
+		rnic_cq_doorbell(cq, 0);
 }
 
 /*
@@ -171,8 +185,7 @@ int rnic_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		if (rnic_cqe_retire(cq, cqe, &wr_id))
 			rnic_cqe_to_wc(cqe, wr_id, &wc[n++]);
 	}
-	if (cq->cons != cq->db_cons)
-		rnic_cq_doorbell(cq, 0);
+	rnic_cq_update(cq);
 	rnic_cq_unlock(cq);
 	return n;
 }
@@ -250,8 +263,7 @@ static int rnic_start_poll(struct ibv_cq_ex *ibcq,
 	if (rnic_cq_ex_advance(cq))
 		return 0;
 	/* no ibv_end_poll follows an ENOENT of ibv_start_poll */
-	if (cq->cons != cq->db_cons)
-		rnic_cq_doorbell(cq, 0);
+	rnic_cq_update(cq);
 	rnic_cq_unlock(cq);
 	return ENOENT;
 }
@@ -267,8 +279,7 @@ static void rnic_end_poll(struct ibv_cq_ex *ibcq)
 
 	cq->cur = NULL;
 	cq->cur_qp = NULL;
-	if (cq->cons != cq->db_cons)
-		rnic_cq_doorbell(cq, 0);
+	rnic_cq_update(cq);
 	rnic_cq_unlock(cq);
 }
 
@@ -359,11 +370,29 @@ static bool rnic_cq_resp_ok(const struct rnic_create_cq_resp *drv)
 	       drv->ring_size >= (uint64_t)drv->entries * sizeof(struct rnic_cqe);
 }
 
+/* CQEs to ask the kernel for: room for the doorbell slack (see above). */
+static int rnic_cq_ring_cqe(struct ibv_context *ibctx, int cqe)
+{
+	uint32_t max = to_rctx(ibctx)->max_cqe;
+
+	if (cqe < 1 || (uint32_t)cqe > max / 2)
+		return cqe;
+	return 2 * cqe;
+}
+
+/* The ring holds 'entries', the application counts on 'cqe'. */
+static void rnic_cq_set_size(struct rnic_cq *cq, uint32_t entries, int cqe)
+{
+	cq->log = __builtin_ctz(entries);
+	cq->vcq.cq.cqe = cqe;
+	cq->db_slack = (uint32_t)cqe < entries ? entries - cqe : 1;
+}
+
 /* Map the ring the kernel created the CQ with. */
 static int rnic_cq_init(struct ibv_context *ibctx, struct rnic_cq *cq,
-			const struct rnic_create_cq_resp *drv)
+			const struct rnic_create_cq_resp *drv, int cqe)
 {
-	if (!rnic_cq_resp_ok(drv)) {
+	if (!rnic_cq_resp_ok(drv) || drv->entries < (uint32_t)cqe) {
 		verbs_err(verbs_get_ctx(ibctx),
 			  "rnic: CQ of %u entries in %llu bytes\n", drv->entries,
 			  (unsigned long long)drv->ring_size);
@@ -374,7 +403,7 @@ static int rnic_cq_init(struct ibv_context *ibctx, struct rnic_cq *cq,
 		return errno;
 	cq->ring_size = drv->ring_size;
 	cq->handle = drv->cq_handle;
-	cq->log = __builtin_ctz(drv->entries);
+	rnic_cq_set_size(cq, drv->entries, cqe);
 	cq->cons = 0;
 	cq->db_cons = 0;
 	if (pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE)) {
@@ -396,11 +425,12 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ibctx, int cqe,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	ret = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector, &cq->vcq.cq,
-				&cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_create_cq(ibctx, rnic_cq_ring_cqe(ibctx, cqe), channel,
+				comp_vector, &cq->vcq.cq, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
-	ret = rnic_cq_init(ibctx, cq, &resp.drv);
+	ret = rnic_cq_init(ibctx, cq, &resp.drv, cqe);
 	if (ret)
 		goto err_destroy;
 	return &cq->vcq.cq;
@@ -417,6 +447,7 @@ struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr)
 {
 	struct rnic_create_cq_ex_uresp resp = {};
+	struct ibv_cq_init_attr_ex kattr;
 	struct ibv_create_cq_ex cmd;
 	struct rnic_cq *cq;
 	int ret;
@@ -432,11 +463,13 @@ struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ibctx,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	ret = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd, sizeof(cmd),
+	kattr = *attr;
+	kattr.cqe = rnic_cq_ring_cqe(ibctx, attr->cqe);
+	ret = ibv_cmd_create_cq_ex(ibctx, &kattr, &cq->vcq, &cmd, sizeof(cmd),
 				   &resp.ibv_resp, sizeof(resp), 0);
 	if (ret)
 		goto err_free;
-	ret = rnic_cq_init(ibctx, cq, &resp.drv);
+	ret = rnic_cq_init(ibctx, cq, &resp.drv, attr->cqe);
 	if (ret)
 		goto err_destroy;
 	cq->single_threaded =
@@ -465,11 +498,12 @@ int rnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 	/* the device moves the CQEs beyond the consumer it knows: ours */
 	if (cq->cons != cq->db_cons)
 		rnic_cq_doorbell(cq, 0);
-	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
-				sizeof(resp));
+	ret = ibv_cmd_resize_cq(ibcq, rnic_cq_ring_cqe(ibcq->context, cqe), &cmd,
+				sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto out;
-	if (!rnic_cq_resp_ok(&resp.drv) || resp.drv.cq_handle != cq->handle) {
+	if (!rnic_cq_resp_ok(&resp.drv) || resp.drv.cq_handle != cq->handle ||
+	    resp.drv.entries < (uint32_t)cqe) {
 		ret = EINVAL;
 		goto out;
 	}
@@ -483,7 +517,7 @@ int rnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 	munmap(cq->ring, cq->ring_size);
 	cq->ring = ring;
 	cq->ring_size = resp.drv.ring_size;
-	cq->log = __builtin_ctz(resp.drv.entries);
+	rnic_cq_set_size(cq, resp.drv.entries, cqe);
 out:
 	rnic_cq_unlock(cq);
 	return ret;

@@ -1,0 +1,289 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Build the rdma-core provider of rnic (guest-driver/provider) inside the
+# rdma-core source tree of exactly the version the guest runs (the private
+# provider ABI, IBVERBS_PRIVATE_<n>, must match: ARCHITECTURE.md decision 8),
+# and the guest image that carries it (docs/usage.md, "The rdma-core
+# provider").
+#
+#   1. version: trixie's libibverbs1 (the guest userspace of
+#      fetch-rdma-userspace.py), e.g. 56.1; RDMA_CORE_VERSION=... overrides;
+#   2. rdma-core_<ver>.orig.tar.gz into build/dl: `apt-get source
+#      --download-only rdma-core=<debver>` (it exits non-zero because the
+#      archive's .dsc is missing, which is fine when the tarball came), or
+#      the archive's pool URL; checked against apt's Sources SHA256;
+#   3. unpacked into build/rdma-core/src, providers/rnic -> guest-driver/provider,
+#      add_subdirectory(providers/rnic) added to its CMakeLists.txt (once);
+#   4. cmake -GNinja -DNO_PYVERBS=1 -DNO_MAN_PAGES=1 (once), ninja builds the
+#      provider target only (incremental);
+#   5. the guest files in build/provider/root: the library in
+#      /usr/lib/x86_64-linux-gnu/libibverbs/ and /etc/libibverbs.d/rnic.driver,
+#      after checking that every private symbol the library needs is exported
+#      by the guest's libibverbs (trixie's .deb), and the guest test helpers
+#      (tests/guest/provider/*.c, linked against the tree's libibverbs) in
+#      /usr/bin.
+#
+# Usage: scripts/guest/build-provider.sh [options]
+#   --image             also build the guest image with the provider:
+#                       build/guest/initramfs-provider.cpio.gz (the driver's
+#                       RDMA image of build-driver.sh plus build/provider/root)
+#   --pyverbs           also build build/guest/initramfs-pyverbs.cpio.gz: the
+#                       image of --image plus python3, trixie's python3-pyverbs
+#                       and rdma-core's own tests (tests/ of the source, in
+#                       /opt/rdma-core-tests); implies --image
+#   --clean             remove build/rdma-core first (a fresh unpack and cmake)
+#   -v, --verbose       show the build commands
+#   -h, --help
+#
+# Outputs:
+#   build/provider/librnic-rdmav<N>.so, build/provider/rnic.driver
+#   build/provider/root/   tree for scripts/guest/build-image.sh -e
+#   build/guest/initramfs-provider.cpio.gz   with --image
+#   build/guest/initramfs-pyverbs.cpio.gz    with --pyverbs
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+here=$top/scripts/guest
+dl=$top/build/dl
+rc=$top/build/rdma-core
+out=$top/build/provider
+root=$out/root
+image=$top/build/guest/initramfs-provider.cpio.gz
+multiarch=x86_64-linux-gnu
+
+log() { echo "build-provider: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+usage() { sed -n '/^# Usage:/,/^#   -h/s/^# \{0,1\}//p' "$0"; }
+now() { date +%s.%N; }
+since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
+
+build_image=0
+pyverbs=0
+clean=0
+verbose=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --image) build_image=1 ;;
+    --pyverbs) pyverbs=1; build_image=1 ;;
+    --clean) clean=1 ;;
+    -v|--verbose) verbose=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+for tool in apt-cache apt-get cmake ninja gcc tar sha256sum nm bc; do
+    command -v "$tool" >/dev/null || die "$tool not found (scripts/setup-host.sh)"
+done
+mkdir -p "$dl" "$rc" "$out"
+exec 9>"$rc/.lock"
+flock 9
+apt_opts=()
+[ "$(id -u)" = 0 ] && apt_opts=(-o APT::Sandbox::User=root)
+t_start=$(now)
+
+# --- 1. the version ---------------------------------------------------------
+# apt-cache is slow here: cache the answer, keyed on apt's package lists.
+lists_key() {
+    find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -o -maxdepth 1 -name '*_Sources*' |
+        sort | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1
+}
+resolve_version() {
+    local key cache=$rc/.resolved debver sha
+    key=$(lists_key)
+    if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$key" ]; then
+        sed -n 2p "$cache"
+        return
+    fi
+    # the guest's libibverbs1 is trixie's: the provider is built from its source
+    debver=$(apt-cache madison libibverbs1 | awk -F'|' '$3 ~ /trixie\/main .*Packages/ {
+                 gsub(/ /, "", $2); print $2; exit }')
+    [ -n "$debver" ] || die "no libibverbs1 in trixie (apt sources: scripts/apt/; apt-get update?)"
+    sha=$(apt-cache showsrc "rdma-core=$debver" 2>/dev/null |
+          awk -v f="rdma-core_${debver%-*}.orig.tar.gz" '
+              /^Checksums-Sha256:/ { s = 1; next } /^[^ ]/ { s = 0 }
+              s && $3 == f { print $1; exit }')
+    printf '%s\n%s %s\n' "$key" "$debver" "${sha:--}" >"$cache"
+    echo "$debver ${sha:--}"
+}
+if [ -n "${RDMA_CORE_VERSION:-}" ]; then
+    debver=$RDMA_CORE_VERSION-0
+    sha=-
+else
+    read -r debver sha < <(resolve_version)
+fi
+ver=${debver#*:}
+ver=${ver%-*}
+tarball=$dl/rdma-core_$ver.orig.tar.gz
+
+# --- 2. the source tarball --------------------------------------------------
+tarball_ok() {
+    [ -s "$tarball" ] || return 1
+    [ "$sha" = - ] && return 0
+    [ "$(sha256sum "$tarball" | cut -d' ' -f1)" = "$sha" ]
+}
+if ! tarball_ok; then
+    rm -f "$tarball"
+    log "downloading rdma-core $ver source"
+    # the .dsc is missing from the archive: apt-get fails after the tarballs
+    (cd "$dl" && apt-get source --download-only "${apt_opts[@]}" -q \
+        "rdma-core=$debver" >/dev/null 2>&1) || true
+    if ! tarball_ok; then
+        rm -f "$tarball"
+        url=http://deb.debian.org/debian/pool/main/r/rdma-core/rdma-core_$ver.orig.tar.gz
+        log "apt-get source gave no tarball; trying $url"
+        curl -fsSL -o "$tarball.part" "$url" || die "cannot download $url"
+        mv "$tarball.part" "$tarball"
+    fi
+    tarball_ok || die "$tarball: SHA256 is not apt's $sha"
+fi
+
+# --- 3. source tree with the provider linked in ------------------------------
+src=$rc/src
+[ $clean = 1 ] && rm -rf "$src" "$rc/build"
+stamp_src="$ver $(stat -c '%s %Y' "$tarball")"
+if [ ! -f "$src/.stamp" ] || [ "$(cat "$src/.stamp")" != "$stamp_src" ]; then
+    log "unpacking rdma-core $ver"
+    rm -rf "$src" "$rc/build" "$rc/unpack"
+    mkdir -p "$rc/unpack"
+    tar -xzf "$tarball" -C "$rc/unpack"
+    mv "$rc/unpack/rdma-core-$ver" "$src"
+    rmdir "$rc/unpack"
+    echo "$stamp_src" >"$src/.stamp"
+fi
+ln -sfn "$top/guest-driver/provider" "$src/providers/rnic"
+if ! grep -q '^add_subdirectory(providers/rnic)' "$src/CMakeLists.txt"; then
+    # next to the other MMIO/DMA providers (the HAVE_COHERENT_DMA block)
+    sed -i '/^add_subdirectory(providers\/vmw_pvrdma)$/a add_subdirectory(providers/rnic)' \
+        "$src/CMakeLists.txt"
+    grep -q '^add_subdirectory(providers/rnic)' "$src/CMakeLists.txt" ||
+        die "could not add providers/rnic to $src/CMakeLists.txt"
+fi
+pabi=$(sed -n 's/^set(IBVERBS_PABI_VERSION "\([0-9]*\)")/\1/p' "$src/CMakeLists.txt")
+[ -n "$pabi" ] || die "no IBVERBS_PABI_VERSION in $src/CMakeLists.txt"
+lib=librnic-rdmav$pabi.so
+
+# --- 4. configure once, build the provider ----------------------------------
+bld=$rc/build
+# no build-tree RPATH: the library goes into the guest as it is
+cmake_args=(-GNinja -DNO_PYVERBS=1 -DNO_MAN_PAGES=1
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_SKIP_BUILD_RPATH=ON
+            -DRNIC_TOP="$top")
+if [ ! -f "$bld/build.ninja" ] || [ "$(cat "$bld/.cmake-args" 2>/dev/null)" != "${cmake_args[*]}" ]; then
+    log "configuring rdma-core $ver"
+    mkdir -p "$bld"
+    t=$(now)
+    (cd "$bld" && cmake "${cmake_args[@]}" "$src") >"$rc/cmake.log" 2>&1 ||
+        { cat "$rc/cmake.log" >&2; die "cmake failed (log: $rc/cmake.log)"; }
+    echo "${cmake_args[*]}" >"$bld/.cmake-args"
+    log "configured in $(since "$t") s"
+fi
+t=$(now)
+ninja_args=(-C "$bld" "rnic-rdmav$pabi")
+[ $verbose = 1 ] && ninja_args+=(-v)
+if ! ninja "${ninja_args[@]}" >"$rc/build.log" 2>&1; then
+    cat "$rc/build.log" >&2
+    die "provider build failed (log: $rc/build.log)"
+fi
+if grep -E 'warning:' "$rc/build.log" | grep -E 'providers/rnic|guest-driver' >&2; then
+    die "the provider must build without warnings"
+fi
+log "built $lib (rdma-core $ver, IBVERBS_PRIVATE_$pabi) in $(since "$t") s"
+
+# --- 5. check against the guest's libibverbs, install into the root ---------
+built=$bld/lib/$lib
+[ -f "$built" ] || die "$built missing after the build"
+guest_verbs=$(ls "$dl"/trixie/libibverbs1_"$debver"_amd64.deb 2>/dev/null | head -1 || true)
+if [ -n "$guest_verbs" ]; then
+    chk=$rc/guest-libibverbs
+    if [ ! -f "$chk/.stamp" ] || [ "$(cat "$chk/.stamp")" != "$guest_verbs" ]; then
+        rm -rf "$chk"
+        dpkg-deb -x "$guest_verbs" "$chk"
+        echo "$guest_verbs" >"$chk/.stamp"
+    fi
+    exported=$(nm -D --defined-only --with-symbol-versions \
+                   "$chk"/usr/lib/$multiarch/libibverbs.so.1.* |
+               awk '{ print $3 }' | sed 's/@@*/@/' | sort -u)
+    needed=$(nm -D --undefined-only --with-symbol-versions "$built" |
+             awk '{ print $2 }' | grep '@IBVERBS' | sed 's/@@*/@/' | sort -u)
+    missing=$(comm -13 <(echo "$exported") <(echo "$needed"))
+    [ -z "$missing" ] || die "$lib needs symbols trixie's libibverbs1 $debver lacks: $missing"
+    log "symbols checked against $(basename "$guest_verbs")"
+else
+    log "note: build/dl/trixie/libibverbs1_${debver}_amd64.deb not there yet, symbols not checked"
+fi
+cp "$built" "$out/$lib"
+echo "driver rnic" >"$out/rnic.driver"
+rm -rf "$root"
+install -D -m 0644 "$out/$lib" "$root/usr/lib/$multiarch/libibverbs/$lib"
+install -D -m 0644 "$out/rnic.driver" "$root/etc/libibverbs.d/rnic.driver"
+
+# Test helpers: small verbs programs linked against the guest's libibverbs.
+if ls "$top"/tests/guest/provider/*.c >/dev/null 2>&1; then
+    t=$(now)
+    ninja -C "$bld" ibverbs >>"$rc/build.log" 2>&1 || die "libibverbs build failed"
+    mkdir -p "$root/usr/bin"
+    for c in "$top"/tests/guest/provider/*.c; do
+        [ -e "$c" ] || continue
+        name=$(basename "$c" .c)
+        gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$bld/include" \
+            -I"$top/include" -o "$root/usr/bin/$name" "$c" \
+            -L"$bld/lib" -libverbs -lpthread ||
+            die "$c: build failed"
+    done
+    log "built the test helpers in $(since "$t") s"
+fi
+
+# --- 6. the guest image ---------------------------------------------------------
+if [ $build_image = 1 ]; then
+    t=$(now)
+    "$here/build-driver.sh" >&2 || die "build-driver.sh failed"
+    base=$top/build/guest/initramfs-rdma.cpio.gz
+    [ -f "$base" ] || die "$base missing after build-driver.sh"
+    # The kernel unpacks concatenated archives in order: the provider's
+    # files land in the RDMA image's root (docs/guest-image.md).
+    overlay=$out/overlay.cpio.gz
+    (cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
+        cpio --quiet -o -H newc -R 0:0 | gzip -9n) >"$overlay"
+    cat "$base" "$overlay" >"$image.tmp"
+    mv "$image.tmp" "$image"
+    log "image $image in $(since "$t") s"
+fi
+
+# --- 7. python3, pyverbs and rdma-core's tests on top ---------------------------
+if [ $pyverbs = 1 ]; then
+    t=$(now)
+    pyimage=$top/build/guest/initramfs-pyverbs.cpio.gz
+    pyroot=$out/pyverbs-root
+    # the .debs python3-pyverbs adds to the userspace of build-driver.sh, without
+    # the rdma-core daemon package and what only it needs (systemd, udev, ...)
+    mapfile -t extra < <(comm -13 <("$here/fetch-rdma-userspace.py" | sort) \
+                                  <("$here/fetch-rdma-userspace.py" python3-pyverbs | sort) |
+                         grep -vE '/(rdma-core|systemd|udev|libsystemd-shared|mount|tzdata)_')
+    [ ${#extra[@]} -gt 0 ] || die "no python3-pyverbs packages resolved"
+    stamp="$(printf '%s\n' "${extra[@]}" | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1) $ver"
+    if [ ! -f "$out/pyverbs.cpio.gz" ] || [ "$(cat "$out/pyverbs.stamp" 2>/dev/null)" != "$stamp" ]; then
+        rm -rf "$pyroot"
+        mkdir -p "$pyroot/opt/rdma-core-tests"
+        for deb in "${extra[@]}"; do
+            dpkg-deb -x "$deb" "$pyroot"
+        done
+        cp -r "$src/tests" "$pyroot/opt/rdma-core-tests/tests"
+        # merged /usr: the base image's /lib, /bin, /sbin are symlinks
+        for d in lib lib64 bin sbin; do
+            if [ -d "$pyroot/$d" ] && [ ! -L "$pyroot/$d" ]; then
+                cp -a "$pyroot/$d/." "$pyroot/usr/$d/"
+                rm -rf "${pyroot:?}/$d"
+            fi
+        done
+        (cd "$pyroot" && find . -mindepth 1 | LC_ALL=C sort |
+            cpio --quiet -o -H newc -R 0:0 | gzip -6n) >"$out/pyverbs.cpio.gz"
+        echo "$stamp" >"$out/pyverbs.stamp"
+    fi
+    cat "$image" "$out/pyverbs.cpio.gz" >"$pyimage.tmp"
+    mv "$pyimage.tmp" "$pyimage"
+    log "image $pyimage (${#extra[@]} more packages) in $(since "$t") s"
+fi
+log "done in $(since "$t_start") s: $out/$lib, $root"

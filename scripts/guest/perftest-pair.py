@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""perftest between two TCG guests: rnic (the provider and rnic.ko) and/or
+Soft-RoCE (rdma_rxe on virtio-net), side by side.
+
+Boots two guests per peer kind on a -netdev stream over a unix socket
+(scripts/guest/rdma_pair.py), runs unmodified perftest 25.01 from trixie:
+ib_write_bw (4 KiB, 64 KiB, 1 MiB), ib_send_lat and ib_read_lat (8 B),
+each --runs times, and prints the median of each as a table. perftest's
+clock calibration sometimes fails under TCG ("Correlation coefficient r^2
+< 0.9", a 0 result): such runs are repeated, up to three times.
+
+Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
+                                      [--quick] [--no-build]
+  --peers LIST   peer kinds to measure, in order: rnic, rxe (default both)
+  --mtu N        Ethernet MTU of both guests (1500: RoCE MTU 1024; 9000: 4096)
+  --runs N       runs of each test (median reported)
+  --quick        one run, 64 KiB and the two latencies only (the main job)
+  --no-build     do not run scripts/guest/build-provider.sh --image first
+"""
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rdma_pair import DEVICE, TOP, Step, lines_of, perftest_figure, run_pair  # noqa: E402
+
+# (label, tool, size, extra options): bandwidth for 2 s, latency 1000 round trips
+TESTS: List[Tuple[str, str, int, str]] = [
+    ("ib_write_bw 4 KiB", "ib_write_bw", 4096, "-D 2"),
+    ("ib_write_bw 64 KiB", "ib_write_bw", 65536, "-D 2"),
+    ("ib_write_bw 1 MiB", "ib_write_bw", 1048576, "-D 2"),
+    ("ib_send_lat 8 B", "ib_send_lat", 8, "-n 1000"),
+    ("ib_read_lat 8 B", "ib_read_lat", 8, "-n 1000"),
+]
+QUICK = ("ib_write_bw 64 KiB", "ib_send_lat 8 B", "ib_read_lat 8 B")
+
+
+def steps_for(kind: str, tests, runs: int) -> List[Step]:
+    dev = DEVICE[kind]
+    steps = []
+    for run in range(runs):
+        for number, (_, tool, size, extra) in enumerate(tests):
+            cmd = f"{tool} -d {dev} -x 1 -F -s {size} {extra}"
+            steps.append((f"t{number}.r{run}", cmd, f"{cmd} 10.0.0.1", 1))
+    return steps
+
+
+def measure(kind: str, tests, runs: int, mtu: int) -> Dict[str, List[float]]:
+    """{label: [figure of each good run]} for one peer kind."""
+    results: Dict[str, List[float]] = {label: [] for label, *_ in tests}
+    todo = steps_for(kind, tests, runs)
+    for attempt in range(4):
+        name = f"perftest-{kind}-{mtu}-{attempt}"
+        t0 = time.time()
+        r1, r2 = run_pair(name, todo, kinds=(kind, kind), mtu=mtu,
+                          timeout=300 + 60 * len(todo))
+        print(f"perftest-pair: {kind}: {len(todo)} runs in {time.time() - t0:.0f} s "
+              f"(outputs: build/guest-logs/{name}-[12].out)", file=sys.stderr)
+        again = []
+        for step in todo:
+            number = int(step[0][1:].split(".")[0])
+            label = tests[number][0]
+            value = 0.0
+            for out in (r2.output, r1.output):     # the client prints the result
+                try:
+                    value = perftest_figure(lines_of(out, step[0]))[1]
+                    break
+                except ValueError:
+                    continue
+            if value > 0:
+                results[label].append(value)
+            else:
+                again.append(step)
+        if not again:
+            break
+        print(f"perftest-pair: {kind}: {len(again)} runs without a result, again",
+              file=sys.stderr)
+        todo = again
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--peers", default="rnic,rxe")
+    parser.add_argument("--mtu", type=int, default=1500)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-build", action="store_true")
+    opts = parser.parse_args()
+    kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
+    if any(k not in DEVICE for k in kinds):
+        parser.error(f"--peers: kinds are {', '.join(DEVICE)}")
+    tests = [t for t in TESTS if not opts.quick or t[0] in QUICK]
+    runs = 1 if opts.quick else opts.runs
+
+    if not opts.no_build:
+        build = subprocess.run([str(TOP / "scripts/guest/build-provider.sh"), "--image"],
+                               capture_output=True, text=True, check=False)
+        if build.returncode:
+            sys.stderr.write(build.stdout + build.stderr)
+            return 1
+
+    table = {kind: measure(kind, tests, runs, opts.mtu) for kind in kinds}
+    print(f"\nperftest 25.01, two TCG guests, -netdev stream (unix socket), "
+          f"MTU {opts.mtu}, median of {runs} run{'s' if runs > 1 else ''}:\n")
+    head = "| test | " + " | ".join(kinds)
+    if kinds[:2] == ["rnic", "rxe"]:
+        head += " | rnic vs rxe"
+    print(head + " |")
+    print("|---" * (head.count("|")) + "|")
+    status = 0
+    for label, tool, _, _ in tests:
+        unit = "MiB/s" if tool.endswith("_bw") else "µs"
+        cells, medians = [], {}
+        for kind in kinds:
+            values = table[kind][label]
+            if values:
+                medians[kind] = statistics.median(values)
+                cells.append(f"{medians[kind]:.1f} {unit}")
+            else:
+                cells.append("no result")
+                status = 1
+        row = f"| {label} | " + " | ".join(cells)
+        if kinds[:2] == ["rnic", "rxe"]:
+            if "rnic" in medians and "rxe" in medians and medians["rnic"] and medians["rxe"]:
+                ratio = medians["rnic"] / medians["rxe"]
+                row += f" | {ratio:.1f}×" if unit == "MiB/s" else f" | {1 / ratio:.1f}× lower"
+            else:
+                row += " | "
+        print(row + " |")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

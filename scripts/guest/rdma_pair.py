@@ -1,0 +1,229 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Two guests on one Ethernet segment running RDMA tools in lockstep.
+
+Guest 1 (10.0.0.1) and guest 2 (10.0.0.2) are connected by a -netdev stream
+over a unix socket (the fastest two-VM backend, docs/usage.md). Each is an
+"rnic" guest (-device rnic, rnic.ko, the provider: device rnic0) or an
+"rxe" guest (virtio-net + Soft-RoCE: device rxe0). Both boot the provider
+image (scripts/guest/build-provider.sh --image), which has everything.
+
+A step names a tool run on both guests: the tool's server starts first and
+its client only once the server listens (a new TCP listener or RDMA-CM id
+in LISTEN state); sync points between the guests (busybox nc, guest 1
+listening) keep the steps aligned even when a tool fails or times out.
+Each guest prints, per step, 'rc=NAME:STATUS' and the tool's output with
+every line prefixed 'NAME: '; at the end 'stats: ' lines (ethtool -S).
+
+Used by tests/guest/test_provider.py and scripts/guest/perftest-pair.py.
+"""
+
+import re
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from rnic_guest import DEFAULT_QEMU, Guest, GuestResult, run_guests
+
+TOP = Path(__file__).resolve().parents[2]
+PROVIDER_IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
+
+# (name, guest-1 command, guest-2 command, the guest running the tool server)
+Step = Tuple[str, str, str, int]
+
+DEVICE = {"rnic": "rnic0", "rxe": "rxe0"}
+
+# The IPv4-mapped RoCE v2 GID (index 1) appears shortly after the address.
+WAIT_GID = """
+n=0
+until grep -q ffff /sys/class/infiniband/{dev}/ports/1/gids/1 2>/dev/null; do
+    n=$((n + 1)); [ $n -lt 100 ] || {{ echo "no IPv4 GID on {dev}"; exit 1; }}
+    sleep 0.1
+done
+"""
+
+NET_UP = {
+    "rnic": """
+modprobe rnic || exit 1
+ip link set eth0 mtu {mtu}
+ip link set eth0 up
+ip addr add 10.0.0.{me}/24 dev eth0
+""",
+    "rxe": """
+modprobe crc32_generic
+modprobe rdma_rxe || exit 1
+ip link set eth0 mtu {mtu}
+ip link set eth0 up
+ip addr add 10.0.0.{me}/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0 || exit 1
+""",
+}
+
+PEER_UP = """
+tries=0
+until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
+done
+"""
+
+LOCKSTEP = """
+sync_point() {{
+    if [ {me} = 1 ]; then
+        timeout 300 nc -l -p $((7000 + $1)) </dev/null >/dev/null
+    else
+        n=0
+        until echo x | nc -w 2 10.0.0.1 $((7000 + $1)) >/dev/null 2>&1; do
+            n=$((n + 1)); [ $n -lt 1500 ] || return 1
+            sleep 0.2
+        done
+    fi
+}}
+# Listening endpoints: TCP (the tools' own exchange) and RDMA-CM ids.
+listeners() {{
+    {{ netstat -ltn 2>/dev/null | grep -c LISTEN
+      rdma res show cm_id 2>/dev/null | grep -c LISTEN; }} | awk '{{ s += $1 }} END {{ print s }}'
+}}
+step() {{  # number name role(srv|cli) command
+    sync_point $(($1 * 2))
+    if [ $3 = srv ]; then
+        before=$(listeners)
+        timeout {tool_timeout} sh -c "$4" >/tmp/$2.out 2>&1 &
+        pid=$!
+        # the client may go once the server listens (30 s at most)
+        w=0
+        while [ "$(listeners)" -le "$before" ] && [ $w -lt 300 ] &&
+              kill -0 $pid 2>/dev/null; do
+            sleep 0.1
+            w=$((w + 1))
+        done
+        sleep 0.2
+        sync_point $(($1 * 2 + 1))
+        wait $pid
+        rc=$?
+    else
+        sync_point $(($1 * 2 + 1))
+        timeout {tool_timeout} sh -c "$4" >/tmp/$2.out 2>&1
+        rc=$?
+    fi
+    echo "rc=$2:$rc"
+    sed "s/^/$2: /" /tmp/$2.out
+}}
+"""
+
+# Kernel log lines that must never appear, printed as 'dmesg-bad: ...'.
+DMESG_CHECK = """
+dmesg | grep -E 'WARNING:|BUG:|Call Trace|refcount_t|list_del corruption|general protection|Oops|segfault' | sed 's/^/dmesg-bad: /'
+"""
+
+TRAILER = """
+ethtool -S eth0 2>/dev/null | grep -E 'roce_|retrans' | tr -d ' ' | sed 's/^/stats: /'
+""" + DMESG_CHECK
+
+
+def lockstep_scripts(steps: Sequence[Step], kinds: Tuple[str, str], mtu: int = 1500,
+                     tool_timeout: int = 120) -> Tuple[str, str]:
+    """The two guest scripts running STEPS."""
+    scripts = []
+    for me, peer in ((1, 2), (2, 1)):
+        kind = kinds[me - 1]
+        text = NET_UP[kind].format(me=me, mtu=mtu) + PEER_UP.format(peer=peer)
+        text += WAIT_GID.format(dev=DEVICE[kind])
+        text += LOCKSTEP.format(me=me, tool_timeout=tool_timeout)
+        for number, (name, cmd1, cmd2, server) in enumerate(steps):
+            cmd = cmd1 if me == 1 else cmd2
+            role = "srv" if server == me else "cli"
+            text += f"step {number} {name} {role} '{cmd}'\n"
+        scripts.append(text + TRAILER)
+    return scripts[0], scripts[1]
+
+
+def stream_netdev(sock: str, server: bool, nic: str, mac: str) -> List[str]:
+    """One end of a -netdev stream over a unix socket."""
+    netdev = f"stream,id=n0,addr.type=unix,addr.path={sock}"
+    netdev += ",server=on" if server else ",server=off,reconnect-ms=200"
+    device = "rnic" if nic == "rnic" else "virtio-net-pci,romfile="
+    return ["-netdev", netdev, "-device", f"{device},netdev=n0,mac={mac}"]
+
+
+def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic", "rnic"),
+             mtu: int = 1500, qemu: str = str(DEFAULT_QEMU),
+             initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,
+             tool_timeout: int = 120,
+             log_dir: Optional[Path] = TOP / "build/guest-logs") -> Tuple[GuestResult, GuestResult]:
+    """Boot the two guests, run STEPS, return both results. The outputs are
+    also kept in LOG_DIR/NAME-1.out and NAME-2.out."""
+    s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
+    with tempfile.TemporaryDirectory(prefix="rnic-pair-") as tmp:
+        sock = f"{tmp}/segment.sock"
+        g1 = Guest(s1, name=f"{name}-1", qemu=qemu, initrd=initrd, timeout=timeout,
+                   args=stream_netdev(sock, True, kinds[0], "52:54:00:00:02:01"))
+        g2 = Guest(s2, name=f"{name}-2", qemu=qemu, initrd=initrd, timeout=timeout,
+                   args=stream_netdev(sock, False, kinds[1], "52:54:00:00:02:02"))
+        r1, r2 = run_guests([g1, g2])
+    if log_dir:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        for number, result in ((1, r1), (2, r2)):
+            (log_dir / f"{name}-{number}.out").write_text(result.output)
+    return r1, r2
+
+
+# ---------------------------------------------------------------------------
+# Reading the outputs
+
+def rc_lines(output: str) -> Dict[str, List[int]]:
+    """'rc=NAME:STATUS[:STATUS]' lines -> {NAME: [STATUS, ...]}."""
+    return {m.group(1): [int(x) for x in m.group(2).split(":")]
+            for m in re.finditer(r"^rc=([\w.-]+):([\d:]+)\s*$", output, re.MULTILINE)}
+
+
+def lines_of(output: str, name: str) -> str:
+    """The tool output of NAME (lines prefixed 'NAME: ' or 'NAME srv|cli: ')."""
+    return "\n".join(m.group(1) for m in
+                     re.finditer(rf"^{re.escape(name)}(?: srv| cli)?: (.*)$", output,
+                                 re.MULTILINE))
+
+
+def assert_clean_dmesg(output: str) -> None:
+    bad = [line for line in output.splitlines() if line.startswith("dmesg-bad:")]
+    assert not bad, "kernel log has warnings:\n" + "\n".join(bad)
+
+
+def stat(output: str, counter: str) -> Optional[int]:
+    match = re.search(rf"^stats: {re.escape(counter)}:(\d+)", output, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def perftest_figure(text: str) -> Tuple[str, float]:
+    """('MiB/s', average) or ('usec', typical) from a perftest result table."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if i + 1 >= len(lines):
+            break
+        cols = lines[i + 1].split()
+        if "BW average" in line and len(cols) >= 4:
+            return "MiB/s", float(cols[3])
+        if "t_typical" in line and len(cols) >= 5:
+            return "usec", float(cols[4])
+    raise ValueError(f"no perftest result table in:\n{text}")
+
+
+def pingpong_figure(text: str) -> float:
+    match = re.search(r"iters in [\d.]+ seconds = ([\d.]+) usec/iter", text)
+    if not match:
+        raise ValueError(f"no pingpong result in:\n{text}")
+    return float(match.group(1))
+
+
+def tool_figure(name: str, outputs: Sequence[str]) -> Tuple[str, float]:
+    """The figure tool NAME printed on one of the guests (a perftest server
+    of an RDMA READ/WRITE test prints none); rping: the pings it verified."""
+    for out in outputs:
+        text = lines_of(out, name)
+        if "usec/iter" in text:
+            return "usec/iter", pingpong_figure(text)
+        if "ping data" in text:
+            return "pings", float(len(re.findall(r"ping data: rdma-ping-\d+", text)))
+        if "BW average" in text or "t_typical" in text:
+            return perftest_figure(text)
+    raise ValueError(f"{name}: no result printed:\n" +
+                     "\n".join(lines_of(out, name) for out in outputs))
