@@ -43,3 +43,6 @@ scripts/guest/show-device.sh -device pcie-root-port,id=rp0,chassis=1 -device rni
 
 step "two guests: rnic.ko, RDMA-CM and kernel verbs between them over RoCEv2"
 scripts/guest/two-guest-rdma.py
+
+step "two guests: unmodified perftest over the rdma-core provider (kernel bypass)"
+scripts/guest/perftest-pair.py --quick --peers rnic

@@ -319,7 +319,8 @@ static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 	ctx->db_page = mmap(NULL, ctx->db_size, PROT_WRITE, MAP_SHARED, cmd_fd,
 			    resp.drv.db_key);
 	if (ctx->db_page == MAP_FAILED) {
-		verbs_err(&ctx->vctx, "rnic: cannot map the doorbell page: %m\n");
+		verbs_err(&ctx->vctx,
+			  "rnic: cannot map the doorbell page: %m\n");
 		ctx->db_page = NULL;
 		goto err;
 	}

@@ -103,7 +103,7 @@ struct rnic_cq {
 	uint32_t cons;			/* free-running consumer index */
 	uint32_t db_cons;		/* consumer index the device knows */
 	uint32_t db_slack;		/* consumed CQEs it may not know of */
-	bool single_threaded;		/* IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
+	bool single_threaded;		/* no lock: SINGLE_THREADED */
 	/* extended polling (ibv_start_poll ... ibv_end_poll) */
 	struct rnic_cqe *cur;
 	struct rnic_qp *cur_qp;
@@ -122,7 +122,7 @@ struct rnic_wq {
 	uint32_t log;			/* 1 << log entries */
 	uint32_t shift;			/* 1 << shift bytes per WQE */
 	uint32_t max_sge;
-	uint32_t prod;			/* next index to post (under lock) */
+	uint32_t prod;			/* next index (under lock) */
 	_Atomic(uint32_t) cons;		/* oldest index not completed */
 };
 
@@ -130,7 +130,7 @@ struct rnic_srq {
 	struct ibv_srq ibv_srq;
 	struct rnic_wq wq;
 	uint32_t handle;
-	unsigned long *done;		/* completed slots not yet reclaimed */
+	unsigned long *done;		/* completed, not reclaimed */
 };
 
 struct rnic_qp {
@@ -206,7 +206,9 @@ static inline uint32_t rnic_wq_entries(const struct rnic_wq *wq)
 
 static inline void *rnic_wq_slot(const struct rnic_wq *wq, uint32_t idx)
 {
-	return wq->ring + ((size_t)(idx & (rnic_wq_entries(wq) - 1)) << wq->shift);
+	size_t slot = idx & (rnic_wq_entries(wq) - 1);
+
+	return wq->ring + (slot << wq->shift);
 }
 
 static inline bool rnic_wq_full(struct rnic_wq *wq, uint32_t prod)

@@ -367,7 +367,8 @@ static void rnic_cq_set_ex_ops(struct rnic_cq *cq, uint64_t wc_flags)
 static bool rnic_cq_resp_ok(const struct rnic_create_cq_resp *drv)
 {
 	return drv->entries >= 2 && !(drv->entries & (drv->entries - 1)) &&
-	       drv->ring_size >= (uint64_t)drv->entries * sizeof(struct rnic_cqe);
+	       drv->ring_size >=
+		       (uint64_t)drv->entries * sizeof(struct rnic_cqe);
 }
 
 /* CQEs to ask the kernel for: room for the doorbell slack (see above). */
@@ -394,8 +395,8 @@ static int rnic_cq_init(struct ibv_context *ibctx, struct rnic_cq *cq,
 {
 	if (!rnic_cq_resp_ok(drv) || drv->entries < (uint32_t)cqe) {
 		verbs_err(verbs_get_ctx(ibctx),
-			  "rnic: CQ of %u entries in %llu bytes\n", drv->entries,
-			  (unsigned long long)drv->ring_size);
+			  "rnic: CQ of %u entries in %llu bytes\n",
+			  drv->entries, (unsigned long long)drv->ring_size);
 		return EINVAL;
 	}
 	cq->ring = rnic_mmap_ring(ibctx, drv->ring_key, drv->ring_size);
@@ -498,8 +499,9 @@ int rnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 	/* the device moves the CQEs beyond the consumer it knows: ours */
 	if (cq->cons != cq->db_cons)
 		rnic_cq_doorbell(cq, 0);
-	ret = ibv_cmd_resize_cq(ibcq, rnic_cq_ring_cqe(ibcq->context, cqe), &cmd,
-				sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_resize_cq(ibcq, rnic_cq_ring_cqe(ibcq->context, cqe),
+				&cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
 	if (ret)
 		goto out;
 	if (!rnic_cq_resp_ok(&resp.drv) || resp.drv.cq_handle != cq->handle ||

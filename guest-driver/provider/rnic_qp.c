@@ -45,8 +45,9 @@ int rnic_wq_init(struct ibv_context *ibctx, struct rnic_wq *wq, uint64_t key,
 	if (!entries || (entries & (entries - 1)) || shift < min_shift ||
 	    shift > RNIC_WQE_SHIFT_MAX || size < (uint64_t)entries << shift) {
 		verbs_err(verbs_get_ctx(ibctx),
-			  "rnic: ring of %u x %u bytes in %llu bytes\n", entries,
-			  1u << (shift & 31), (unsigned long long)size);
+			  "rnic: ring of %u x %u bytes in %llu bytes\n",
+			  entries, 1u << (shift & 31),
+			  (unsigned long long)size);
 		return EINVAL;
 	}
 	wq->wr_id = calloc(entries, sizeof(*wq->wr_id));
@@ -664,7 +665,8 @@ struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ibctx,
 
 	/* create flags were checked to be 0: the command takes none */
 	kattr = *attr;
-	kattr.comp_mask &= IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	kattr.comp_mask &= IBV_QP_INIT_ATTR_PD |
+			   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &kattr, &cmd, sizeof(cmd),
 				   &resp.ibv_resp, sizeof(resp));
 	if (ret)

@@ -1,0 +1,383 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tests of the rdma-core provider librnic (guest-driver/provider).
+
+They boot the provider image that scripts/guest/build-provider.sh builds
+(build/guest/initramfs-provider.cpio.gz: the driver's RDMA image of
+build-driver.sh — rnic.ko, RDMA core modules, trixie's rdma-core 56.1
+userspace and perftest — plus librnic-rdmav34.so, /etc/libibverbs.d/rnic.driver
+and the test helper rnic_verbs_check); the first test that needs it builds it.
+
+  provider-devices         ibv_devices / ibv_devinfo -v list rnic0 through
+                           the provider: IDs, firmware (device ABI), port,
+                           RoCE v2 GIDs
+  provider-verbs-check     rnic_verbs_check (tests/guest/provider/): data of
+                           every opcode, kernel bypass (no system call on
+                           the data path), ibv_wr_*() and ibv_create_cq_ex(),
+                           refusals, UD, SRQ, completion channel, CQ resize,
+                           flush/reset, destroy with CQEs pending, ring wrap
+  provider-loopback-apps   unmodified tools, both ends in one guest (the
+                           device's loopback path): ibv_rc/ud/srq_pingpong,
+                           perftest, rping
+  provider-two-guests      the same tools between two guests over the RoCEv2
+                           wire (-netdev stream over a unix socket), data
+                           checked where the tool can (-c, rping -V), rdma_cm
+                           tools (udaddy, rdma_server/rdma_client, perftest -R)
+  provider-rxe-interop     rnic in one guest, Soft-RoCE (rdma_rxe on
+                           virtio-net) in the other: ibv_rc_pingpong,
+                           ib_write_bw, ib_read_lat, rping, both directions
+  provider-pyverbs         rdma-core's own test suite (tests/ of the 56.1
+                           source, on trixie's python3-pyverbs): no failure;
+                           what is skipped is reported by reason
+"""
+
+import re
+import subprocess
+import threading
+from typing import Dict, Sequence, Tuple
+
+from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
+from rdma_pair import (DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of, rc_lines,
+                       run_pair, stat, tool_figure)
+
+IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
+PYVERBS_IMAGE = TOP / "build/guest/initramfs-pyverbs.cpio.gz"
+BUILD_PROVIDER = TOP / "scripts/guest/build-provider.sh"
+_build_lock = threading.Lock()
+_built: Dict[str, bool] = {}
+
+
+def _build(*options: str) -> None:
+    """scripts/guest/build-provider.sh OPTIONS, once per run."""
+    with _build_lock:
+        if not _built.get(" ".join(options)):
+            build = subprocess.run([str(BUILD_PROVIDER), *options],
+                                   capture_output=True, text=True, check=False)
+            if build.returncode != 0:
+                raise AssertionError(
+                    f"build-provider.sh failed:\n{build.stdout}{build.stderr}")
+            _built[" ".join(options)] = True
+
+
+def provider_image() -> str:
+    """The provider, its test helper and the image."""
+    _build("--image")
+    return str(IMAGE)
+
+
+def pyverbs_image() -> str:
+    """The same plus python3, python3-pyverbs and rdma-core's tests."""
+    _build("--pyverbs")
+    return str(PYVERBS_IMAGE)
+
+
+ONE_GUEST = """
+modprobe rnic || exit 1
+ip link set eth0 up
+ip addr add 10.0.0.1/24 dev eth0
+""" + WAIT_GID.format(dev="rnic0")
+
+
+# ---------------------------------------------------------------------------
+# One guest
+
+DEVICES_SCRIPT = ONE_GUEST + """
+IBV_SHOW_WARNINGS=1 ibv_devices 2>&1 | sed 's/^/devices: /'
+ibv_devinfo -v 2>&1 | sed 's/^/devinfo: /'
+rdma link | sed 's/^/rdma: /'
+""" + DMESG_CHECK
+
+
+def check_devices(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    assert re.search(r"^devices:\s+rnic0\s+[0-9a-f]{16}\s*$", out, re.MULTILINE), out
+    assert "Warning" not in lines_of(out, "devices"), out
+    info = lines_of(out, "devinfo")
+    ids = rnic_ids()
+    for pattern in (r"hca_id:\s+rnic0", r"transport:\s+InfiniBand",
+                    rf"fw_ver:\s+{abi_define('RNIC_ABI_VERSION_MAJOR')}\.\d+",
+                    rf"vendor_id:\s+{ids['vendor']:#06x}",
+                    rf"vendor_part_id:\s+{ids['device']}\b", r"state:\s+PORT_ACTIVE",
+                    r"link_layer:\s+Ethernet", r"GID\[\s*1\]:\s+::ffff:10\.0\.0\.1, RoCE v2",
+                    r"max_qp:\s+\d+", r"max_srq:\s+\d+", r"atomic_cap:\s+ATOMIC_HCA"):
+        assert re.search(pattern, info), f"{pattern!r} not in:\n{info}"
+
+
+case("provider-devices", ["-device", "rnic"], lambda: DEVICES_SCRIPT, check_devices,
+     requires=["rnic"], initrd=provider_image, timeout=120)
+
+
+VERBS_CHECK_SCRIPT = ONE_GUEST + """
+timeout 600 rnic_verbs_check -d rnic0 -n 1000
+echo "rc=verbs-check:$?"
+""" + DMESG_CHECK
+
+
+def check_verbs(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    failed = re.findall(r"^FAIL .*$", out, re.MULTILINE)
+    assert not failed, "\n".join(failed) + "\n" + out
+    for name in ("send", "rdma", "bypass", "wr-api", "cq-ex", "ud", "srq", "events",
+                 "resize", "flush-reset", "destroy-clean", "sq-full", "wrap"):
+        assert re.search(rf"^ok {re.escape(name)}\s*$", out, re.MULTILINE), \
+            f"no 'ok {name}' in:\n{out}"
+    assert rc_lines(out).get("verbs-check") == [0], out
+    assert re.search(r"0 system calls on the data path", out), out
+
+
+case("provider-verbs-check", ["-device", "rnic"], lambda: VERBS_CHECK_SCRIPT,
+     check_verbs, requires=["rnic"], initrd=provider_image, timeout=700)
+
+
+# Both ends in one guest: server in the background, then the client.
+LOOPBACK_PAIR = """
+pair() {  # name server-command client-command
+    timeout 120 sh -c "$2" >/tmp/$1.srv 2>&1 &
+    spid=$!
+    sleep 1
+    timeout 120 sh -c "$3" >/tmp/$1.cli 2>&1
+    crc=$?
+    wait $spid
+    echo "rc=$1:$?:$crc"
+    sed "s/^/$1 srv: /" /tmp/$1.srv
+    sed "s/^/$1 cli: /" /tmp/$1.cli
+}
+"""
+
+LOOPBACK_APPS: Sequence[Tuple[str, str, str]] = (
+    ("rc_pingpong", "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -c",
+     "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -c 127.0.0.1"),
+    ("rc_pingpong-e", "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -e -c",
+     "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -e -c 127.0.0.1"),
+    ("ud_pingpong", "ibv_ud_pingpong -d rnic0 -g 1 -n 200 -c",
+     "ibv_ud_pingpong -d rnic0 -g 1 -n 200 -c 127.0.0.1"),
+    ("srq_pingpong", "ibv_srq_pingpong -d rnic0 -g 1 -n 200 -c",
+     "ibv_srq_pingpong -d rnic0 -g 1 -n 200 -c 127.0.0.1"),
+    ("write_bw", "ib_write_bw -d rnic0 -x 1 -s 65536 -n 200",
+     "ib_write_bw -d rnic0 -x 1 -s 65536 -n 200 127.0.0.1"),
+    ("read_lat", "ib_read_lat -d rnic0 -x 1 -s 8 -n 200",
+     "ib_read_lat -d rnic0 -x 1 -s 8 -n 200 127.0.0.1"),
+    ("atomic_bw", "ib_atomic_bw -d rnic0 -x 1 -n 200",
+     "ib_atomic_bw -d rnic0 -x 1 -n 200 127.0.0.1"),
+    ("send_bw-R", "ib_send_bw -d rnic0 -R -s 4096 -n 200",
+     "ib_send_bw -d rnic0 -R -s 4096 -n 200 10.0.0.1"),
+    ("rping", "rping -s -a 10.0.0.1 -C 20 -V",
+     "rping -c -a 10.0.0.1 -C 20 -V -v"),
+)
+
+LOOPBACK_SCRIPT = ONE_GUEST + LOOPBACK_PAIR + "".join(
+    f"pair {name} '{srv}' '{cli}'\n" for name, srv, cli in LOOPBACK_APPS) + DMESG_CHECK
+
+
+def check_apps_ran(out: str, names: Sequence[str]) -> None:
+    """Every tool of NAMES exited 0 on this guest (both ends in loopback)."""
+    rcs = rc_lines(out)
+    for name in names:
+        assert name in rcs, f"{name} did not run:\n{out}"
+        assert all(rc == 0 for rc in rcs[name]), \
+            f"{name} exited {rcs[name]}:\n{lines_of(out, name)}"
+
+
+def check_figures(outs: Sequence[str], names: Sequence[str]) -> Dict[str, Tuple[str, float]]:
+    figures = {}
+    for name in names:
+        try:
+            unit, value = tool_figure(name, outs)
+        except ValueError as err:
+            raise AssertionError(str(err)) from None
+        assert value > 0, f"{name}: {value} {unit}"
+        figures[name] = (unit, value)
+    return figures
+
+
+def check_loopback(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    names = [name for name, _, _ in LOOPBACK_APPS]
+    check_apps_ran(out, names)
+    check_figures([out], names)
+
+
+PYVERBS_SCRIPT = ONE_GUEST + """
+cd /opt/rdma-core-tests || exit 1
+timeout 1500 python3 -W ignore tests/run_tests.py --dev rnic0 --gid 1 -v >/tmp/pyverbs.log 2>&1
+echo "rc=pyverbs:$?"
+sed 's/^/pyverbs: /' /tmp/pyverbs.log
+""" + DMESG_CHECK
+
+
+def pyverbs_results(text: str) -> Dict[str, str]:
+    """{module.Class.test: 'ok' | 'skipped: why' | 'FAIL' | 'ERROR'} from the
+    verbose unittest output (a docstring or warnings may split a line)."""
+    results = {}
+    pattern = (r"^(test\w+) \((tests\.[\w.]+)\)(?:\n.*?)*? \.\.\. (?:.*?\n)*?.*?"
+               r"(ok|skipped '([^']*)'|FAIL|ERROR)$")
+    for match in re.finditer(pattern, text, re.MULTILINE):
+        status = match.group(3)
+        results[match.group(2)] = (f"skipped: {match.group(4)}"
+                                   if status.startswith("skipped") else status)
+    return results
+
+
+def check_pyverbs(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    text = lines_of(out, "pyverbs")
+    results = pyverbs_results(text)
+    ran = re.search(r"^Ran (\d+) tests", text, re.MULTILINE)
+    assert ran, text[-3000:]
+    bad = [name for name, status in results.items() if status in ("FAIL", "ERROR")]
+    assert not bad and re.search(r"^OK \(skipped=\d+\)", text, re.MULTILINE), \
+        "failed: " + ", ".join(bad) + "\n" + text[-5000:]
+    passed = sorted({name.split(".")[1] for name, s in results.items() if s == "ok"})
+    # what the provider implements must have run, not been skipped
+    for module in ("test_device", "test_pd", "test_mr", "test_cq", "test_cq_events",
+                   "test_cqex", "test_qp", "test_qpex", "test_srq", "test_atomic",
+                   "test_rdmacm", "test_addr"):
+        assert module in passed, f"nothing of {module} passed:\n{text[-5000:]}"
+    reasons: Dict[str, int] = {}
+    for status in results.values():
+        if status.startswith("skipped: "):
+            reasons[status[9:]] = reasons.get(status[9:], 0) + 1
+    print(f"# pyverbs: {ran.group(1)} tests, "
+          f"{sum(s == 'ok' for s in results.values())} passed, "
+          f"{sum(reasons.values())} skipped, 0 failed", flush=True)
+
+
+case("provider-pyverbs", ["-device", "rnic", "-m", "1024"], lambda: PYVERBS_SCRIPT,
+     check_pyverbs, requires=["rnic"], initrd=pyverbs_image, timeout=1800)
+
+
+case("provider-loopback-apps", ["-device", "rnic", "-smp", "2"], lambda: LOOPBACK_SCRIPT,
+     check_loopback, requires=["rnic"], initrd=provider_image, timeout=900)
+
+
+# ---------------------------------------------------------------------------
+# Two guests
+
+def no_wire(out: str) -> bool:
+    """The device dropped RoCE frames for lack of a wire path."""
+    return stat(out, "roce_tx_frames") == 0 and (stat(out, "roce_tx_dropped") or 0) > 0
+
+
+def report_figures(label: str, figures: Dict[str, Tuple[str, float]]) -> None:
+    """TAP comments with the tools' figures (docs/benchmarks.md has runs)."""
+    for name, (unit, value) in figures.items():
+        print(f"# {label} {name}: {value:g} {unit}", flush=True)
+
+
+TWO_GUEST_STEPS: Sequence[Step] = (
+    ("rc_pingpong", "ibv_rc_pingpong -d rnic0 -g 1 -n 500 -c",
+     "ibv_rc_pingpong -d rnic0 -g 1 -n 500 -c 10.0.0.1", 1),
+    ("rc_pingpong-e", "ibv_rc_pingpong -d rnic0 -g 1 -n 500 -e -c",
+     "ibv_rc_pingpong -d rnic0 -g 1 -n 500 -e -c 10.0.0.1", 1),
+    ("ud_pingpong", "ibv_ud_pingpong -d rnic0 -g 1 -n 500 -c",
+     "ibv_ud_pingpong -d rnic0 -g 1 -n 500 -c 10.0.0.1", 1),
+    ("srq_pingpong", "ibv_srq_pingpong -d rnic0 -g 1 -n 200 -c",
+     "ibv_srq_pingpong -d rnic0 -g 1 -n 200 -c 10.0.0.1", 1),
+    ("ib_send_bw", "ib_send_bw -d rnic0 -x 1 -s 65536 -n 200",
+     "ib_send_bw -d rnic0 -x 1 -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_write_bw", "ib_write_bw -d rnic0 -x 1 -s 65536 -n 200",
+     "ib_write_bw -d rnic0 -x 1 -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_read_bw", "ib_read_bw -d rnic0 -x 1 -s 65536 -n 200",
+     "ib_read_bw -d rnic0 -x 1 -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_atomic_bw", "ib_atomic_bw -d rnic0 -x 1 -n 200",
+     "ib_atomic_bw -d rnic0 -x 1 -n 200 10.0.0.1", 1),
+    ("ib_send_lat", "ib_send_lat -d rnic0 -x 1 -s 8 -n 500",
+     "ib_send_lat -d rnic0 -x 1 -s 8 -n 500 10.0.0.1", 1),
+    ("ib_write_lat", "ib_write_lat -d rnic0 -x 1 -s 8 -n 500",
+     "ib_write_lat -d rnic0 -x 1 -s 8 -n 500 10.0.0.1", 1),
+    ("ib_read_lat", "ib_read_lat -d rnic0 -x 1 -s 8 -n 500",
+     "ib_read_lat -d rnic0 -x 1 -s 8 -n 500 10.0.0.1", 1),
+    ("ib_send_bw-R", "ib_send_bw -d rnic0 -R -s 65536 -n 200",
+     "ib_send_bw -d rnic0 -R -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_write_bw-R", "ib_write_bw -d rnic0 -R -s 65536 -n 200",
+     "ib_write_bw -d rnic0 -R -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_read_bw-R", "ib_read_bw -d rnic0 -R -s 65536 -n 200",
+     "ib_read_bw -d rnic0 -R -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_atomic_bw-R", "ib_atomic_bw -d rnic0 -R -n 200",
+     "ib_atomic_bw -d rnic0 -R -n 200 10.0.0.1", 1),
+    ("ib_send_lat-R", "ib_send_lat -d rnic0 -R -s 8 -n 500",
+     "ib_send_lat -d rnic0 -R -s 8 -n 500 10.0.0.1", 1),
+    ("ib_write_lat-R", "ib_write_lat -d rnic0 -R -s 8 -n 500",
+     "ib_write_lat -d rnic0 -R -s 8 -n 500 10.0.0.1", 1),
+    ("ib_read_lat-R", "ib_read_lat -d rnic0 -R -s 8 -n 500",
+     "ib_read_lat -d rnic0 -R -s 8 -n 500 10.0.0.1", 1),
+    ("rping", "rping -s -a 10.0.0.1 -C 50 -V",
+     "rping -c -a 10.0.0.1 -C 50 -V -v", 1),
+    ("udaddy", "udaddy", "udaddy -s 10.0.0.1", 1),
+    ("rdma_server", "rdma_server", "rdma_client -s 10.0.0.1", 1),
+)
+
+
+def check_rdmacm_tools(out: str, side: int) -> None:
+    rcs = rc_lines(out)
+    for name in ("rping", "udaddy", "rdma_server"):
+        assert rcs.get(name) == [0], f"{name} exited {rcs.get(name)}:\n{lines_of(out, name)}"
+    rping = lines_of(out, "rping")
+    if side == 2:
+        assert len(re.findall(r"ping data: rdma-ping-\d+", rping)) == 50, rping
+    assert "data transfers complete" in lines_of(out, "udaddy"), lines_of(out, "udaddy")
+
+
+@procedure("provider-two-guests", requires=["rnic"])
+def two_guests(qemu: str) -> None:
+    r1, r2 = run_pair("provider-two-guests", TWO_GUEST_STEPS, qemu=qemu,
+                      initrd=provider_image())
+    if no_wire(r1.output) or no_wire(r2.output):
+        raise Skip("the device has no RoCE wire path (roce_tx_dropped > 0, "
+                   "roce_tx_frames = 0)")
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    names = [s[0] for s in TWO_GUEST_STEPS]
+    tool_names = [n for n in names if n not in ("rping", "udaddy", "rdma_server")]
+    check_apps_ran(r1.output, names)
+    check_apps_ran(r2.output, names)
+    check_rdmacm_tools(r1.output, 1)
+    check_rdmacm_tools(r2.output, 2)
+    report_figures("rnic<->rnic", check_figures((r2.output, r1.output), tool_names))
+
+
+# rnic (guest 1) against Soft-RoCE (guest 2), each side once the server.
+RXE_STEPS: Sequence[Step] = (
+    ("rc_pingpong.rnic-srv", "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -c",
+     "ibv_rc_pingpong -d rxe0 -g 1 -n 200 -c 10.0.0.1", 1),
+    ("rc_pingpong.rxe-srv", "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -c 10.0.0.2",
+     "ibv_rc_pingpong -d rxe0 -g 1 -n 200 -c", 2),
+    ("ib_write_bw.rnic-srv", "ib_write_bw -d rnic0 -x 1 -s 65536 -n 200",
+     "ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 10.0.0.1", 1),
+    ("ib_write_bw.rxe-srv", "ib_write_bw -d rnic0 -x 1 -s 65536 -n 200 10.0.0.2",
+     "ib_write_bw -d rxe0 -x 1 -s 65536 -n 200", 2),
+    ("ib_read_lat.rnic-srv", "ib_read_lat -d rnic0 -x 1 -s 8 -n 300",
+     "ib_read_lat -d rxe0 -x 1 -s 8 -n 300 10.0.0.1", 1),
+    ("ib_read_lat.rxe-srv", "ib_read_lat -d rnic0 -x 1 -s 8 -n 300 10.0.0.2",
+     "ib_read_lat -d rxe0 -x 1 -s 8 -n 300", 2),
+    ("rping.rnic-srv", "rping -s -a 10.0.0.1 -C 20 -V",
+     "rping -c -a 10.0.0.1 -C 20 -V -v", 1),
+    ("rping.rxe-srv", "rping -c -a 10.0.0.2 -C 20 -V -v",
+     "rping -s -a 10.0.0.2 -C 20 -V", 2),
+)
+
+
+@procedure("provider-rxe-interop", requires=["rnic", "virtio-net-pci"])
+def rxe_interop(qemu: str) -> None:
+    r1, r2 = run_pair("provider-rxe-interop", RXE_STEPS, kinds=("rnic", "rxe"),
+                      qemu=qemu, initrd=provider_image())
+    if no_wire(r1.output):
+        raise Skip("the device has no RoCE wire path")
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    names = [s[0] for s in RXE_STEPS]
+    for out in (r1.output, r2.output):
+        check_apps_ran(out, names)
+    # the rping client side shows the verified data
+    for out, name in ((r2.output, "rping.rnic-srv"), (r1.output, "rping.rxe-srv")):
+        assert len(re.findall(r"ping data: rdma-ping-\d+", lines_of(out, name))) == 20, \
+            lines_of(out, name)
+    # the rnic side saw no malformed frame from rxe (ICRC, headers)
+    for counter in ("roce_rx_err_icrc", "roce_rx_err_header"):
+        assert stat(r1.output, counter) == 0, f"{counter}: {stat(r1.output, counter)}"
+    report_figures("rnic<->rxe", check_figures((r1.output, r2.output), names))
