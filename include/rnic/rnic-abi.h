@@ -24,7 +24,7 @@
 #endif
 
 #define RNIC_ABI_VERSION_MAJOR 1
-#define RNIC_ABI_VERSION_MINOR 0
+#define RNIC_ABI_VERSION_MINOR 1
 #define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
 
 /*
@@ -182,6 +182,11 @@ enum rnic_cap {
     RNIC_CAP_SEND_INV       = 1u << 8,
     RNIC_CAP_MR_LEVEL2      = 1u << 9, /* two-level page lists */
     RNIC_CAP_ETH            = 1u << 10, /* Ethernet function (RNIC_REG_ETH_*) */
+    /*
+     * ABI 1.1: ALLOC_PD with pd.net_ctx = RNIC_PD_MULTI_NET makes a PD
+     * that is bound to network contexts by its QPs (docs/spec.md 3.4).
+     */
+    RNIC_CAP_PD_MULTI_NET   = 1u << 11,
 };
 
 enum rnic_dev_ctrl {
@@ -316,6 +321,16 @@ enum rnic_eq_flags {
 #define RNIC_HANDLE_NONE        0xffffffffu
 #define RNIC_UCTX_KERNEL        0u
 
+/*
+ * ALLOC_PD / DEREG_MR network context of a multi-network PD (ABI 1.1,
+ * RNIC_CAP_PD_MULTI_NET). Such a PD has no network context of its own: an RC
+ * QP of it binds it to the context of the GID its AV names (MODIFY_QP
+ * sgid_index), and its MRs are then replicated (same index, key, pages) into
+ * that context's mapping table for as long as a QP of the PD is bound there.
+ * Its QPNs are unique device-wide; its UD/GSI QPs serve every context.
+ */
+#define RNIC_PD_MULTI_NET       RNIC_HANDLE_NONE
+
 /* Network identifier types. */
 enum rnic_net_type {
     RNIC_NET_VLAN = 0,          /* 802.1Q VLAN ID, 0 = untagged */
@@ -428,7 +443,8 @@ struct rnic_admin_cmd {
             uint8_t  rsvd[3];
         } gid;
         struct {                /* ALLOC_PD */
-            uint32_t net_ctx;   /* the mapping table/QPN space of this PD */
+            uint32_t net_ctx;   /* the mapping table/QPN space of this PD,
+                                 * or RNIC_PD_MULTI_NET (ABI 1.1) */
         } pd;
         struct {                /* CREATE_EQ */
             uint64_t ring_addr; /* contiguous, 4 KiB aligned */
@@ -487,7 +503,9 @@ struct rnic_admin_cmd {
         } mr;
         struct {                /* DESTROY_*, DEALLOC_PD, FREE_UCTX, DEREG_MR */
             uint32_t handle;    /* DEREG_MR: STag */
-            uint32_t net_ctx;   /* DEREG_MR: network context of the STag */
+            uint32_t net_ctx;   /* DEREG_MR: network context of the STag
+                                 * (RNIC_PD_MULTI_NET for an MR of a
+                                 * multi-network PD) */
         } destroy;
     };
 };

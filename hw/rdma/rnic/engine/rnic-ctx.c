@@ -2,7 +2,8 @@
 /*
  * rnic engine: network contexts (patent a: one mapping table and one QPN
  * space per network identifier), user contexts (doorbell pages), the GID
- * table and protection domains.
+ * table and protection domains (of one network context, or multi-network:
+ * bound to contexts by their QPs, see rnic-mr.c).
  */
 #include <string.h>
 #include "rnic-admin.h"
@@ -40,6 +41,7 @@ void rnic_ctx_reset(RnicEngine *e)
 
         if (pd) {
             rnic_table_remove(&e->pds, i);
+            g_free(pd->binds);
             g_free(pd);
         }
     }
@@ -93,6 +95,7 @@ RnicNetCtx *rnic_netctx_create(RnicEngine *e, uint32_t handle, uint8_t type,
     ctx->next_qpn = 2;
     rnic_mrt_init(e, &ctx->mrt);
     g_hash_table_insert(e->net_ids, rnic_net_key(type, net_id), ctx);
+    rnic_qp_join_netctx(e, ctx);
     return ctx;
 }
 
@@ -220,6 +223,13 @@ const RnicGid *rnic_gid_get(RnicEngine *e, uint32_t index)
                                                           : NULL;
 }
 
+RnicNetCtx *rnic_gid_netctx(RnicEngine *e, uint32_t index)
+{
+    const RnicGid *g = rnic_gid_get(e, index);
+
+    return g ? rnic_netctx_lookup(e, g->net_ctx) : NULL;
+}
+
 bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
                        const uint8_t gid[16])
 {
@@ -321,7 +331,11 @@ RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
     pd->handle = handle;
     pd->ctx = ctx;
     pd->owner = owner;
-    ctx->refs++;
+    if (ctx) {
+        ctx->refs++;
+    } else {
+        pd->binds = g_new0(uint32_t, e->cfg.max_net_ctx);
+    }
     rnic_uctx_get(e, owner);
     return pd;
 }
@@ -329,17 +343,20 @@ RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
 RNIC_ADMIN_HANDLER(rnic_cmd_alloc_pd)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->pd.net_ctx);
-    RnicNetCtx *ctx;
+    RnicNetCtx *ctx = NULL;
     RnicPd *pd;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    ctx = rnic_netctx_lookup(e, h);
-    if (!ctx) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                        "ALLOC_PD: no network context %u", h);
-        return;
+    /* RNIC_PD_MULTI_NET: bound to contexts later, by its QPs */
+    if (h != RNIC_PD_MULTI_NET) {
+        ctx = rnic_netctx_lookup(e, h);
+        if (!ctx) {
+            rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                            "ALLOC_PD: no network context %u", h);
+            return;
+        }
     }
     pd = rnic_pd_create(e, UINT32_MAX, ctx, GUINT32_FROM_LE(cmd->uctx));
     if (!pd) {
@@ -375,8 +392,11 @@ RNIC_ADMIN_HANDLER(rnic_cmd_dealloc_pd)
                         pd->refs);
         return;
     }
-    pd->ctx->refs--;
+    if (pd->ctx) {
+        pd->ctx->refs--;
+    }
     rnic_uctx_put(e, pd->owner);
     rnic_table_remove(&e->pds, h);
+    g_free(pd->binds);
     g_free(pd);
 }

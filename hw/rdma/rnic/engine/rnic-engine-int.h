@@ -7,6 +7,10 @@
  *  - a network context owns a mapping table (STag index -> RnicMr) and a
  *    QPN space (QPN -> RnicQp);
  *  - PDs belong to a network context; MRs and QPs to a PD;
+ *  - a multi-network PD (ABI 1.1) belongs to none: its MRs live in the
+ *    device's multi-network table and are replicated (the same RnicMr) into
+ *    the table of every context one of its RC QPs is bound to; its UD/GSI
+ *    QPs are in every context's QPN space;
  *  - every object records its owner user context (doorbell page);
  *  - references between objects are counted; an object that is still
  *    referenced cannot be destroyed (RNIC_ST_BUSY).
@@ -150,8 +154,11 @@ typedef struct RnicGid {
 struct RnicPd {
     uint32_t handle;
     uint32_t owner;             /* user context */
-    RnicNetCtx *ctx;
+    RnicNetCtx *ctx;            /* NULL for a multi-network PD */
     uint32_t refs;              /* MRs, QPs, SRQs */
+    /* multi-network PD: bound RC QPs per context handle (max_net_ctx) */
+    uint32_t *binds;
+    uint32_t mrs;               /* multi-network PD: its MRs */
 };
 
 /*
@@ -175,7 +182,7 @@ enum rnic_mr_state {
 struct RnicMr {
     uint32_t stag;              /* index << 8 | key */
     uint32_t owner;
-    RnicNetCtx *ctx;
+    RnicNetCtx *ctx;            /* NULL: multi-network PD's (replicated) */
     RnicPd *pd;
     uint8_t kind;               /* enum rnic_mr_kind */
     uint8_t state;              /* enum rnic_mr_state */
@@ -199,7 +206,7 @@ enum rnic_reglog_op {
 typedef struct RnicRegLogRec {
     uint8_t op;                 /* enum rnic_reglog_op */
     uint8_t kind;
-    uint32_t net_ctx;           /* handle */
+    uint32_t net_ctx;           /* handle, or RNIC_PD_MULTI_NET */
     uint32_t stag;
     uint32_t pd;                /* handle */
     uint32_t owner;
@@ -371,7 +378,12 @@ struct RnicQp {
     uint32_t owner;
     uint8_t type;               /* enum rnic_qp_type */
     uint8_t state;              /* enum rnic_qp_state */
+    /*
+     * NULL for a QP of a multi-network PD that is not bound (RC before
+     * its first AV) or serves every context (UD, GSI: all_nets)
+     */
     RnicNetCtx *ctx;
+    bool all_nets;
     RnicPd *pd;
     RnicCq *scq;
     RnicCq *rcq;
@@ -489,7 +501,10 @@ struct RnicEngine {
     RnicTable cqs;
     RnicTable srqs;
     RnicTable qps;
-    uint64_t mr_count;          /* mapping-table entries, all contexts */
+    uint64_t mr_count;          /* MRs (a replicated one counts once) */
+    RnicMrTable mnet_mrt;       /* MRs of multi-network PDs (originals) */
+    GHashTable *mnet_qpns;      /* QPN -> RnicQp of multi-network PDs */
+    uint32_t mnet_next_qpn;
     uint64_t pbl_pages;         /* page-list entries held, all entries */
 
     /* registration log */
@@ -594,8 +609,11 @@ RnicNetCtx *rnic_netctx_create(RnicEngine *e, uint32_t handle, uint8_t type,
                                uint32_t net_id);
 void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx);
 RnicPd *rnic_pd_lookup(RnicEngine *e, uint32_t handle);
+/* ctx NULL: a multi-network PD */
 RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
                        uint32_t owner);
+/* Network context of GID 'index', NULL if there is no such GID. */
+RnicNetCtx *rnic_gid_netctx(RnicEngine *e, uint32_t index);
 /* Is gid one of this device's GIDs in network context 'ctx'? */
 bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
                        const uint8_t gid[16]);
@@ -603,7 +621,24 @@ const RnicGid *rnic_gid_get(RnicEngine *e, uint32_t index);
 
 /* rnic-mr.c: mapping tables, STags, translation, registration log */
 void rnic_mrt_init(RnicEngine *e, RnicMrTable *t);
+/* Free a context's table (replicas of multi-network MRs are only dropped). */
 void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx);
+/*
+ * Multi-network PDs: bind 'pd' to 'ctx' for one more QP (the first binding
+ * replicates every MR of the PD into the context's table; false with *why
+ * when the table has no room), and undo one binding (the last one drops the
+ * replicas: the PD's keys stop resolving in that network).
+ */
+bool rnic_pd_bind(RnicEngine *e, RnicPd *pd, RnicNetCtx *ctx,
+                  const char **why);
+void rnic_pd_unbind(RnicEngine *e, RnicPd *pd, RnicNetCtx *ctx);
+/* The table local keys of 'pd' resolve in (its own, or the multi-network). */
+RnicMrTable *rnic_pd_lkeys(RnicEngine *e, const RnicPd *pd);
+/* The registration-log / DEREG_MR context handle of an entry. */
+static inline uint32_t rnic_mr_net(const RnicMr *mr)
+{
+    return mr->ctx ? mr->ctx->handle : RNIC_PD_MULTI_NET;
+}
 RnicMr *rnic_mrt_lookup(const RnicMrTable *t, uint32_t index);
 /* Call fn for every entry of one table, in index order (fn may remove it). */
 typedef void RnicMrFn(RnicEngine *e, RnicMr *mr, void *opaque);
@@ -639,6 +674,10 @@ const char *rnic_xlate_err_str(RnicXlateErr err);
 RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
                              uint64_t va, uint64_t len, uint32_t access,
                              RnicMr **mr);
+/* The same in any mapping table (local keys of multi-network PDs). */
+RnicXlateErr rnic_mrt_resolve(const RnicMrTable *t, uint32_t stag,
+                              const RnicPd *pd, uint64_t va, uint64_t len,
+                              uint32_t access, RnicMr **mr);
 /* Is [va, va + len) inside a resolved entry (overflow-safe)? */
 bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len);
 
@@ -665,8 +704,8 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
 /* Work-request side of MRs: status is an enum rnic_wc_status. */
 uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
                          const struct rnic_sq_wqe *wqe);
-uint8_t rnic_mr_invalidate(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
-                           uint32_t owner, uint32_t stag);
+uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
+                           const RnicPd *pd, uint32_t owner, uint32_t stag);
 
 /* Registration log: replay one record (state load). */
 bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err);
@@ -737,7 +776,7 @@ static inline void rnic_qp_work(RnicEngine *e, RnicQp *qp, uint32_t flags)
 bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
                      uint8_t *status);
 /* Resolve SGEs (lkey, PD, bounds, access); false on a protection error. */
-bool rnic_sges_resolve(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
+bool rnic_sges_resolve(RnicEngine *e, const RnicMrTable *t, const RnicPd *pd,
                        RnicSgeRes *sge, uint32_t nsge, uint32_t access);
 /* Scatter payload bytes [poff, poff + len) to SGE list offset 'off'. */
 int rnic_sges_place(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
@@ -751,6 +790,16 @@ bool rnic_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next,
                            uint32_t mask);
 uint8_t rnic_wc_opcode(uint8_t wr_opcode);
 void rnic_qp_load_attach(RnicEngine *e, RnicQp *qp);
+/* May a QP of 'pd' take 'qpn' (state load)? */
+bool rnic_qpn_free_for(RnicEngine *e, const RnicPd *pd, uint32_t qpn);
+/* Put the all-network QPs into a new context's QPN space. */
+void rnic_qp_join_netctx(RnicEngine *e, RnicNetCtx *ctx);
+/*
+ * Bind an RC QP of a multi-network PD to 'ctx' (QPN into its space, PD
+ * bound); false with *why (and *status, an admin status) otherwise.
+ */
+bool rnic_qp_bind(RnicEngine *e, RnicQp *qp, RnicNetCtx *ctx,
+                  const char **why, uint8_t *status);
 
 /* rnic-req.c: the requester (SQ -> packets, responses -> completions) */
 void rnic_req_reset_qp(RnicQp *qp);

@@ -9,6 +9,10 @@
  * tables before and after a migration can be compared line by line.
  * Only the virtual side of an entry is shown: the physical side (host
  * mappings) is exactly what a migration is allowed to change.
+ *
+ * The entries of multi-network PDs appear in every context the PD is bound
+ * to, marked "replica", and once more under "net multi" (the multi-network
+ * table) with the QPs of such PDs that are bound to no single context.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -41,18 +45,28 @@ static const char *rnic_qp_state_str(uint8_t state)
 /* "ctx=N vlan=V" (or "vni=V"): the network an entry belongs to. */
 static void rnic_describe_net(GString *out, const RnicNetCtx *ctx)
 {
+    if (!ctx) {
+        g_string_append(out, "ctx=multi");
+        return;
+    }
     g_string_append_printf(out, "ctx=%u %s=%u", ctx->handle,
                            ctx->net_type == RNIC_NET_VLAN ? "vlan" : "vni",
                            ctx->net_id);
 }
 
+typedef struct RnicDescribeArg {
+    GString *out;
+    const RnicNetCtx *ctx;      /* the table being shown (NULL: multi) */
+} RnicDescribeArg;
+
 static void rnic_describe_mr(RnicEngine *e, RnicMr *mr, void *opaque)
 {
-    GString *out = opaque;
+    RnicDescribeArg *a = opaque;
+    GString *out = a->out;
     const RnicPbl *p = mr->pbl;
 
     g_string_append(out, "mr ");
-    rnic_describe_net(out, mr->ctx);
+    rnic_describe_net(out, a->ctx);
     g_string_append_printf(out, " stag=0x%08x pd=%u owner=%u access=0x%02x "
                            "iova=0x%" G_GINT64_MODIFIER "x length=%"
                            G_GUINT64_FORMAT " npages=%u page-shift=%u "
@@ -63,6 +77,9 @@ static void rnic_describe_mr(RnicEngine *e, RnicMr *mr, void *opaque)
                            mr->fast_reg ? "fast-reg" : "reg");
     if (mr->fast_reg) {
         g_string_append_printf(out, " max-pages=%u", mr->max_pages);
+    }
+    if (mr->ctx != a->ctx) {
+        g_string_append(out, " replica");
     }
     g_string_append_c(out, '\n');
 }
@@ -75,10 +92,11 @@ static gint rnic_qp_cmp_qpn(gconstpointer a, gconstpointer b)
     return x->qpn < y->qpn ? -1 : x->qpn > y->qpn;
 }
 
-static void rnic_describe_qp(GString *out, const RnicQp *qp)
+static void rnic_describe_qp(GString *out, const RnicNetCtx *ctx,
+                             const RnicQp *qp)
 {
     g_string_append(out, "qp ");
-    rnic_describe_net(out, qp->ctx);
+    rnic_describe_net(out, ctx);
     g_string_append_printf(out, " qpn=%u handle=%u type=%s state=%s pd=%u "
                            "owner=%u sq-psn=%u una-psn=%u rq-psn=%u",
                            qp->qpn, qp->handle, rnic_qp_type_str(qp->type),
@@ -93,8 +111,11 @@ static void rnic_describe_qp(GString *out, const RnicQp *qp)
                            qp->sq_hi - qp->sq_una, qp->sq_prod - qp->sq_hi);
 }
 
-/* The QPs of one network context, by QPN. */
-static GPtrArray *rnic_ctx_qps(RnicEngine *e, const RnicNetCtx *ctx)
+/*
+ * The QPs of one network context (those in its QPN space), by QPN; ctx
+ * NULL: the multi-network PDs' QPs that are in no single context.
+ */
+static GPtrArray *rnic_ctx_qps(RnicEngine *e, RnicNetCtx *ctx)
 {
     GPtrArray *qps = g_ptr_array_new();
     uint32_t i;
@@ -102,7 +123,8 @@ static GPtrArray *rnic_ctx_qps(RnicEngine *e, const RnicNetCtx *ctx)
     for (i = 0; i < e->qps.cap; i++) {
         RnicQp *qp = e->qps.slots[i];
 
-        if (qp && qp->ctx == ctx) {
+        if (qp && (ctx ? rnic_qp_by_qpn(ctx, qp->qpn) == qp
+                       : !qp->ctx)) {
             g_ptr_array_add(qps, qp);
         }
     }
@@ -133,28 +155,38 @@ void rnic_engine_foreach_net_ctx(RnicEngine *e, RnicNetCtxInfoFn *fn,
     }
 }
 
+static void rnic_describe_table(RnicEngine *e, GString *out,
+                                RnicNetCtx *ctx, RnicMrTable *t)
+{
+    RnicDescribeArg a = { .out = out, .ctx = ctx };
+    GPtrArray *qps = rnic_ctx_qps(e, ctx);
+    uint32_t i;
+
+    g_string_append(out, "net ");
+    rnic_describe_net(out, ctx);
+    g_string_append_printf(out, " mrs=%u qps=%u\n", t->count, qps->len);
+    rnic_mrt_foreach(e, t, rnic_describe_mr, &a);
+    for (i = 0; i < qps->len; i++) {
+        rnic_describe_qp(out, ctx, g_ptr_array_index(qps, i));
+    }
+    g_ptr_array_free(qps, TRUE);
+}
+
 char *rnic_engine_describe_tables(RnicEngine *e)
 {
     GString *out = g_string_new(NULL);
-    uint32_t c, i;
+    uint32_t c;
 
     for (c = 0; c < e->net_ctxs.cap; c++) {
         RnicNetCtx *ctx = e->net_ctxs.slots[c];
-        GPtrArray *qps;
 
         if (!ctx) {
             continue;
         }
-        qps = rnic_ctx_qps(e, ctx);
-        g_string_append(out, "net ");
-        rnic_describe_net(out, ctx);
-        g_string_append_printf(out, " mrs=%u qps=%u\n", ctx->mrt.count,
-                               qps->len);
-        rnic_mrt_foreach(e, &ctx->mrt, rnic_describe_mr, out);
-        for (i = 0; i < qps->len; i++) {
-            rnic_describe_qp(out, g_ptr_array_index(qps, i));
-        }
-        g_ptr_array_free(qps, TRUE);
+        rnic_describe_table(e, out, ctx, &ctx->mrt);
+    }
+    if (e->mnet_mrt.count || g_hash_table_size(e->mnet_qpns)) {
+        rnic_describe_table(e, out, NULL, &e->mnet_mrt);
     }
     return g_string_free(out, FALSE);
 }

@@ -11,6 +11,15 @@
  * rights and bounds are checked before a single byte moves, and the bytes
  * then move only through RnicHostOps, page by page.
  *
+ * A multi-network PD (ABI 1.1) has its entries in the device's
+ * multi-network table, and the very same entry is also placed, at the same
+ * index, in the table of every network context the PD is bound to (one of
+ * its RC QPs uses a GID of that context): these are the replicas. A change
+ * of the entry (fast-register, invalidate) is thus seen identically in every
+ * network, and the entry resolves for remote keys only in the networks the
+ * PD is bound to. Indexes of the multi-network table are kept free in every
+ * context table (and the other way round), so a binding never collides.
+ *
  * The registration log records every change of every table in order; it
  * is what the migration stream carries for MRs and what the destination
  * replays (rnic_reglog_replay) to rebuild identical STags over its own
@@ -252,6 +261,32 @@ static void rnic_mrt_set(RnicMrTable *t, uint32_t index, RnicMr *mr)
     (*leaf)[index & (RNIC_MRT_LEAF_SIZE - 1)] = mr;
 }
 
+/*
+ * May a new entry of table 't' take 'idx'? A context table's index must
+ * also be free in the multi-network table, and a multi-network index in
+ * every context table, so that binding a PD to a context never collides.
+ */
+static bool rnic_mrt_index_free(RnicEngine *e, const RnicMrTable *t,
+                                uint32_t idx)
+{
+    uint32_t c;
+
+    if (!idx || idx >= t->range || rnic_mrt_lookup(t, idx)) {
+        return false;
+    }
+    if (t != &e->mnet_mrt) {
+        return !rnic_mrt_lookup(&e->mnet_mrt, idx);
+    }
+    for (c = 0; c < e->net_ctxs.cap; c++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+
+        if (ctx && rnic_mrt_lookup(&ctx->mrt, idx)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* A random free index (never 0): unpredictable STags. */
 static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
 {
@@ -260,7 +295,7 @@ static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
 
     for (i = 0; i < t->range; i++) {
         idx = (start + i) & (t->range - 1);
-        if (idx && !rnic_mrt_lookup(t, idx)) {
+        if (rnic_mrt_index_free(e, t, idx)) {
             return idx;
         }
     }
@@ -273,9 +308,9 @@ static void rnic_mr_free(RnicEngine *e, RnicMr *mr)
     g_free(mr);
 }
 
-void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx)
+/* Free a table; entries owned by 'ctx' (NULL: the multi-network table). */
+static void rnic_mrt_free(RnicEngine *e, RnicMrTable *t, RnicNetCtx *ctx)
 {
-    RnicMrTable *t = &ctx->mrt;
     uint32_t d, i;
 
     for (d = 0; d < t->ndir; d++) {
@@ -283,7 +318,8 @@ void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx)
             continue;
         }
         for (i = 0; i < RNIC_MRT_LEAF_SIZE; i++) {
-            if (t->dir[d][i]) {
+            /* a replica belongs to the multi-network table */
+            if (t->dir[d][i] && t->dir[d][i]->ctx == ctx) {
                 rnic_mr_free(e, t->dir[d][i]);
                 e->mr_count--;
             }
@@ -293,6 +329,11 @@ void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx)
     g_free(t->dir);
     memset(t, 0, sizeof(*t));
     e->mr_gen++;
+}
+
+void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx)
+{
+    rnic_mrt_free(e, &ctx->mrt, ctx);
 }
 
 void rnic_mrt_foreach(RnicEngine *e, RnicMrTable *t, RnicMrFn *fn,
@@ -314,18 +355,37 @@ void rnic_mrt_foreach(RnicEngine *e, RnicMrTable *t, RnicMrFn *fn,
     }
 }
 
-/* Call fn for every entry of every table (index order per context). */
+typedef struct RnicMrOwnedArg {
+    RnicNetCtx *ctx;
+    RnicMrFn *fn;
+    void *opaque;
+} RnicMrOwnedArg;
+
+static void rnic_mr_owned_one(RnicEngine *e, RnicMr *mr, void *opaque)
+{
+    RnicMrOwnedArg *a = opaque;
+
+    if (mr->ctx == a->ctx) {
+        a->fn(e, mr, a->opaque);
+    }
+}
+
+/*
+ * Call fn once for every MR (index order per context, replicas skipped,
+ * the multi-network table last).
+ */
 static void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque)
 {
+    RnicMrOwnedArg a = { .fn = fn, .opaque = opaque };
     uint32_t c;
 
     for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-
-        if (ctx) {
-            rnic_mrt_foreach(e, &ctx->mrt, fn, opaque);
+        a.ctx = e->net_ctxs.slots[c];
+        if (a.ctx) {
+            rnic_mrt_foreach(e, &a.ctx->mrt, rnic_mr_owned_one, &a);
         }
     }
+    rnic_mrt_foreach(e, &e->mnet_mrt, fn, opaque);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -337,7 +397,7 @@ static void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
     RnicRegLogRec rec = {
         .op = op,
         .kind = mr->kind,
-        .net_ctx = mr->ctx->handle,
+        .net_ctx = rnic_mr_net(mr),
         .stag = mr->stag,
         .pd = mr->pd->handle,
         .owner = mr->owner,
@@ -370,7 +430,7 @@ static void rnic_reglog_snapshot_one(RnicEngine *e, RnicMr *mr, void *opaque)
     RnicRegLogRec rec = {
         .op = mr->fast_reg ? RNIC_REGLOG_ALLOC : RNIC_REGLOG_REG,
         .kind = mr->kind,
-        .net_ctx = mr->ctx->handle,
+        .net_ctx = rnic_mr_net(mr),
         .stag = mr->stag,
         .pd = mr->pd->handle,
         .owner = mr->owner,
@@ -420,18 +480,133 @@ void rnic_reglog_compact(RnicEngine *e, bool force)
 void rnic_mr_init(RnicEngine *e)
 {
     e->reglog = g_array_new(FALSE, FALSE, sizeof(RnicRegLogRec));
+    rnic_mrt_init(e, &e->mnet_mrt);
 }
 
 void rnic_mr_fini(RnicEngine *e)
 {
     rnic_reglog_clear(e);
     g_array_free(e->reglog, TRUE);
+    rnic_mrt_free(e, &e->mnet_mrt, NULL);
+}
+
+/* Is 'pd' (multi-network) bound to context handle c? */
+static bool rnic_pd_bound(const RnicEngine *e, const RnicPd *pd, uint32_t c)
+{
+    return pd->binds && c < e->cfg.max_net_ctx && pd->binds[c];
+}
+
+RnicMrTable *rnic_pd_lkeys(RnicEngine *e, const RnicPd *pd)
+{
+    return pd->ctx ? &pd->ctx->mrt : &e->mnet_mrt;
+}
+
+/* Place (mr) or clear (NULL) index 'idx' in the tables 'pd' is bound to. */
+static void rnic_mr_replicate(RnicEngine *e, const RnicPd *pd, uint32_t idx,
+                              RnicMr *mr)
+{
+    uint32_t c;
+
+    for (c = 0; c < e->net_ctxs.cap; c++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+
+        if (ctx && rnic_pd_bound(e, pd, c)) {
+            rnic_mrt_set(&ctx->mrt, idx, mr);
+            ctx->mrt.count += mr ? 1 : -1;
+        }
+    }
+}
+
+/* Room for one more MR of 'pd' (in its table and every replica's)? */
+static bool rnic_mr_room(RnicEngine *e, const RnicPd *pd)
+{
+    uint32_t c;
+
+    if (rnic_pd_lkeys(e, pd)->count >= e->cfg.max_mr) {
+        return false;
+    }
+    for (c = 0; c < e->net_ctxs.cap; c++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+
+        if (ctx && rnic_pd_bound(e, pd, c) &&
+            ctx->mrt.count >= e->cfg.max_mr) {
+            return false;
+        }
+    }
+    return true;
+}
+
+typedef struct RnicBindArg {
+    RnicPd *pd;
+    RnicNetCtx *ctx;
+    bool add;
+} RnicBindArg;
+
+static void rnic_pd_bind_one(RnicEngine *e, RnicMr *mr, void *opaque)
+{
+    RnicBindArg *a = opaque;
+
+    if (mr->pd == a->pd) {
+        rnic_mrt_set(&a->ctx->mrt, RNIC_STAG_INDEX(mr->stag),
+                     a->add ? mr : NULL);
+        a->ctx->mrt.count += a->add ? 1 : -1;
+    }
+}
+
+bool rnic_pd_bind(RnicEngine *e, RnicPd *pd, RnicNetCtx *ctx,
+                  const char **why)
+{
+    RnicBindArg a = { .pd = pd, .ctx = ctx, .add = true };
+
+    if (!pd->binds || ctx->handle >= e->cfg.max_net_ctx) {
+        *why = "the PD is not a multi-network PD";
+        return false;
+    }
+    if (pd->binds[ctx->handle]) {
+        pd->binds[ctx->handle]++;
+        return true;
+    }
+    if ((uint64_t)ctx->mrt.count + pd->mrs > e->cfg.max_mr) {
+        *why = "the network context's mapping table has no room for the "
+               "PD's MRs";
+        return false;
+    }
+    rnic_mrt_foreach(e, &e->mnet_mrt, rnic_pd_bind_one, &a);
+    pd->binds[ctx->handle] = 1;
+    ctx->refs++;
+    e->mr_gen++;
+    rnic_trace(e, "PD %u bound to network context %u: %u MRs replicated",
+               pd->handle, ctx->handle, pd->mrs);
+    return true;
+}
+
+void rnic_pd_unbind(RnicEngine *e, RnicPd *pd, RnicNetCtx *ctx)
+{
+    RnicBindArg a = { .pd = pd, .ctx = ctx, .add = false };
+
+    if (!rnic_pd_bound(e, pd, ctx->handle) || --pd->binds[ctx->handle]) {
+        return;
+    }
+    rnic_mrt_foreach(e, &e->mnet_mrt, rnic_pd_bind_one, &a);
+    ctx->refs--;
+    e->mr_gen++;
+    rnic_trace(e, "PD %u unbound from network context %u", pd->handle,
+               ctx->handle);
 }
 
 static void rnic_mr_remove(RnicEngine *e, RnicMr *mr)
 {
-    rnic_mrt_set(&mr->ctx->mrt, RNIC_STAG_INDEX(mr->stag), NULL);
-    mr->ctx->mrt.count--;
+    uint32_t idx = RNIC_STAG_INDEX(mr->stag);
+
+    if (mr->ctx) {
+        rnic_mrt_set(&mr->ctx->mrt, idx, NULL);
+        mr->ctx->mrt.count--;
+    } else {
+        rnic_mrt_set(&e->mnet_mrt, idx, NULL);
+        e->mnet_mrt.count--;
+        rnic_mr_replicate(e, mr->pd, idx, NULL);
+        mr->pd->mrs--;
+    }
     e->mr_count--;
     mr->pd->refs--;
     rnic_uctx_put(e, mr->owner);
@@ -451,31 +626,39 @@ void rnic_mr_reset(RnicEngine *e)
     e->mr_gen++;
 }
 
-/* Insert a new entry at 'index' (or a random one when 0). */
+/*
+ * Insert a new entry at 'index' (or a random one when 0); an entry of a
+ * multi-network PD goes to the multi-network table and is replicated into
+ * the tables of the contexts the PD is bound to.
+ */
 static RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
                               uint32_t index, uint8_t key)
 {
-    RnicNetCtx *ctx = pd->ctx;
+    RnicMrTable *t = rnic_pd_lkeys(e, pd);
     RnicMr *mr;
 
-    if (ctx->mrt.count >= e->cfg.max_mr) {
+    if (!rnic_mr_room(e, pd)) {
         return NULL;
     }
     if (!index) {
-        index = rnic_mrt_alloc_index(e, &ctx->mrt);
+        index = rnic_mrt_alloc_index(e, t);
         if (!index) {
             return NULL;
         }
-    } else if (index >= ctx->mrt.range || rnic_mrt_lookup(&ctx->mrt, index)) {
+    } else if (!rnic_mrt_index_free(e, t, index)) {
         return NULL;
     }
     mr = g_new0(RnicMr, 1);
     mr->stag = RNIC_STAG(index, key);
     mr->owner = owner;
-    mr->ctx = ctx;
+    mr->ctx = pd->ctx;
     mr->pd = pd;
-    rnic_mrt_set(&ctx->mrt, index, mr);
-    ctx->mrt.count++;
+    rnic_mrt_set(t, index, mr);
+    t->count++;
+    if (!pd->ctx) {
+        rnic_mr_replicate(e, pd, index, mr);
+        pd->mrs++;
+    }
     e->mr_count++;
     pd->refs++;
     rnic_uctx_get(e, owner);
@@ -545,10 +728,10 @@ RNIC_ADMIN_HANDLER(rnic_cmd_reg_mr)
                         length, shift, npages);
         return;
     }
-    if (pd->ctx->mrt.count >= e->cfg.max_mr) {
+    if (!rnic_mr_room(e, pd)) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "REG_MR: mapping table of context %u full",
-                        pd->ctx->handle);
+                        "REG_MR: mapping table of PD %u (or of a context "
+                        "it is bound to) full", pd->handle);
         return;
     }
     pbl = rnic_pbl_read(e, pbl_addr, cmd->mr.levels, npages, shift, &status,
@@ -594,8 +777,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr)
     mr = rnic_mr_insert(e, pd, pd->owner, 0, cmd->mr.key);
     if (!mr) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "ALLOC_MR: mapping table of context %u full",
-                        pd->ctx->handle);
+                        "ALLOC_MR: mapping table of PD %u (or of a context "
+                        "it is bound to) full", pd->handle);
         return;
     }
     mr->kind = cmd->mr.kind;
@@ -611,20 +794,23 @@ RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr)
 {
     uint32_t stag = GUINT32_FROM_LE(cmd->destroy.handle);
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.net_ctx);
-    RnicNetCtx *ctx;
+    RnicNetCtx *ctx = NULL;
     RnicMr *mr;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    ctx = rnic_netctx_lookup(e, h);
-    if (!ctx) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                        "DEREG_MR: no network context %u", h);
-        return;
+    if (h != RNIC_PD_MULTI_NET) {
+        ctx = rnic_netctx_lookup(e, h);
+        if (!ctx) {
+            rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                            "DEREG_MR: no network context %u", h);
+            return;
+        }
     }
-    mr = rnic_mrt_lookup(&ctx->mrt, RNIC_STAG_INDEX(stag));
-    if (!mr || mr->stag != stag) {
+    mr = rnic_mrt_lookup(ctx ? &ctx->mrt : &e->mnet_mrt, RNIC_STAG_INDEX(stag));
+    /* a replica is deregistered through the multi-network table only */
+    if (!mr || mr->stag != stag || mr->ctx != ctx) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
                         "DEREG_MR: STag 0x%x not registered in context %u",
                         stag, h);
@@ -654,7 +840,8 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
     uint32_t access = GUINT32_FROM_LE(wqe->reg.access);
     uint32_t npages = GUINT32_FROM_LE(wqe->reg.npages);
     uint8_t shift = wqe->reg.page_shift;
-    RnicMr *mr = rnic_mrt_lookup(&qp->ctx->mrt, RNIC_STAG_INDEX(stag));
+    RnicMr *mr = rnic_mrt_lookup(rnic_pd_lkeys(e, qp->pd),
+                                 RNIC_STAG_INDEX(stag));
     const char *why;
     uint8_t status;
     RnicPbl *pbl;
@@ -698,10 +885,11 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
     return RNIC_WC_SUCCESS;
 }
 
-uint8_t rnic_mr_invalidate(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
-                           uint32_t owner, uint32_t stag)
+uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
+                           const RnicPd *pd, uint32_t owner, uint32_t stag)
 {
-    RnicMr *mr = rnic_mrt_lookup(&ctx->mrt, RNIC_STAG_INDEX(stag));
+    /* a replica is the entry itself: every network sees it invalid */
+    RnicMr *mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(stag));
 
     if (!mr || mr->stag != stag || !mr->fast_reg || mr->pd != pd ||
         mr->owner != owner) {
@@ -759,7 +947,14 @@ RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
                              uint64_t va, uint64_t len, uint32_t access,
                              RnicMr **out)
 {
-    RnicMr *mr = rnic_mrt_lookup(&ctx->mrt, RNIC_STAG_INDEX(stag));
+    return rnic_mrt_resolve(&ctx->mrt, stag, pd, va, len, access, out);
+}
+
+RnicXlateErr rnic_mrt_resolve(const RnicMrTable *t, uint32_t stag,
+                              const RnicPd *pd, uint64_t va, uint64_t len,
+                              uint32_t access, RnicMr **out)
+{
+    RnicMr *mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(stag));
 
     *out = NULL;
     if (!mr) {
@@ -927,18 +1122,24 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
 
 bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
 {
-    RnicNetCtx *ctx = rnic_netctx_lookup(e, rec->net_ctx);
+    bool mnet = rec->net_ctx == RNIC_PD_MULTI_NET;
+    RnicNetCtx *ctx = mnet ? NULL : rnic_netctx_lookup(e, rec->net_ctx);
     uint32_t index = RNIC_STAG_INDEX(rec->stag);
+    RnicMrTable *t;
     RnicPd *pd;
     RnicMr *mr;
     const char *why;
 
-    if (!ctx) {
+    if (!ctx && !mnet) {
         *err = g_strdup_printf("registration log: STag 0x%x in unknown "
                                "network context %u", rec->stag, rec->net_ctx);
         return false;
     }
-    mr = rnic_mrt_lookup(&ctx->mrt, index);
+    t = ctx ? &ctx->mrt : &e->mnet_mrt;
+    mr = rnic_mrt_lookup(t, index);
+    if (mr && mr->ctx != ctx) {
+        mr = NULL;              /* a replica: not this record's table */
+    }
     switch (rec->op) {
     case RNIC_REGLOG_REG:
     case RNIC_REGLOG_ALLOC:
@@ -975,18 +1176,18 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
                                    "capacity %u", rec->stag, rec->max_pages);
             return false;
         }
-        if (ctx->mrt.count >= e->cfg.max_mr) {
+        if (!rnic_mr_room(e, pd)) {
             *err = g_strdup_printf("registration log: STag 0x%x does not fit: "
                                    "the mapping table of network context %u "
                                    "is full (max-mrs=%u)", rec->stag,
                                    rec->net_ctx, e->cfg.max_mr);
             return false;
         }
-        if (!index || index >= ctx->mrt.range) {
+        if (!index || index >= t->range) {
             *err = g_strdup_printf("registration log: STag 0x%x does not fit: "
                                    "its index is beyond this device's STag "
                                    "space of %u (max-mrs=%u)", rec->stag,
-                                   ctx->mrt.range, e->cfg.max_mr);
+                                   t->range, e->cfg.max_mr);
             return false;
         }
         mr = rnic_mr_insert(e, pd, rec->owner, index, RNIC_STAG_KEY(rec->stag));

@@ -4,6 +4,9 @@
  * the IB state machine with the per-transition attribute masks of the IB
  * spec (the table of the Linux kernel's ib_modify_qp_is_ok), QUERY_QP,
  * destruction, error flush, receive-WQE fetch and scatter/gather helpers.
+ * QPs of a multi-network PD take QPNs unique device-wide: an RC one enters
+ * the QPN space of the context its AV names (binding its PD there), a UD or
+ * GSI one is in every context's QPN space.
  * The data path proper is in rnic-req.c (requester) and rnic-resp.c
  * (responder).
  */
@@ -13,12 +16,15 @@
 void rnic_qp_init(RnicEngine *e)
 {
     rnic_table_init(&e->qps, e->cfg.max_qp);
+    e->mnet_qpns = g_hash_table_new(g_direct_hash, g_direct_equal);
+    e->mnet_next_qpn = 2;
 }
 
 void rnic_qp_fini(RnicEngine *e)
 {
     rnic_qp_reset(e);
     rnic_table_destroy(&e->qps);
+    g_hash_table_destroy(e->mnet_qpns);
 }
 
 void rnic_qp_reset(RnicEngine *e)
@@ -47,20 +53,114 @@ uint32_t rnic_qp_pmtu(const RnicQp *qp)
     return 128u << qp->path_mtu;
 }
 
-/* A free QPN of the context: 2.. (0 and 1 are reserved; 1 is the GSI QP). */
-static uint32_t rnic_qpn_alloc(RnicNetCtx *ctx)
+static bool rnic_qpn_mnet_used(RnicEngine *e, uint32_t qpn)
 {
+    return g_hash_table_contains(e->mnet_qpns, GUINT_TO_POINTER(qpn));
+}
+
+/* Is 'qpn' taken in any context (or by a QP of a multi-network PD)? */
+static bool rnic_qpn_used_anywhere(RnicEngine *e, uint32_t qpn)
+{
+    uint32_t c;
+
+    if (rnic_qpn_mnet_used(e, qpn)) {
+        return true;
+    }
+    for (c = 0; c < e->net_ctxs.cap; c++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+
+        if (ctx && rnic_qp_by_qpn(ctx, qpn)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A free QPN: 2.. (0 and 1 are reserved; 1 is the GSI QP). ctx NULL: for a
+ * multi-network PD, free in every context; otherwise free in ctx and not
+ * one a multi-network PD's QP holds (it may bind to ctx later).
+ */
+static uint32_t rnic_qpn_alloc(RnicEngine *e, RnicNetCtx *ctx)
+{
+    uint32_t *next = ctx ? &ctx->next_qpn : &e->mnet_next_qpn;
     uint32_t i;
 
     for (i = 0; i < RNIC_QPN_MASK; i++) {
-        uint32_t qpn = ctx->next_qpn;
+        uint32_t qpn = *next;
 
-        ctx->next_qpn = qpn >= RNIC_QPN_MASK ? 2 : qpn + 1;
-        if (!rnic_qp_by_qpn(ctx, qpn)) {
+        *next = qpn >= RNIC_QPN_MASK ? 2 : qpn + 1;
+        if (ctx ? !rnic_qp_by_qpn(ctx, qpn) && !rnic_qpn_mnet_used(e, qpn)
+                : !rnic_qpn_used_anywhere(e, qpn)) {
             return qpn;
         }
     }
     return 0;
+}
+
+bool rnic_qpn_free_for(RnicEngine *e, const RnicPd *pd, uint32_t qpn)
+{
+    return pd->ctx ? !rnic_qp_by_qpn(pd->ctx, qpn) &&
+                     !rnic_qpn_mnet_used(e, qpn)
+                   : !rnic_qpn_used_anywhere(e, qpn);
+}
+
+/* Insert (or remove) an all-network QP in every context's QPN space. */
+static void rnic_qp_all_nets_set(RnicEngine *e, RnicQp *qp, bool add)
+{
+    uint32_t c;
+
+    for (c = 0; c < e->net_ctxs.cap; c++) {
+        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+        gpointer key = GUINT_TO_POINTER(qp->qpn);
+
+        if (!ctx) {
+            continue;
+        }
+        if (add) {
+            g_hash_table_insert(ctx->qpns, key, qp);
+        } else if (g_hash_table_lookup(ctx->qpns, key) == qp) {
+            g_hash_table_remove(ctx->qpns, key);
+        }
+    }
+}
+
+void rnic_qp_join_netctx(RnicEngine *e, RnicNetCtx *ctx)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->qps.cap; i++) {
+        RnicQp *qp = e->qps.slots[i];
+
+        if (qp && qp->all_nets) {
+            g_hash_table_insert(ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
+        }
+    }
+}
+
+bool rnic_qp_bind(RnicEngine *e, RnicQp *qp, RnicNetCtx *ctx,
+                  const char **why, uint8_t *status)
+{
+    if (qp->ctx || qp->all_nets || qp->pd->ctx) {
+        *why = "QP is not an unbound RC QP of a multi-network PD";
+        *status = RNIC_ST_BAD_PARAM;
+        return false;
+    }
+    if (rnic_qp_by_qpn(ctx, qp->qpn)) {
+        *why = "QPN already used in that network context";
+        *status = RNIC_ST_EXISTS;
+        return false;
+    }
+    if (!rnic_pd_bind(e, qp->pd, ctx, why)) {
+        *status = RNIC_ST_NO_RESOURCES;
+        return false;
+    }
+    qp->ctx = ctx;
+    g_hash_table_insert(ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
+    e->qp_gen++;
+    rnic_trace(e, "QP %u (QPN %u) bound to network context %u", qp->handle,
+               qp->qpn, ctx->handle);
+    return true;
 }
 
 /*
@@ -96,8 +196,18 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
 {
     rnic_work_cancel(&qp->work);
     rnic_qp_timer_cancel(e, qp);
-    if (qp->ctx) {
+    if (qp->ctx &&
+        g_hash_table_lookup(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn)) == qp) {
         g_hash_table_remove(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn));
+        if (qp->pd && !qp->pd->ctx) {
+            rnic_pd_unbind(e, qp->pd, qp->ctx);
+        }
+    }
+    if (qp->all_nets) {
+        rnic_qp_all_nets_set(e, qp, false);
+    }
+    if (g_hash_table_lookup(e->mnet_qpns, GUINT_TO_POINTER(qp->qpn)) == qp) {
+        g_hash_table_remove(e->mnet_qpns, GUINT_TO_POINTER(qp->qpn));
     }
     if (qp->pd) {
         qp->pd->refs--;
@@ -124,7 +234,15 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
 /* Link a filled-in QP to its objects (create and state load). */
 static void rnic_qp_attach(RnicEngine *e, RnicQp *qp)
 {
-    g_hash_table_insert(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
+    if (qp->ctx) {
+        g_hash_table_insert(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
+    }
+    if (!qp->pd->ctx) {
+        g_hash_table_insert(e->mnet_qpns, GUINT_TO_POINTER(qp->qpn), qp);
+    }
+    if (qp->all_nets) {
+        rnic_qp_all_nets_set(e, qp, true);
+    }
     qp->pd->refs++;
     rnic_uctx_get(e, qp->owner);
     qp->scq->refs++;
@@ -258,14 +376,16 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_qp)
     }
     if (type == RNIC_QPT_GSI) {
         qpn = RNIC_GSI_QPN;
-        if (rnic_qp_by_qpn(pd->ctx, qpn)) {
+        /* a multi-network PD's GSI QP serves every context */
+        if (pd->ctx ? rnic_qp_by_qpn(pd->ctx, qpn) != NULL
+                    : rnic_qpn_used_anywhere(e, qpn)) {
             rnic_admin_fail(e, res, RNIC_ST_EXISTS,
                             "CREATE_QP: context %u already has a GSI QP",
-                            pd->ctx->handle);
+                            pd->ctx ? pd->ctx->handle : RNIC_PD_MULTI_NET);
             return;
         }
     } else {
-        qpn = rnic_qpn_alloc(pd->ctx);
+        qpn = rnic_qpn_alloc(e, pd->ctx);
         if (!qpn) {
             rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
                             "CREATE_QP: QPN space exhausted");
@@ -282,6 +402,7 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_qp)
     qp->type = type;
     qp->state = RNIC_QPS_RESET;
     qp->ctx = pd->ctx;
+    qp->all_nets = !pd->ctx && type != RNIC_QPT_RC;
     qp->pd = pd;
     qp->scq = scq;
     qp->rcq = rcq;
@@ -568,7 +689,8 @@ static const char *rnic_qp_check_attr(RnicEngine *e, const RnicQp *qp,
     if (mask & RNIC_QP_AV) {
         const RnicGid *g = rnic_gid_get(e, a->av.sgid_index);
 
-        if (!g || g->net_ctx != qp->ctx->handle) {
+        /* an unbound QP of a multi-network PD binds to the GID's context */
+        if (!g || (qp->ctx && g->net_ctx != qp->ctx->handle)) {
             return "sgid_index names no GID of the QP's network context";
         }
     }
@@ -722,6 +844,17 @@ RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp)
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "MODIFY_QP: QP %u: %s",
                         qp->handle, why);
         return;
+    }
+    if ((mask & RNIC_QP_AV) && !qp->ctx) {
+        uint8_t st;
+
+        if (!rnic_qp_bind(e, qp, rnic_gid_netctx(e, a.av.sgid_index), &why,
+                          &st)) {
+            rnic_admin_fail(e, res, st, "MODIFY_QP: QP %u: binding to the "
+                            "network context of GID %u: %s", qp->handle,
+                            a.av.sgid_index, why);
+            return;
+        }
     }
     if (next == RNIC_QPS_RESET) {
         rnic_qp_clear(e, qp);
@@ -957,7 +1090,7 @@ void rnic_qp_process(RnicEngine *e, RnicQp *qp)
 /* Receive WQEs and scatter/gather                                        */
 /* ---------------------------------------------------------------------- */
 
-bool rnic_sges_resolve(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
+bool rnic_sges_resolve(RnicEngine *e, const RnicMrTable *t, const RnicPd *pd,
                        RnicSgeRes *sge, uint32_t nsge, uint32_t access)
 {
     uint32_t i;
@@ -969,8 +1102,8 @@ bool rnic_sges_resolve(RnicEngine *e, RnicNetCtx *ctx, const RnicPd *pd,
             sge[i].mr = NULL;
             continue;
         }
-        err = rnic_mr_resolve(ctx, sge[i].lkey, pd, sge[i].addr,
-                              sge[i].length, access, &sge[i].mr);
+        err = rnic_mrt_resolve(t, sge[i].lkey, pd, sge[i].addr,
+                               sge[i].length, access, &sge[i].mr);
         if (err) {
             rnic_guest_error(e, "SGE %u (lkey 0x%x addr 0x%" G_GINT64_MODIFIER
                              "x len %u): %s", i, sge[i].lkey, sge[i].addr,
@@ -1036,7 +1169,7 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
         total += rw->sge[i].length;
     }
     rw->length = MIN(total, (uint64_t)RNIC_MAX_MSG_SIZE);
-    if (!rnic_sges_resolve(e, qp->ctx, pd, rw->sge, rw->nsge,
+    if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, pd), pd, rw->sge, rw->nsge,
                            RNIC_ACCESS_LOCAL_WRITE)) {
         *status = RNIC_WC_LOC_PROT_ERR;
     }

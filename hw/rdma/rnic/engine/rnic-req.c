@@ -158,7 +158,8 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
         if (rnic_wr_is_rd_atomic(w->opcode)) {
             access = RNIC_ACCESS_LOCAL_WRITE;
         }
-        if (!rnic_sges_resolve(e, qp->ctx, qp->pd, c->sge, c->nsge, access)) {
+        if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, c->sge,
+                               c->nsge, access)) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
                                     "local protection error");
         }
@@ -175,7 +176,8 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
                                     "UD message longer than the path MTU");
         }
-        if (!g || g->net_ctx != qp->ctx->handle) {
+        /* an all-network QP sends in the context of the AV's GID */
+        if (!g || (qp->ctx && g->net_ctx != qp->ctx->handle)) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                     "UD address vector names no local GID");
         }
@@ -199,7 +201,8 @@ static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
     if (c->mr_gen != e->mr_gen) {
         access = rnic_wr_is_rd_atomic(c->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE
                                                      : 0;
-        if (!rnic_sges_resolve(e, qp->ctx, qp->pd, c->sge, c->nsge, access)) {
+        if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, c->sge,
+                               c->nsge, access)) {
             c->valid = false;
             return RNIC_WC_LOC_PROT_ERR;
         }
@@ -505,7 +508,8 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
         if (c->hdr.opcode == RNIC_WR_REG_MR) {
             status = rnic_mr_fast_reg(e, qp, &c->hdr);
         } else {
-            status = rnic_mr_invalidate(e, qp->ctx, qp->pd, qp->owner,
+            status = rnic_mr_invalidate(e, rnic_pd_lkeys(e, qp->pd), qp->pd,
+                                        qp->owner,
                                         GUINT32_FROM_LE(c->hdr.imm_or_inv));
         }
         c->valid = false;

@@ -227,8 +227,9 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
 
     if (rw->valid) {
         if (rw->mr_gen != e->mr_gen) {
-            if (!rnic_sges_resolve(e, qp->ctx,
-                                   qp->srq ? qp->srq->pd : qp->pd, rw->sge,
+            const RnicPd *pd = qp->srq ? qp->srq->pd : qp->pd;
+
+            if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, pd), pd, rw->sge,
                                    rw->nsge, RNIC_ACCESS_LOCAL_WRITE)) {
                 rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0,
                                RNIC_WC_LOC_PROT_ERR,
@@ -304,7 +305,8 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     r->in_msg = last ? 0 : RNIC_RESP_SEND;
     if (last) {
         if (pkt->hdrs & RNIC_HDR_IETH) {
-            if (rnic_mr_invalidate(e, qp->ctx, qp->pd, qp->owner,
+            /* remote: the STag must resolve in this network's table */
+            if (rnic_mr_invalidate(e, &qp->ctx->mrt, qp->pd, qp->owner,
                                    pkt->ieth.rkey) != RNIC_WC_SUCCESS) {
                 rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ,
                                RNIC_EQE_QP_REQ_ERR, RNIC_WC_LOC_PROT_ERR,

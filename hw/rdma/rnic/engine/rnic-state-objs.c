@@ -162,15 +162,34 @@ bool rnic_gids_load(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
+/* PDs of one network context, or (mnet) the multi-network ones. */
+static uint32_t rnic_pds_count(RnicEngine *e, bool mnet)
+{
+    uint32_t i, n = 0;
+
+    for (i = 0; i < e->pds.cap; i++) {
+        RnicPd *pd = e->pds.slots[i];
+
+        n += pd && !pd->ctx == mnet;
+    }
+    return n;
+}
+
+bool rnic_mnet_needed(RnicEngine *e)
+{
+    return rnic_pds_count(e, true) > 0;
+}
+
 void rnic_pds_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i;
 
-    rnic_image_put_u32(w, e->pds.count);
+    /* multi-network PDs are in their own section (1.1 images) */
+    rnic_image_put_u32(w, rnic_pds_count(e, false));
     for (i = 0; i < e->pds.cap; i++) {
         RnicPd *pd = e->pds.slots[i];
 
-        if (pd) {
+        if (pd && pd->ctx) {
             rnic_image_put_u32(w, pd->handle);
             rnic_image_put_u32(w, pd->owner);
             rnic_image_put_u32(w, pd->ctx->handle);
@@ -196,6 +215,88 @@ bool rnic_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
                    e->cfg.max_pd);
     }
     LOAD_END(rd, "PD");
+    return true;
+}
+
+void rnic_mnet_pds_save(RnicEngine *e, RnicImageWriter *w)
+{
+    uint32_t i;
+
+    rnic_image_put_u32(w, e->mnet_next_qpn);
+    rnic_image_put_u32(w, rnic_pds_count(e, true));
+    for (i = 0; i < e->pds.cap; i++) {
+        RnicPd *pd = e->pds.slots[i];
+
+        if (pd && !pd->ctx) {
+            rnic_image_put_u32(w, pd->handle);
+            rnic_image_put_u32(w, pd->owner);
+        }
+    }
+}
+
+bool rnic_mnet_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    uint32_t next = rnic_image_get_u32(rd);
+    uint32_t n = rnic_image_get_u32(rd);
+    uint32_t i;
+
+    e->mnet_next_qpn = next >= 2 && next <= RNIC_QPN_MASK ? next : 2;
+    for (i = 0; i < n && !rd->overrun; i++) {
+        uint32_t h = rnic_image_get_u32(rd);
+        uint32_t owner = rnic_image_get_u32(rd);
+
+        LOAD_END(rd, "multi-network PD");
+        LOAD_CHECK(rnic_uctx_valid(e, owner), "PD %u: unknown owner", h);
+        LOAD_CHECK(rnic_pd_create(e, h, NULL, owner),
+                   "PD %u does not fit this device (max-pds=%u)", h,
+                   e->cfg.max_pd);
+    }
+    LOAD_END(rd, "multi-network PD");
+    return true;
+}
+
+/*
+ * Bindings of the RC QPs of multi-network PDs; loading binds them again,
+ * which replicates the PDs' MRs (replayed from the log) into the contexts.
+ */
+void rnic_mnet_binds_save(RnicEngine *e, RnicImageWriter *w)
+{
+    uint32_t i, n = 0;
+
+    for (i = 0; i < e->qps.cap; i++) {
+        RnicQp *qp = e->qps.slots[i];
+
+        n += qp && !qp->pd->ctx && qp->ctx;
+    }
+    rnic_image_put_u32(w, n);
+    for (i = 0; i < e->qps.cap; i++) {
+        RnicQp *qp = e->qps.slots[i];
+
+        if (qp && !qp->pd->ctx && qp->ctx) {
+            rnic_image_put_u32(w, qp->handle);
+            rnic_image_put_u32(w, qp->ctx->handle);
+        }
+    }
+}
+
+bool rnic_mnet_binds_load(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    uint32_t n = rnic_image_get_u32(rd);
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        uint32_t h = rnic_image_get_u32(rd);
+        uint32_t c = rnic_image_get_u32(rd);
+        RnicQp *qp = rnic_qp_lookup(e, h);
+        RnicNetCtx *ctx = rnic_netctx_lookup(e, c);
+        const char *why = "unknown QP or network context";
+        uint8_t status;
+
+        LOAD_END(rd, "multi-network binding");
+        LOAD_CHECK(qp && ctx && rnic_qp_bind(e, qp, ctx, &why, &status),
+                   "binding of QP %u to network context %u: %s", h, c, why);
+    }
+    LOAD_END(rd, "multi-network binding");
     return true;
 }
 
@@ -499,7 +600,9 @@ bool rnic_mrlog_load(RnicEngine *e, RnicImageReader *rd, char **err)
             return false;
         }
         /* the record named a live context, or the replay had refused it */
-        rnic_netctx_lookup(e, r.net_ctx)->log_replayed++;
+        if (r.net_ctx != RNIC_PD_MULTI_NET) {
+            rnic_netctx_lookup(e, r.net_ctx)->log_replayed++;
+        }
     }
     LOAD_END(rd, "registration log");
     return true;
@@ -701,7 +804,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                type <= RNIC_QPT_GSI && state <= RNIC_QPS_ERR &&
                qpn >= 1 && qpn <= RNIC_QPN_MASK &&
                (qpn == RNIC_GSI_QPN) == (type == RNIC_QPT_GSI) &&
-               !rnic_qp_by_qpn(pd->ctx, qpn),
+               rnic_qpn_free_for(e, pd, qpn),
                "QP %u: bad objects, type, state or QPN %u", h, qpn);
     qp = rnic_qp_create(e, h, qpn);
     LOAD_CHECK(qp, "QP %u does not fit this device (max-qps=%u)", h,
@@ -730,7 +833,9 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                "QP %u: bad send queue", h);
     /* attach: references, slots, limits derived from the strides */
     qp->rq_shift = RNIC_RQ_WQE_SHIFT_MIN;
+    /* a multi-network PD's RC QP is bound by its section, later */
     qp->ctx = pd->ctx;
+    qp->all_nets = !pd->ctx && type != RNIC_QPT_RC;
     qp->pd = pd;
     qp->scq = scq;
     qp->rcq = rcq;

@@ -24,6 +24,13 @@ enum rnic_section_tag {
     RNIC_SEC_SRQS = 9,
     RNIC_SEC_MR_LOG = 10,
     RNIC_SEC_QPS = 11,
+    /*
+     * ABI 1.1 multi-network PDs and their QPs' bindings: mandatory when
+     * present (a device without them cannot run the guest's objects), and
+     * written only when such a PD exists, so other images are unchanged.
+     */
+    RNIC_SEC_MNET_PDS = 12,
+    RNIC_SEC_MNET_BINDS = 13,
     RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
 };
 
@@ -125,6 +132,8 @@ typedef struct RnicSection {
     const char *name;
     void (*save)(RnicEngine *e, RnicImageWriter *w);
     bool (*load)(RnicEngine *e, RnicImageReader *r, char **err);
+    /* NULL: always written; else written only when it returns true */
+    bool (*needed)(RnicEngine *e);
 } RnicSection;
 
 /* In load order: later sections may refer to objects of earlier ones. */
@@ -138,12 +147,16 @@ static const RnicSection rnic_sections[] = {
       rnic_netctx_load },
     { RNIC_SEC_GIDS, 0, "GID table", rnic_gids_save, rnic_gids_load },
     { RNIC_SEC_PDS, 0, "PDs", rnic_pds_save, rnic_pds_load },
+    { RNIC_SEC_MNET_PDS, 0, "multi-network PDs", rnic_mnet_pds_save,
+      rnic_mnet_pds_load, rnic_mnet_needed },
     { RNIC_SEC_EQS, 0, "EQs", rnic_eqs_save, rnic_eqs_load },
     { RNIC_SEC_CQS, 0, "CQs", rnic_cqs_save, rnic_cqs_load },
     { RNIC_SEC_SRQS, 0, "SRQs", rnic_srqs_save, rnic_srqs_load },
     { RNIC_SEC_MR_LOG, 0, "registration log", rnic_mrlog_save,
       rnic_mrlog_load },
     { RNIC_SEC_QPS, 0, "QPs", rnic_qps_save, rnic_qps_load },
+    { RNIC_SEC_MNET_BINDS, 0, "multi-network bindings", rnic_mnet_binds_save,
+      rnic_mnet_binds_load, rnic_mnet_needed },
 };
 
 static const RnicSection *rnic_section_find(uint16_t tag)
@@ -166,6 +179,9 @@ void rnic_engine_save(RnicEngine *e, GByteArray *out)
     rnic_image_put_u32(&w, RNIC_IMAGE_MAGIC);
     rnic_image_put_u32(&w, RNIC_IMAGE_VERSION);
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
+        if (rnic_sections[i].needed && !rnic_sections[i].needed(e)) {
+            continue;
+        }
         rnic_image_begin_section(&w, rnic_sections[i].tag,
                                  rnic_sections[i].flags);
         rnic_sections[i].save(e, &w);
@@ -220,7 +236,8 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
         goto fail;
     }
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
-        if (!seen[i] && !(rnic_sections[i].flags & RNIC_SECTION_OPTIONAL)) {
+        if (!seen[i] && !(rnic_sections[i].flags & RNIC_SECTION_OPTIONAL) &&
+            !rnic_sections[i].needed) {
             *err = g_strdup_printf("state section %s missing",
                                    rnic_sections[i].name);
             goto fail;

@@ -22,6 +22,10 @@ RNIC_STATE_SECTION(cqs);
 RNIC_STATE_SECTION(srqs);
 RNIC_STATE_SECTION(mrlog);
 RNIC_STATE_SECTION(qps);
+RNIC_STATE_SECTION(mnet_pds);
+RNIC_STATE_SECTION(mnet_binds);
+/* Are there multi-network PDs (the sections above are written)? */
+bool rnic_mnet_needed(RnicEngine *e);
 
 /* After a successful load: caches invalid, pending work and timers on. */
 void rnic_state_post_load(RnicEngine *e);

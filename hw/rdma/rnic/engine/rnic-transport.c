@@ -41,9 +41,12 @@ void rnic_packet_net_from_av(RnicEngine *e, const RnicQp *qp,
 {
     RnicPacketNet *n = &pkt->net;
     const RnicGid *g = rnic_gid_get(e, av->sgid_index);
+    /* an all-network UD QP sends in the context of the AV's GID */
+    const RnicNetCtx *ctx = qp->ctx ? qp->ctx : rnic_gid_netctx(e,
+                                                    av->sgid_index);
 
-    n->net_ctx = qp->ctx->handle;
-    n->vlan_id = qp->ctx->net_type == RNIC_NET_VLAN ? qp->ctx->net_id : 0;
+    n->net_ctx = ctx ? ctx->handle : RNIC_HANDLE_NONE;
+    n->vlan_id = ctx && ctx->net_type == RNIC_NET_VLAN ? ctx->net_id : 0;
     n->pcp = 0;
     memcpy(n->smac, e->regs.mac, 6);
     memcpy(n->dmac, av->dmac, 6);
@@ -123,6 +126,8 @@ void rnic_rx(RnicEngine *e, RnicNetCtx *ctx, const RnicPacket *pkt)
 
 void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
 {
+    RnicNetCtx *ctx;
+
     if (qp->type == RNIC_QPT_RC) {
         /* the connected peer, cached until a QP or GID changes */
         if (qp->peer_gen != e->qp_gen) {
@@ -142,8 +147,12 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
         }
         return;
     }
-    if (rnic_gid_is_local(e, qp->ctx, pkt->net.dgid)) {
-        rnic_rx(e, qp->ctx, pkt);
+    ctx = rnic_netctx_lookup(e, pkt->net.net_ctx);
+    if (!ctx) {
+        /* the AV's GID went away after the WQE was checked */
+        rnic_stat_inc(e, RNIC_STAT_TX_DROPPED);
+    } else if (rnic_gid_is_local(e, ctx, pkt->net.dgid)) {
+        rnic_rx(e, ctx, pkt);
     } else {
         rnic_wire_transmit(e, pkt);
     }
