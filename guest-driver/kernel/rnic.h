@@ -198,7 +198,7 @@ struct rnic_pd {
 	struct ib_pd ibpd;
 	u32 handle;
 	u32 uctx;
-	struct rnic_net_ctx *ctx;
+	struct rnic_net_ctx *ctx;	/* NULL: multi-network PD */
 };
 
 struct rnic_ah {
@@ -253,7 +253,7 @@ struct rnic_qp {
 	struct rnic_wq rq;		/* unused with an SRQ */
 	struct rnic_srq *srq;
 	struct rnic_cq *scq, *rcq;
-	struct rnic_net_ctx *ctx;
+	struct rnic_net_ctx *ctx;	/* NULL: of a multi-network PD */
 	struct mutex lock;		/* modify/query */
 	struct rdma_user_mmap_entry *sq_mmap, *rq_mmap;
 };
@@ -261,7 +261,7 @@ struct rnic_qp {
 struct rnic_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
-	struct rnic_net_ctx *ctx;
+	struct rnic_net_ctx *ctx;	/* NULL: of a multi-network PD */
 	u32 uctx;
 	struct rnic_dma_buf pbl;	/* fast-reg MRs: the page list */
 	u32 npages;
@@ -433,6 +433,8 @@ enum ib_port_state rnic_port_state(struct rnic_dev *rdev);
 int rnic_ib_register(struct rnic_dev *rdev);
 void rnic_ib_unregister(struct rnic_dev *rdev);
 int rnic_net_ctx_init(struct rnic_dev *rdev);
+/* Does this device get multi-network PDs (RNIC_CAP_PD_MULTI_NET)? */
+bool rnic_multi_net_pds(struct rnic_dev *rdev);
 void rnic_net_ctx_fini(struct rnic_dev *rdev);
 void rnic_port_event(struct rnic_dev *rdev, enum ib_event_type type);
 struct rdma_user_mmap_entry *

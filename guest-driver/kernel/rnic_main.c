@@ -39,6 +39,15 @@ MODULE_PARM_DESC(health_interval_ms,
 static bool recover = true;
 module_param(recover, bool, 0644);
 MODULE_PARM_DESC(recover, "Re-probe a device that failed (default on)");
+static bool multi_net = true;
+module_param(multi_net, bool, 0444);
+MODULE_PARM_DESC(multi_net,
+		 "PDs usable on every VLAN when the device can (default on)");
+
+bool rnic_multi_net_pds(struct rnic_dev *rdev)
+{
+	return multi_net && (rdev->caps.caps & RNIC_CAP_PD_MULTI_NET);
+}
 
 int rnic_dma_buf_alloc(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
 		       size_t size)

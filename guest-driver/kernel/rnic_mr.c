@@ -266,14 +266,16 @@ int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct rnic_dev *rdev = to_rdev(ibmr->device);
 	struct rnic_mr *mr = to_rmr(ibmr);
 	u32 index = ibmr->lkey & ~0xffu;
+	/* an MR of a multi-network PD is deregistered in all its networks */
+	u32 net = mr->ctx ? mr->ctx->handle : RNIC_PD_MULTI_NET;
 	int ret;
 
 	ret = rnic_cmd_simple(rdev, RNIC_CMD_DEREG_MR, mr->uctx,
-			      index | mr->dev_key, mr->ctx->handle);
+			      index | mr->dev_key, net);
 	if (ret == -ENOENT && mr->max_pages)
 		/* the last REG_MR work request never executed (flushed) */
 		ret = rnic_cmd_simple(rdev, RNIC_CMD_DEREG_MR, mr->uctx,
-				      index | mr->prev_key, mr->ctx->handle);
+				      index | mr->prev_key, net);
 	if (ret && ret != -EIO)
 		return ret;
 	ib_umem_release(mr->umem);

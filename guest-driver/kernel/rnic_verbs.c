@@ -496,9 +496,15 @@ int rnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	int ret;
 
 	pd->uctx = rnic_uctx_of(udata);
-	pd->ctx = rdev->default_ctx;
+	/*
+	 * The network (VLAN) of a PD is known only when its QPs get an
+	 * address: a multi-network PD is bound by the device to the network
+	 * of each RC QP's source GID. Older devices: the untagged network.
+	 */
+	pd->ctx = rnic_multi_net_pds(rdev) ? NULL : rdev->default_ctx;
 	cmd.uctx = cpu_to_le32(pd->uctx);
-	cmd.pd.net_ctx = cpu_to_le32(pd->ctx->handle);
+	cmd.pd.net_ctx = cpu_to_le32(pd->ctx ? pd->ctx->handle :
+					       RNIC_PD_MULTI_NET);
 	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, &cqe);
 	if (ret)
 		return ret;

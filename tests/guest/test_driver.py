@@ -24,6 +24,12 @@ userspace); the first test that needs it builds it.
                            unmodified Debian modules) over rnic: data written
                            through the fabric and read back
   driver-nvmeof-two-guests the same between two guests
+  driver-ktest-vlan-two-guests  rnic_ktest over RDMA-CM between two guests
+                           whose only addresses are on a VLAN sub-interface
+                           (eth0.10): multi-network PDs (ABI 1.1)
+  driver-nvmeof-vlan-two-guests  NVMe-oF over that VLAN; the target's
+                           x-tables shows its PDs' MRs replicated into the
+                           VLAN 10 context and nowhere else
   driver-reset-recovery    the device is reset under running RDMA traffic:
                            the driver reports it and recovers by re-probing
 """
@@ -537,6 +543,120 @@ def nvmeof_two_guests(qemu: str) -> None:
             raise Skip("the device has no RoCE wire path yet")
         assert hres.ok, hres.report()
         check_nvme(hres.output)
+
+
+# ---------------------------------------------------------------------------
+# RoCE over a VLAN sub-interface: the ULPs' one PD per device is a
+# multi-network PD (ABI 1.1), bound to VLAN 10 by its connections' QPs.
+# The guests have no untagged address, so RDMA-CM can only take VLAN 10.
+
+VLAN_UP = """
+modprobe rnic || exit 1
+ip link set eth0 mtu {mtu}
+ip link set eth0 up
+ip link add link eth0 name eth0.10 type vlan id 10
+ip link set eth0.10 up
+ip addr add 10.10.0.{me}/24 dev eth0.10
+tries=0
+until ping -c 1 -W 1 10.10.0.{peer} >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ $tries -lt 60 ] || {{ echo "10.10.0.{peer} unreachable"; exit 1; }}
+done
+echo "reachable over VLAN 10 after $tries failed pings"
+for g in /sys/class/infiniband/rnic0/ports/1/gid_attrs/ndevs/*; do
+    n=$(cat $g 2>/dev/null) && echo "gidndev $(basename $g) $n"
+done
+"""
+
+
+def check_vlan_gids(out: str) -> None:
+    """The device's RoCE GIDs are those of eth0.10 only (besides eth0's
+    link-local one, which RDMA-CM does not use for 10.10.0.x)."""
+    ndevs = re.findall(r"gidndev \d+ (\S+)", out)
+    assert "eth0.10" in ndevs, out
+
+
+@procedure("driver-ktest-vlan-two-guests", requires=["rnic"])
+def ktest_vlan_two_guests(qemu: str) -> None:
+    initrd = rdma_image()
+    server_script = KTEST_SERVER.replace(NET_UP, VLAN_UP)
+    client_script = KTEST_CLIENT.replace(NET_UP, VLAN_UP).replace(
+        "peer=10.0.0.{peer}", "peer=10.10.0.{peer}")
+    assert server_script != KTEST_SERVER and "10.10.0.{peer} iters" in client_script
+    with tempfile.TemporaryDirectory(prefix="rnic-ktv-") as sockets:
+        server = Guest(server_script.format(me=1, peer=2, mtu=1500), name="ktv-server",
+                       qemu=qemu, initrd=initrd, timeout=400,
+                       args=two_guest_netdevs(sockets, 1, 2))
+        client = Guest(client_script.format(me=2, peer=1, mtu=1500), name="ktv-client",
+                       qemu=qemu, initrd=initrd, timeout=400,
+                       args=two_guest_netdevs(sockets, 2, 1))
+        sres, cres = run_guests([server, client])
+        assert cres.ok, cres.report()
+        check_vlan_gids(cres.output)
+        check_ktest(cres.output)
+        assert sres.ok, sres.report()
+        assert values(sres.output, "ktest_status")[0] == "0", sres.output
+        assert_clean_dmesg(sres.output)
+
+
+NVME_VLAN_TARGET = VLAN_UP + NVMET_SETUP.replace("{addr}", "10.10.0.{me}") + """
+echo "target ready"
+while [ ! -e /tmp/never ]; do sleep 1; done
+"""
+
+# the host holds the connection until the test has read the target's tables
+NVME_VLAN_HOST = NVME_HOST.replace(
+    'echo 1 >/sys/class/nvme/nvme0/delete_controller',
+    'echo "io-done"\nsleep 15\necho 1 >/sys/class/nvme/nvme0/delete_controller')
+
+
+def check_vlan_tables(tables: str) -> None:
+    """x-tables of the NVMe target while connected over VLAN 10: the
+    multi-network PD's MRs are replicated into VLAN 10's context only, the
+    queue pairs are bound there, and the untagged context has none of them."""
+    nets = {m.group(1): m.group(2) for m in
+            re.finditer(r"^net ctx=(\d+) vlan=(\d+)", tables, re.MULTILINE)}
+    assert "10" in nets.values(), tables
+    replicas = re.findall(r"^mr ctx=(\d+) vlan=(\d+) stag=(0x[0-9a-f]+) .* replica$",
+                          tables, re.MULTILINE)
+    assert replicas, tables
+    assert {vlan for _, vlan, _ in replicas} == {"10"}, tables
+    originals = set(re.findall(r"^mr ctx=multi stag=(0x[0-9a-f]+)", tables, re.MULTILINE))
+    assert {stag for _, _, stag in replicas} <= originals, tables
+    assert re.search(r"^qp ctx=\d+ vlan=10 qpn=\d+ .* type=RC state=RTS", tables,
+                     re.MULTILINE), tables
+    assert not re.search(r"^qp ctx=\d+ vlan=0 qpn=\d+ .* type=RC", tables,
+                         re.MULTILINE), tables
+
+
+@procedure("driver-nvmeof-vlan-two-guests", requires=["rnic"])
+def nvmeof_vlan_two_guests(qemu: str) -> None:
+    initrd = rdma_image()
+    assert NVME_VLAN_HOST != NVME_HOST
+    with tempfile.TemporaryDirectory(prefix="rnic-nvmev-") as sockets:
+        target = Guest(NVME_VLAN_TARGET.format(me=1, peer=2, mtu=1500),
+                       name="nvmev-target", qemu=qemu, initrd=initrd, timeout=400,
+                       args=two_guest_netdevs(sockets, 1, 2, ",id=rnic0"))
+        host = Guest(VLAN_UP.format(me=2, peer=1, mtu=1500) + "sleep 2\n" +
+                     NVME_VLAN_HOST.format(addr="10.10.0.1", me=2) +
+                     "ethtool -S eth0 | grep -E 'roce_(tx|rx)' | tr -d ' '\n" + DMESG_CHECK,
+                     name="nvmev-host", qemu=qemu, initrd=initrd, timeout=400,
+                     args=two_guest_netdevs(sockets, 2, 1))
+        tables = ""
+        try:
+            target.launch()
+            host.launch()
+            if host.wait_console(r"^io-done", timeout=350):
+                tables = target.vm.cmd("qom-get", path="/machine/peripheral/rnic0",
+                                       property="x-tables")
+            hres = host.wait()
+        finally:
+            target.stop()
+            target.finish(timed_out=False)
+        assert hres.ok, hres.report()
+        check_vlan_gids(hres.output)
+        check_nvme(hres.output)
+        check_vlan_tables(tables)
 
 
 # ---------------------------------------------------------------------------
