@@ -54,6 +54,13 @@ static void th_schedule(void *opaque)
     h->scheduled = true;
 }
 
+static bool th_run_now(void *opaque)
+{
+    TestHost *h = opaque;
+
+    return h->run_now;
+}
+
 static void th_timer_arm(void *opaque, uint64_t deadline_ns)
 {
     TestHost *h = opaque;
@@ -116,6 +123,7 @@ static const RnicHostOps test_host_ops = {
     .raise_irq = th_raise_irq,
     .transmit = th_transmit,
     .schedule = th_schedule,
+    .run_now = th_run_now,
     .timer_arm = th_timer_arm,
     .clock_ns = th_clock_ns,
     .log = th_log,

@@ -20,6 +20,7 @@ typedef struct TestHost {
     uint64_t alloc_next;        /* bump allocator over ram */
     unsigned irqs[TEST_MAX_VECTORS];
     bool scheduled;
+    bool run_now;               /* RnicHostOps.run_now answers this */
     uint64_t now_ns;
     uint64_t timer_deadline;
     GPtrArray *frames;          /* GByteArray per transmitted frame */

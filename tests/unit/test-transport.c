@@ -467,6 +467,68 @@ static void test_req_coalesced_ack(void)
     fix_fini(&f);
 }
 
+/*
+ * RnicHostOps.run_now: a doorbell sends at once, inside the doorbell write,
+ * up to the inline budget (64 packets of a QP); the rest and any doorbell
+ * rung while a run is pending wait for the run, in order.
+ */
+static void test_req_doorbell_inline(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    uint32_t pmtu;
+    guint i;
+
+    fix_init(&f);
+    pmtu = 128u << tv_path_mtu;
+    f.h->run_now = true;
+    s = tv_sge(f.buf, 10, f.mr);
+    w = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    g_assert_false(f.h->scheduled);
+
+    /* 80 packets: 64 now, the rest in the scheduled run */
+    s = tv_sge(f.buf, 80 * pmtu, f.mr);
+    w = wqe(2, RNIC_WR_RDMA_WRITE, 1);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 1 + 64);
+    g_assert_true(f.h->scheduled);
+    /* run pending: this one waits behind it */
+    s = tv_sge(f.buf, 10, f.mr);
+    w = wqe(3, RNIC_WR_RDMA_WRITE, 1);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 1 + 64);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 1 + 80 + 1);
+    for (i = 0; i < f.tx->len; i++) {
+        g_assert_cmpuint(sent(&f, i)->pkt.bth.psn, ==, PSN0 + i);
+    }
+
+    /* the host says not now (VM stopped): nothing until the run */
+    f.h->run_now = false;
+    w = wqe(4, RNIC_WR_RDMA_WRITE, 1);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 1 + 80 + 1);
+    g_assert_true(f.h->scheduled);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 1 + 80 + 2);
+
+    /* a refused doorbell does nothing and schedules nothing */
+    f.h->run_now = true;
+    g_assert_cmpint(rnic_engine_doorbell(f.h->engine, 0, RNIC_DB_SQ,
+                                         rnic_db_value(f.qp->handle, 0,
+                                                       f.qp->sq_prod + 100)),
+                    ==, RNIC_ACCESS_BAD_DOORBELL);
+    g_assert_false(f.h->scheduled);
+    fix_fini(&f);
+}
+
 /* An ACK past a READ whose responses never came: the READ is re-sent. */
 static void test_req_implicit_nak(void)
 {
@@ -585,6 +647,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/transport/req-coalesced-ack",
                     test_req_coalesced_ack);
     g_test_add_func("/rnic/transport/req-implicit-nak", test_req_implicit_nak);
+    g_test_add_func("/rnic/transport/req-doorbell-inline",
+                    test_req_doorbell_inline);
     g_test_add_func("/rnic/transport/req-rnr-nak", test_req_rnr_nak);
     g_test_add_func("/rnic/transport/req-fatal-naks", test_req_fatal_naks);
     g_test_add_func("/rnic/transport/req-bad-response", test_req_bad_response);

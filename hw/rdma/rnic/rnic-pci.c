@@ -3,7 +3,8 @@
  * QEMU rnic device: the PCIe function around the RNIC engine.
  *
  * This file is the glue only: QOM/qdev properties, BARs, MSI-X, the NIC
- * backend, the bottom half and timer the engine asks for, reset and
+ * backend, the bottom half and timer the engine asks for (and doorbell
+ * work done in the MMIO write itself, RnicHostOps.run_now), reset and
  * migration. Everything that is "the hardware" lives in engine/ and is
  * reached through rnic-engine.h; the engine reaches QEMU through the
  * RnicHostOps below (pci_dma_* so that a vIOMMU is honoured).
@@ -171,6 +172,18 @@ static void rnic_host_rx_ready(void *opaque)
     qemu_flush_queued_packets(qemu_get_queue(s->nic));
 }
 
+/*
+ * A doorbell's work may be done in the doorbell write itself (the vCPU's
+ * MMIO exit, under the BQL): the posted message leaves without waiting for
+ * the main loop. Not while the VM is stopped: then it waits, as a run does.
+ */
+static bool rnic_host_run_now(void *opaque)
+{
+    RnicState *s = opaque;
+
+    return s->vm_running && s->doorbell_inline;
+}
+
 static const RnicHostOps rnic_host_ops = {
     .dma_read = rnic_host_dma_read,
     .dma_write = rnic_host_dma_write,
@@ -183,6 +196,7 @@ static const RnicHostOps rnic_host_ops = {
     .clock_ns = rnic_host_clock_ns,
     .log = rnic_host_log,
     .rx_ready = rnic_host_rx_ready,
+    .run_now = rnic_host_run_now,
 };
 
 static void rnic_bh(void *opaque)
@@ -816,6 +830,8 @@ static const Property rnic_properties[] = {
                        RNIC_DEFAULT_MAX_RD_ATOMIC),
     DEFINE_PROP_UINT32("vendor-id", RnicState, cfg.vendor_id, RNIC_PCI_VENDOR_ID),
     DEFINE_PROP_UINT32("device-id", RnicState, cfg.device_id, RNIC_PCI_DEVICE_ID),
+    /* off: doorbell work only in the bottom half (for comparisons) */
+    DEFINE_PROP_BOOL("x-doorbell-inline", RnicState, doorbell_inline, true),
 };
 
 /*

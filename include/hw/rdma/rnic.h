@@ -39,6 +39,7 @@ struct RnicState {
     VMChangeStateEntry *vm_state_entry;
     bool vm_running;
     bool run_deferred;          /* a run was asked for while stopped */
+    bool doorbell_inline;       /* x-doorbell-inline: work in the MMIO write */
     uint64_t timer_deadline;    /* the engine's deadline, UINT64_MAX: none */
 
     /* migration: the engine's state image, valid around save/load only */

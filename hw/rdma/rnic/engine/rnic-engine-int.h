@@ -488,6 +488,7 @@ struct RnicEngine {
     uint64_t stats[RNIC_STAT_COUNT];
     RnicEth eth;                /* Ethernet function (rnic-eth.c) */
     bool run_scheduled;
+    bool run_inline;            /* a doorbell's work runs now (rnic-doorbell.c) */
 
     /* objects */
     bool uctx_used[RNIC_DB_PAGES_MAX];

@@ -143,7 +143,10 @@ void rnic_engine_schedule(RnicEngine *e)
 {
     if (!e->run_scheduled) {
         e->run_scheduled = true;
-        e->ops->schedule(e->opaque);
+        if (!e->run_inline) {
+            /* inline: rnic_engine_doorbell() schedules what is left */
+            e->ops->schedule(e->opaque);
+        }
     }
 }
 

@@ -6,7 +6,8 @@
  * the per-network mapping tables, the queue pairs and the transport. It
  * reaches its host (QEMU's PCI glue, the unit tests, the back-to-back
  * benchmark) only through RnicHostOps. It is not thread-safe: the host calls
- * it from one thread (QEMU: the main loop, under the BQL).
+ * it from one thread at a time (QEMU: under the BQL, from the main loop or
+ * a vCPU's MMIO exit).
  */
 #ifndef RNIC_ENGINE_H
 #define RNIC_ENGINE_H
@@ -67,6 +68,15 @@ typedef struct RnicHostOps {
      * or rnic_engine_run); the host may call rnic_engine_receive from it.
      */
     void (*rx_ready)(void *opaque);
+    /*
+     * Optional (may be NULL): may the engine do the work a doorbell asks
+     * for right away, inside rnic_engine_doorbell(), instead of through
+     * schedule()? QEMU: yes while the VM runs (the vCPU's MMIO exit holds
+     * the BQL), which saves a main-loop hand-over per posted message. The
+     * engine does so only when no run is pending (ordering), and only a
+     * bounded amount (RNIC_DB_INLINE_BUDGET); the rest goes to schedule().
+     */
+    bool (*run_now)(void *opaque);
 } RnicHostOps;
 
 /* Static configuration: the limits the device advertises. */
