@@ -1157,6 +1157,68 @@ static void test_refuse_config(void)
     mig_done(vm);
 }
 
+#define POSTCOPY_ON "{ 'execute': 'migrate-set-capabilities', 'arguments':" \
+    " { 'capabilities': [ { 'capability': 'postcopy-ram', 'state': true } ] } }"
+#define POSTCOPY_REFUSED "rnic: postcopy migration is not supported"
+
+/* The error of setting postcopy-ram, as a string ("" if it succeeded). */
+static char *postcopy_on_error(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, POSTCOPY_ON);
+    char *desc = g_strdup(qdict_haskey(rsp, "error") ?
+                          qdict_get_str(qdict_get_qdict(rsp, "error"), "desc") :
+                          "");
+
+    qobject_unref(rsp);
+    return desc;
+}
+
+/*
+ * Postcopy is refused cleanly (docs/migration.md "Postcopy"): the same
+ * QEMU without the rnic accepts the postcopy-ram capability as a
+ * destination (so the refusal is the device's), a destination with the
+ * rnic rejects it (QEMU's postcopy probe), and a source with the rnic fails
+ * a postcopy migration at its setup and keeps running with its traffic.
+ */
+static void test_postcopy_refused(void)
+{
+    MigVm *vm;
+    QTestState *qts;
+    g_autofree char *plain = NULL, *refused = NULL, *st = NULL, *err = NULL;
+    Pair p;
+
+    qts = qtest_init("-M pc -incoming defer");
+    plain = postcopy_on_error(qts);
+    qtest_quit(qts);
+    if (strstr(plain, "Userfaultfd not available")) {
+        g_test_skip("this host has no userfaultfd: postcopy is refused "
+                    "before the device is asked");
+        return;
+    }
+    g_assert_cmpstr(plain, ==, "");
+
+    qts = qtest_init(MIG_DEVICE " -incoming defer");
+    refused = postcopy_on_error(qts);
+    qtest_quit(qts);
+    g_test_message("destination: %s", refused);
+    g_assert_nonnull(strstr(refused, POSTCOPY_REFUSED));
+
+    vm = mig_boot(MIG_DEVICE);
+    pair_init(&vm->d, &p);
+    qtest_qmp_assert_success(vm->qts, POSTCOPY_ON);
+    qtest_qmp_assert_success(vm->qts, "{ 'execute': 'migrate',"
+                             " 'arguments': { 'uri': 'exec:cat >/dev/null' } }");
+    st = mig_wait_final(vm->qts);
+    g_free(mig_status(vm->qts, &err));
+    g_test_message("source: %s: %s", st, err);
+    g_assert_cmpstr(st, ==, "failed");
+    g_assert_nonnull(strstr(err, POSTCOPY_REFUSED));
+    assert_run_state(vm->qts, "running");
+    pair_traffic(&vm->d, &p, 7);
+    pair_free(&p);
+    mig_done(vm);
+}
+
 /* A destination without the device: QEMU's unknown section, early. */
 static void test_no_device(void)
 {
@@ -1858,6 +1920,7 @@ static void rnic_migration_register_tests(void)
     qtest_add_func("rnic-migration/refuse-config", test_refuse_config);
     qtest_add_func("rnic-migration/refuse-image", test_refuse_image);
     qtest_add_func("rnic-migration/no-device", test_no_device);
+    qtest_add_func("rnic-migration/postcopy-refused", test_postcopy_refused);
     qtest_add_func("rnic-migration/reset", test_reset);
     qtest_add_func("rnic-migration/peer-traffic", test_peer_traffic);
     qtest_add_func("rnic-migration/peer-traffic-lossy",

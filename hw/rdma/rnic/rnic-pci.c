@@ -21,6 +21,9 @@
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "migration/misc.h"
+#include "migration/options.h"
+#include "migration/postcopy-ram.h"
 #include "net/eth.h"
 #include "net/net.h"
 #include "qemu/iov.h"
@@ -493,6 +496,65 @@ static bool rnic_check_params(RnicState *s, Error **errp)
 
 static const VMStateDescription rnic_config_vmstate;
 
+/*
+ * Postcopy is refused (docs/migration.md "Postcopy"): on a postcopy
+ * destination the device would run (DMA, rings, timers) while guest pages
+ * are still missing, each access blocking QEMU's main loop on a page
+ * fault; the peers' retry budget is then bounded by page-fault latency, not
+ * by the switchover, and none of it is tested. One notifier for all rnic
+ * devices: setting the postcopy-ram capability, or a destination being
+ * advised postcopy, fails with this error while an rnic exists; on the
+ * source, a migration with postcopy-ram fails at its setup (the source
+ * keeps running).
+ */
+static unsigned rnic_postcopy_refusers;
+
+static int rnic_postcopy_notify(NotifierWithReturn *notifier, void *data,
+                                Error **errp)
+{
+    struct PostcopyNotifyData *pnd = data;
+
+    if (pnd->reason == POSTCOPY_NOTIFY_PROBE ||
+        pnd->reason == POSTCOPY_NOTIFY_INBOUND_ADVISE) {
+        error_setg(errp, "rnic: postcopy migration is not supported: the "
+                   "device's DMA would fault on pages not yet migrated; "
+                   "use precopy");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+static NotifierWithReturn rnic_postcopy_notifier = {
+    .notify = rnic_postcopy_notify,
+};
+
+/* The source: a migration with postcopy-ram fails at its setup. */
+static int rnic_postcopy_setup_notify(NotifierWithReturn *notifier,
+                                      MigrationEvent *e, Error **errp)
+{
+    if (e->type == MIG_EVENT_PRECOPY_SETUP && migrate_postcopy_ram()) {
+        error_setg(errp, "rnic: postcopy migration is not supported: the "
+                   "device's DMA would fault on pages not yet migrated; "
+                   "use precopy (disable the postcopy-ram capability)");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+static NotifierWithReturn rnic_postcopy_setup_notifier;
+
+static void rnic_postcopy_refuse(bool refuse)
+{
+    if (refuse && rnic_postcopy_refusers++ == 0) {
+        postcopy_add_notifier(&rnic_postcopy_notifier);
+        migration_add_notifier(&rnic_postcopy_setup_notifier,
+                               rnic_postcopy_setup_notify);
+    } else if (!refuse && --rnic_postcopy_refusers == 0) {
+        postcopy_remove_notifier(&rnic_postcopy_notifier);
+        migration_remove_notifier(&rnic_postcopy_setup_notifier);
+    }
+}
+
 static void rnic_init_state(RnicState *s)
 {
     DeviceState *dev = DEVICE(s);
@@ -505,6 +567,7 @@ static void rnic_init_state(RnicState *s)
                                                          rnic_vm_state_change,
                                                          s);
     s->engine = rnic_engine_new(&s->cfg, &rnic_host_ops, s);
+    rnic_postcopy_refuse(true);
     vmstate_register_any(VMSTATE_IF(s), &rnic_config_vmstate, s);
 }
 
@@ -571,6 +634,9 @@ static void rnic_free_state(RnicState *s)
     if (s->bh) {
         qemu_bh_delete(s->bh);
         s->bh = NULL;
+    }
+    if (s->engine) {
+        rnic_postcopy_refuse(false);
     }
     rnic_engine_free(s->engine);
     s->engine = NULL;
