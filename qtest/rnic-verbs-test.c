@@ -639,6 +639,82 @@ static void test_net_ctx_isolation(void *obj, void *data, QGuestAllocator *alloc
     g_free(qb);
 }
 
+/*
+ * A multi-network PD (ABI 1.1) through the device: its QPs bind it to VLAN
+ * 7, where its rkey then works; on the untagged network it is unknown;
+ * DEREG_MR goes through RNIC_PD_MULTI_NET only.
+ */
+static void test_multi_net_pd(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRnic *d = obj;
+    uint32_t ctx0, ctx7, mpd, pd0, mr, mr0, eq;
+    QvCq *cq;
+    QvQp *qa, *qb, *q0a, *q0b;
+    uint8_t g7a[16], g7b[16], g0a[16], g0b[16];
+    uint64_t buf;
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg;
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
+
+    g_assert_cmphex(rnic_reg_read(d, RNIC_REG_CAPS_LO) &
+                    RNIC_CAP_PD_MULTI_NET, ==, RNIC_CAP_PD_MULTI_NET);
+    g_assert_cmphex(rnic_reg_read(d, RNIC_REG_ABI_VERSION), ==,
+                    RNIC_ABI_VERSION);
+    ctx0 = qv_net_ctx(d, 0);
+    ctx7 = qv_net_ctx(d, 7);
+    qv_gid(d, 0, ctx0, 0, 1);
+    qv_gid(d, 1, ctx0, 0, 2);
+    qv_gid(d, 2, ctx7, 7, 1);
+    qv_gid(d, 3, ctx7, 7, 2);
+    qv_gid_bytes(g0a, 0, 1);
+    qv_gid_bytes(g0b, 0, 2);
+    qv_gid_bytes(g7a, 7, 1);
+    qv_gid_bytes(g7b, 7, 2);
+    mpd = qv_pd(d, RNIC_PD_MULTI_NET);
+    pd0 = qv_pd(d, ctx0);
+    eq = qv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
+    cq = qv_cq(d, 5, eq);
+    buf = qv_alloc(d, 4 * 4096, 4096);
+    mr = qv_reg_mr(d, mpd, buf, 2 * 4096, ALL_RIGHTS, NULL);
+    mr0 = qv_reg_mr(d, pd0, buf + 2 * 4096, 2 * 4096, ALL_RIGHTS, NULL);
+    qa = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 3);
+    qb = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 3);
+    qv_rc_connect(d, qa, 2, g7b, qb->qpn);
+    qv_rc_connect(d, qb, 3, g7a, qa->qpn);
+    /* VLAN 7: the PD's key moves data */
+    fill(d, buf, 256, 0x31);
+    sg = qv_sge(buf, 256, mr);
+    w = wqe(RNIC_WR_RDMA_WRITE, 61, 1);
+    w.rdma.remote_addr = buf + 4096;
+    w.rdma.rkey = mr;
+    qv_post_send(d, qa, &w, &sg, NULL);
+    expect_cqe(d, cq, 61, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    assert_same(d, buf, buf + 4096, 256);
+    /* untagged: the same key finds nothing */
+    q0a = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3);
+    q0b = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3);
+    qv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
+    qv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
+    sg = qv_sge(buf + 2 * 4096, 16, mr0);
+    w = wqe(RNIC_WR_RDMA_WRITE, 62, 1);
+    w.rdma.remote_addr = buf;
+    w.rdma.rkey = mr;
+    qv_post_send(d, q0a, &w, &sg, NULL);
+    expect_cqe(d, cq, 62, 0, RNIC_WC_REM_ACCESS_ERR);
+    /* deregistration: not through VLAN 7's replica; through the PD's table */
+    c.destroy.handle = mr;
+    c.destroy.net_ctx = ctx7;
+    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    c.destroy.net_ctx = RNIC_PD_MULTI_NET;
+    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_OK);
+    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    g_free(cq);
+    g_free(qa);
+    g_free(qb);
+    g_free(q0a);
+    g_free(q0b);
+}
+
 static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
 {
     g_auto(Loop) l = { 0 };
@@ -755,6 +831,7 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/fast-reg", "rnic", test_loop_fast_reg, NULL);
     qos_add_test("verbs/isolation", "rnic", test_loop_isolation, NULL);
     qos_add_test("verbs/net-ctx-isolation", "rnic", test_net_ctx_isolation, NULL);
+    qos_add_test("verbs/multi-net-pd", "rnic", test_multi_net_pd, NULL);
     qos_add_test("verbs/errors", "rnic", test_loop_errors, NULL);
     qos_add_test("verbs/ud", "rnic", test_ud, NULL);
 }

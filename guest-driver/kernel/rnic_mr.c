@@ -261,6 +261,21 @@ void rnic_mr_posted_key(struct rnic_mr *mr, u32 stag)
 	mr->dev_key = stag & 0xff;
 }
 
+/* DEREG_MR with flags (enum rnic_dereg_flags). */
+static int rnic_dereg_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
+			  u32 stag, u32 net, u32 flags)
+{
+	struct rnic_admin_cmd cmd = {
+		.opcode = RNIC_CMD_DEREG_MR,
+		.uctx = cpu_to_le32(mr->uctx),
+	};
+
+	cmd.destroy.handle = cpu_to_le32(stag);
+	cmd.destroy.net_ctx = cpu_to_le32(net);
+	cmd.destroy.flags = cpu_to_le32(flags);
+	return rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+}
+
 int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct rnic_dev *rdev = to_rdev(ibmr->device);
@@ -270,12 +285,17 @@ int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	u32 net = mr->ctx ? mr->ctx->handle : RNIC_PD_MULTI_NET;
 	int ret;
 
-	ret = rnic_cmd_simple(rdev, RNIC_CMD_DEREG_MR, mr->uctx,
-			      index | mr->dev_key, net);
-	if (ret == -ENOENT && mr->max_pages)
-		/* the last REG_MR work request never executed (flushed) */
-		ret = rnic_cmd_simple(rdev, RNIC_CMD_DEREG_MR, mr->uctx,
-				      index | mr->prev_key, net);
+	if (mr->max_pages && (rdev->caps.caps & RNIC_CAP_DEREG_ANY_KEY)) {
+		/* whatever key the last REG_MR work request left */
+		ret = rnic_dereg_cmd(rdev, mr, index | mr->dev_key, net,
+				     RNIC_DEREG_ANY_KEY);
+	} else {
+		ret = rnic_dereg_cmd(rdev, mr, index | mr->dev_key, net, 0);
+		if (ret == -ENOENT && mr->max_pages)
+			/* the last REG_MR work request never executed */
+			ret = rnic_dereg_cmd(rdev, mr, index | mr->prev_key,
+					     net, 0);
+	}
 	if (ret && ret != -EIO)
 		return ret;
 	ib_umem_release(mr->umem);

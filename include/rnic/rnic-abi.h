@@ -187,6 +187,8 @@ enum rnic_cap {
      * that is bound to network contexts by its QPs (docs/spec.md 3.4).
      */
     RNIC_CAP_PD_MULTI_NET   = 1u << 11,
+    /* ABI 1.1: DEREG_MR destroy.flags RNIC_DEREG_ANY_KEY */
+    RNIC_CAP_DEREG_ANY_KEY  = 1u << 12,
 };
 
 enum rnic_dev_ctrl {
@@ -330,6 +332,15 @@ enum rnic_eq_flags {
  * Its QPNs are unique device-wide; its UD/GSI QPs serve every context.
  */
 #define RNIC_PD_MULTI_NET       RNIC_HANDLE_NONE
+
+/*
+ * DEREG_MR flags (ABI 1.1, RNIC_CAP_DEREG_ANY_KEY). ANY_KEY: the STag's key
+ * byte is not compared, for fast-register MRs only: the consumer may hold a
+ * key whose REG_MR work request never executed (flushed).
+ */
+enum rnic_dereg_flags {
+    RNIC_DEREG_ANY_KEY      = 1u << 0,
+};
 
 /* Network identifier types. */
 enum rnic_net_type {
@@ -506,6 +517,8 @@ struct rnic_admin_cmd {
             uint32_t net_ctx;   /* DEREG_MR: network context of the STag
                                  * (RNIC_PD_MULTI_NET for an MR of a
                                  * multi-network PD) */
+            uint32_t flags;     /* DEREG_MR: enum rnic_dereg_flags (ABI 1.1),
+                                 * 0 for the other commands */
         } destroy;
     };
 };

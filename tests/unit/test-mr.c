@@ -354,6 +354,56 @@ static uint32_t alloc_mr(TestHost *h, uint32_t pd, uint32_t npages,
     return tv_cmd_ok(h, &c);
 }
 
+static uint8_t dereg_flags(TestHost *h, uint32_t stag, uint32_t ctx,
+                           uint32_t flags)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
+
+    c.destroy.handle = stag;
+    c.destroy.net_ctx = ctx;
+    c.destroy.flags = flags;
+    return tv_cmd(h, &c).status;
+}
+
+/*
+ * ABI 1.1 DEREG_MR RNIC_DEREG_ANY_KEY: a fast-reg MR whose REG_MR work
+ * request was flushed keeps its old key while the consumer holds the new
+ * one; the index alone deregisters it. Not for ordinary MRs.
+ */
+static void test_dereg_any_key(void)
+{
+    TvPair *p = tv_pair_new(NULL);
+    TestHost *h = p->h;
+    uint32_t stag = alloc_mr(h, p->pd, 4, 0x40);
+    uint32_t newkey = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x41);
+    struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
+    struct rnic_sq_wqe w = wqe(7, RNIC_WR_REG_MR, RNIC_WQE_SIGNALED, 0);
+    struct rnic_cqe c;
+
+    g_assert_cmphex(test_reg_read(h, RNIC_REG_CAPS_LO) &
+                    RNIC_CAP_DEREG_ANY_KEY, ==, RNIC_CAP_DEREG_ANY_KEY);
+    /* the REG_MR WR with the new key is flushed: the device keeps 0x40 */
+    g_assert_cmpuint(tv_modify(h, p->a, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
+    w.reg.stag = newkey;
+    tv_post_send(h, p->a, &w, NULL, NULL);
+    c = tv_poll_one(h, p->cqa);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_WR_FLUSH_ERR);
+    g_assert_cmpuint(dereg_flags(h, newkey, p->ctx, 0), ==,
+                     RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(dereg_flags(h, newkey, p->ctx, 0x2), ==,
+                     RNIC_ST_BAD_PARAM);
+    /* an ordinary MR keeps needing its exact STag */
+    g_assert_cmpuint(dereg_flags(h, p->mra ^ 1, p->ctx, RNIC_DEREG_ANY_KEY),
+                     ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(dereg_flags(h, newkey, p->ctx, RNIC_DEREG_ANY_KEY), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(dereg_flags(h, stag, p->ctx, RNIC_DEREG_ANY_KEY), ==,
+                     RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(dereg_flags(h, p->mra, p->ctx, RNIC_DEREG_ANY_KEY), ==,
+                     RNIC_ST_OK);
+    tv_pair_free(p);
+}
+
 /* Fast-register 'npages' pages starting at guest 'base' as iova 'iova'. */
 static struct rnic_sq_wqe fastreg_wqe(TestHost *h, uint64_t wr_id,
                                       uint32_t stag, uint64_t iova,
@@ -600,5 +650,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/mr/local-inv", test_local_inv);
     g_test_add_func("/rnic/mr/send-with-inv", test_send_with_inv);
     g_test_add_func("/rnic/mr/reglog-bounded", test_reglog_bounded);
+    g_test_add_func("/rnic/mr/dereg-any-key", test_dereg_any_key);
     return g_test_run();
 }

@@ -794,10 +794,16 @@ RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr)
 {
     uint32_t stag = GUINT32_FROM_LE(cmd->destroy.handle);
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.net_ctx);
+    uint32_t flags = GUINT32_FROM_LE(cmd->destroy.flags);
     RnicNetCtx *ctx = NULL;
     RnicMr *mr;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return;
+    }
+    if (flags & ~RNIC_DEREG_ANY_KEY) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "DEREG_MR: unknown flags 0x%x", flags);
         return;
     }
     if (h != RNIC_PD_MULTI_NET) {
@@ -809,7 +815,14 @@ RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr)
         }
     }
     mr = rnic_mrt_lookup(ctx ? &ctx->mrt : &e->mnet_mrt, RNIC_STAG_INDEX(stag));
-    /* a replica is deregistered through the multi-network table only */
+    /*
+     * a replica is deregistered through the multi-network table only; the
+     * key of a fast-reg entry may be left out (ANY_KEY): its consumer
+     * cannot know whether its last REG_MR work request executed
+     */
+    if (mr && (flags & RNIC_DEREG_ANY_KEY) && mr->fast_reg) {
+        stag = mr->stag;
+    }
     if (!mr || mr->stag != stag || mr->ctx != ctx) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
                         "DEREG_MR: STag 0x%x not registered in context %u",

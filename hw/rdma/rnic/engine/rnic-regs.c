@@ -14,7 +14,7 @@ static uint64_t rnic_caps(void)
     return RNIC_CAP_RC | RNIC_CAP_UD | RNIC_CAP_SRQ | RNIC_CAP_ATOMIC |
            RNIC_CAP_FAST_REG | RNIC_CAP_INLINE | RNIC_CAP_NET_CTX |
            RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2 |
-           RNIC_CAP_ETH | RNIC_CAP_PD_MULTI_NET;
+           RNIC_CAP_ETH | RNIC_CAP_PD_MULTI_NET | RNIC_CAP_DEREG_ANY_KEY;
 }
 
 void rnic_regs_reset(RnicEngine *e)
