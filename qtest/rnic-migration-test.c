@@ -837,6 +837,94 @@ static void test_objects(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Multi-network PDs (ABI 1.1)                                            */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A multi-network PD bound to VLAN 5 by two RC QPs, with an MR, a
+ * registered fast-reg MR and a UD QP (in every context): the destination's
+ * tables are the source's, replicas included, and the PD's rkey keeps
+ * working on VLAN 5 and keeps failing on the untagged network.
+ */
+static void test_multi_net(void)
+{
+    MigVm *vm = mig_boot(MIG_DEVICE);
+    QRnic *d = &vm->d;
+    uint32_t ctx0, ctx5, mpd, pd0, mr, mr0, eq;
+    uint8_t g5a[16], g5b[16], g0a[16], g0b[16];
+    QvCq *cq;
+    QvQp *qa, *qb, *ud, *q0a, *q0b;
+    uint64_t buf;
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg;
+    g_autofree char *before = NULL, *after = NULL;
+
+    ctx0 = qv_net_ctx(d, 0);
+    ctx5 = qv_net_ctx(d, 5);
+    qv_gid(d, 0, ctx0, 0, 1);
+    qv_gid(d, 1, ctx0, 0, 2);
+    qv_gid(d, 2, ctx5, 5, 1);
+    qv_gid(d, 3, ctx5, 5, 2);
+    qv_gid_bytes(g0a, 0, 1);
+    qv_gid_bytes(g0b, 0, 2);
+    qv_gid_bytes(g5a, 5, 1);
+    qv_gid_bytes(g5b, 5, 2);
+    mpd = qv_pd(d, RNIC_PD_MULTI_NET);
+    pd0 = qv_pd(d, ctx0);
+    eq = qv_eq(d, 6, VEC_COMP, 0, NULL);
+    cq = qv_cq(d, 7, eq);
+    buf = qv_alloc(d, 8 * 4096, 4096);
+    mr = qv_reg_mr(d, mpd, buf, 4 * 4096, ALL_RIGHTS, NULL);
+    mr0 = qv_reg_mr(d, pd0, buf + 4 * 4096, 4 * 4096, ALL_RIGHTS, NULL);
+    alloc_fr(d, mpd, 4, 0x51);     /* replicated while invalid too */
+    qa = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4);
+    qb = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4);
+    qv_rc_connect(d, qa, 2, g5b, qb->qpn);
+    qv_rc_connect(d, qb, 3, g5a, qa->qpn);
+    ud = qv_qp(d, RNIC_QPT_UD, mpd, cq, cq, NULL, 4);
+    qv_ud_ready(d, ud, 0x2222);
+    before = tables(vm);
+    g_test_message("tables before:");
+    g_test_message("%s", before);
+    g_assert_nonnull(strstr(before, " replica\n"));
+    g_assert_nonnull(strstr(before, "net ctx=multi"));
+    g_assert_nonnull(strstr(before, "vlan=5 mrs=2 qps=3"));
+
+    vm = mig_migrate(vm, NULL, true);
+    d = &vm->d;
+
+    after = tables(vm);
+    g_assert_cmpstr(after, ==, before);
+    /* VLAN 5: the PD's rkey writes */
+    fill(d, buf, 4096, 0x77);
+    sg = qv_sge(buf, 4096, mr);
+    w = wqe(RNIC_WR_RDMA_WRITE, 71, 1);
+    w.rdma.remote_addr = buf + 2 * 4096;
+    w.rdma.rkey = mr;
+    qv_post_send(d, qa, &w, &sg, NULL);
+    expect_cqe(d, cq, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    assert_same(d, buf, buf + 2 * 4096, 4096);
+    /* untagged: unknown there, also after the migration */
+    q0a = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4);
+    q0b = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4);
+    qv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
+    qv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
+    sg = qv_sge(buf + 4 * 4096, 16, mr0);
+    w = wqe(RNIC_WR_RDMA_WRITE, 72, 1);
+    w.rdma.remote_addr = buf;
+    w.rdma.rkey = mr;
+    qv_post_send(d, q0a, &w, &sg, NULL);
+    expect_cqe(d, cq, 72, 0, RNIC_WC_REM_ACCESS_ERR);
+    g_free(cq);
+    g_free(qa);
+    g_free(qb);
+    g_free(ud);
+    g_free(q0a);
+    g_free(q0b);
+    mig_done(vm);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Work posted while the VM is stopped                                    */
 /* ---------------------------------------------------------------------- */
 
@@ -1913,6 +2001,7 @@ static void test_bench(void)
 static void rnic_migration_register_tests(void)
 {
     qtest_add_func("rnic-migration/objects", test_objects);
+    qtest_add_func("rnic-migration/multi-net", test_multi_net);
     qtest_add_func("rnic-migration/pending-wqes", test_pending_wqes);
     qtest_add_func("rnic-migration/stopped-timers", test_stopped_timers);
     qtest_add_func("rnic-migration/back-and-forth", test_back_and_forth);
