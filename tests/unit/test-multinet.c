@@ -496,7 +496,7 @@ static void test_bad_input(void)
 {
     RnicEngineConfig cfg;
     Dev d;
-    TvQp *x, *y;
+    TvQp *x, *y, *z;
     struct rnic_qp_attr a;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_PD };
     uint32_t pd10, i;
@@ -543,7 +543,7 @@ static void test_bad_input(void)
     g_assert_cmpuint(rnic_qp_lookup(d.h->engine, x->handle)->state, ==,
                      RNIC_QPS_INIT);
     /* VLAN 20 has room: bound there; then VLAN 0's AV is refused */
-    rc_pair(&d, d.mpd, 2, &y, &(TvQp *){ NULL });
+    rc_pair(&d, d.mpd, 2, &y, &z);
     a.av.sgid_index = 4;
     g_assert_cmpuint(tv_modify(d.h, x, &a, RNIC_QP_STATE | RNIC_QP_AV |
                                RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
@@ -569,6 +569,7 @@ static void test_bad_input(void)
     g_assert_cmpuint(tv_cmd(d.h, &c).status, ==, RNIC_ST_BUSY);
     g_free(x);
     g_free(y);
+    g_free(z);
     dev_fini(&d);
 }
 
