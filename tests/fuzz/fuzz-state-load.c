@@ -38,6 +38,42 @@ static void write_seed(const char *dir, const char *name, GByteArray *b)
     g_free(path);
 }
 
+/*
+ * On top of the busy device: a multi-network PD (ABI 1.1) with an MR and a
+ * fast-reg MR, bound to context 'ctx' by two RC QPs, and a UD QP of it in
+ * every context (image sections 12 and 13).
+ */
+static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
+                                 GByteArray *b)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
+    uint32_t mpd = tv_pd(h, RNIC_PD_MULTI_NET, 0);
+    TvCq *cq = tv_cq(h, 4, RNIC_HANDLE_NONE, 0);
+    uint64_t buf = test_alloc(h, 8192, 4096);
+    uint8_t ga[16], gb[16];
+    TvQp *x, *y;
+
+    tv_gid(h, 5, ctx, 4);
+    tv_gid_bytes(ga, ctx, 3);
+    tv_gid_bytes(gb, ctx, 4);
+    tv_reg_mr(h, mpd, buf, 8192, RNIC_ACCESS_ALL, 0, NULL);
+    c.mr.pd = mpd;
+    c.mr.npages = 2;
+    c.mr.key = 9;
+    tv_cmd_ok(h, &c);
+    x = tv_qp(h, RNIC_QPT_RC, mpd, cq, cq, NULL, 2, 0);
+    y = tv_qp(h, RNIC_QPT_RC, mpd, cq, cq, NULL, 2, 0);
+    tv_rc_connect(h, x, 4, gb, y->qpn);
+    tv_rc_connect(h, y, 5, ga, x->qpn);
+    g_free(tv_qp(h, RNIC_QPT_UD, mpd, cq, cq, NULL, 2, 0));
+    g_byte_array_set_size(b, 0);
+    rnic_engine_save(h->engine, b);
+    write_seed(dir, "multi-net", b);
+    g_free(x);
+    g_free(y);
+    g_free(cq);
+}
+
 /* An idle device and a busy one (objects of every kind, traffic done). */
 static void write_seeds(const char *dir)
 {
@@ -80,6 +116,7 @@ static void write_seeds(const char *dir)
     g_byte_array_set_size(b, 0);
     rnic_engine_save(h->engine, b);
     write_seed(dir, "busy", b);
+    write_multi_net_seed(dir, h, ctx2, b);
     g_byte_array_unref(b);
     tv_pair_free(p);
 }
