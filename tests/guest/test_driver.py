@@ -30,6 +30,9 @@ userspace); the first test that needs it builds it.
   driver-nvmeof-vlan-two-guests  NVMe-oF over that VLAN; the target's
                            x-tables shows its PDs' MRs replicated into the
                            VLAN 10 context and nowhere else
+  driver-nvmeof-two-nets   one NVMe-oF host, two paths to the target, one
+                           untagged and one over VLAN 10, at once: the ULP's
+                           one PD serves both networks (replicas in both)
   driver-reset-recovery    the device is reset under running RDMA traffic:
                            the driver reports it and recovers by re-probing
 """
@@ -39,7 +42,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 from guesttest import TOP, Guest, GuestResult, Skip, case, procedure, run_guests
 
@@ -657,6 +660,111 @@ def nvmeof_vlan_two_guests(qemu: str) -> None:
         check_vlan_gids(hres.output)
         check_nvme(hres.output)
         check_vlan_tables(tables)
+
+
+# Both networks at once: the target listens on 10.0.0.1 (untagged) and on
+# 10.10.0.1 (VLAN 10); the host connects to both (two controllers, one
+# namespace through native multipath), all with nvme-rdma's and
+# nvmet-rdma's one PD per device.
+
+NVMET_SECOND_PORT = """
+mkdir $cfg/ports/2
+echo rdma >$cfg/ports/2/addr_trtype
+echo ipv4 >$cfg/ports/2/addr_adrfam
+echo 10.0.0.{me} >$cfg/ports/2/addr_traddr
+echo 4420 >$cfg/ports/2/addr_trsvcid
+ln -s $cfg/subsystems/rnic-test $cfg/ports/2/subsystems/rnic-test
+echo "nvmet: listening on 10.0.0.{me}:4420 too"
+"""
+
+UNTAGGED_TOO = """
+ip addr add 10.0.0.{me}/24 dev eth0
+tries=0
+until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
+done
+"""
+
+NVME_TWO_NETS_TARGET = (VLAN_UP + UNTAGGED_TOO +
+                        NVMET_SETUP.replace("{addr}", "10.10.0.{me}") +
+                        NVMET_SECOND_PORT + """
+echo "target ready"
+while [ ! -e /tmp/never ]; do sleep 1; done
+""")
+
+NVME_TWO_NETS_HOST = VLAN_UP + UNTAGGED_TOO + """
+sleep 2
+modprobe nvme_rdma || exit 1
+echo "transport=rdma,traddr=10.10.0.{peer},trsvcid=4420,nqn=rnic-test" >/dev/nvme-fabrics
+echo "connect_vlan_status=$?"
+echo "transport=rdma,traddr=10.0.0.{peer},trsvcid=4420,nqn=rnic-test" >/dev/nvme-fabrics
+echo "connect_untagged_status=$?"
+tries=0
+until [ -b /dev/nvme0n1 ]; do
+    tries=$((tries + 1)); [ $tries -lt 100 ] || {{ echo "no /dev/nvme0n1"; exit 1; }}
+    sleep 0.2
+done
+for c in /sys/class/nvme/nvme*; do
+    echo "ctrl $(basename $c) $(cat $c/transport) $(cat $c/address) $(cat $c/state)"
+done
+dd if=/dev/urandom of=/tmp/pattern bs=1M count=8 2>/dev/null
+dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M count=8 oflag=direct 2>&1 | tail -1
+dd if=/dev/nvme0n1 of=/tmp/readback bs=1M count=8 iflag=direct 2>&1 | tail -1
+a=$(md5sum </tmp/pattern); b=$(md5sum </tmp/readback)
+[ "$a" = "$b" ] && echo "data_match=yes"
+echo "io-done"
+sleep 15
+for c in /sys/class/nvme/nvme*; do echo 1 >$c/delete_controller; done
+echo "disconnect_status=$?"
+[ "$a" = "$b" ]
+""" + DMESG_CHECK.replace("{", "{{").replace("}", "}}")
+
+
+def check_two_nets_tables(tables: str) -> None:
+    """The target's PD is bound to the untagged context and to VLAN 10:
+    the same STags are replicated into both, RC QPs are bound in both."""
+    replicas: Dict[str, set] = {}
+    for vlan, stag in re.findall(r"^mr ctx=\d+ vlan=(\d+) stag=(0x[0-9a-f]+) .* replica$",
+                                 tables, re.MULTILINE):
+        replicas.setdefault(vlan, set()).add(stag)
+    assert set(replicas) == {"0", "10"}, tables
+    assert replicas["0"] & replicas["10"], tables
+    for vlan in ("0", "10"):
+        assert re.search(rf"^qp ctx=\d+ vlan={vlan} qpn=\d+ .* type=RC state=RTS", tables,
+                         re.MULTILINE), tables
+
+
+@procedure("driver-nvmeof-two-nets", requires=["rnic"])
+def nvmeof_two_nets(qemu: str) -> None:
+    initrd = rdma_image()
+    with tempfile.TemporaryDirectory(prefix="rnic-nvme2-") as sockets:
+        target = Guest(NVME_TWO_NETS_TARGET.format(me=1, peer=2, mtu=1500),
+                       name="nvme2-target", qemu=qemu, initrd=initrd, timeout=400,
+                       args=two_guest_netdevs(sockets, 1, 2, ",id=rnic0"))
+        host = Guest(NVME_TWO_NETS_HOST.format(me=2, peer=1, mtu=1500),
+                     name="nvme2-host", qemu=qemu, initrd=initrd, timeout=400,
+                     args=two_guest_netdevs(sockets, 2, 1))
+        tables = ""
+        try:
+            target.launch()
+            host.launch()
+            if host.wait_console(r"^io-done", timeout=350):
+                tables = target.vm.cmd("qom-get", path="/machine/peripheral/rnic0",
+                                       property="x-tables")
+            hres = host.wait()
+        finally:
+            target.stop()
+            target.finish(timed_out=False)
+        assert hres.ok, hres.report()
+        out = hres.output
+        assert_clean_dmesg(out)
+        assert values(out, "connect_vlan_status")[0] == "0", out
+        assert values(out, "connect_untagged_status")[0] == "0", out
+        assert re.search(r"ctrl nvme\d+ rdma traddr=10\.10\.0\.1,trsvcid=4420\S* live", out), out
+        assert re.search(r"ctrl nvme\d+ rdma traddr=10\.0\.0\.1,trsvcid=4420\S* live", out), out
+        assert "data_match=yes" in out, out
+        check_two_nets_tables(tables)
 
 
 # ---------------------------------------------------------------------------
