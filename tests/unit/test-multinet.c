@@ -526,6 +526,27 @@ static void test_bad_input(void)
                                RNIC_QP_MIN_RNR_TIMER), ==, RNIC_ST_BAD_PARAM);
     g_assert_null(rnic_qp_lookup(d.h->engine, x->handle)->ctx);
 
+    /* an unbound QP in ERR flushes its work without a network */
+    z = tv_qp(d.h, RNIC_QPT_RC, d.mpd, d.cq, d.cq, NULL, 4, 0);
+    {
+        struct rnic_qp_attr err_attr = { .qp_state = RNIC_QPS_ERR };
+
+        g_assert_cmpuint(tv_modify(d.h, z, &err_attr, RNIC_QP_STATE), ==,
+                         RNIC_ST_OK);
+    }
+    {
+        struct rnic_sq_wqe w = wqe(0x99, RNIC_WR_RDMA_WRITE, 1);
+        struct rnic_sge s = tv_sge(d.buf, 64, d.mr);
+
+        tv_post_send(d.h, z, &w, &s, NULL);
+        tv_post_recv(d.h, z, 0x98, &s, 1);
+        g_assert_cmpuint(tv_poll_one(d.h, d.cq).status, ==,
+                         RNIC_WC_WR_FLUSH_ERR);
+        g_assert_cmpuint(tv_poll_one(d.h, d.cq).status, ==,
+                         RNIC_WC_WR_FLUSH_ERR);
+    }
+    destroy_qp(&d, z);
+
     /* VLAN 10's table nearly full: binding the PD (1 MR) needs room */
     pd10 = tv_pd(d.h, d.ctx[1], 0);
     for (i = 0; i < 8; i++) {
