@@ -23,17 +23,25 @@
 /* Network contexts                                                       */
 /* ---------------------------------------------------------------------- */
 
+static void rnic_net_ctx_destroy(struct rnic_dev *rdev,
+				 struct rnic_net_ctx *ctx, bool force);
+
 static struct rnic_net_ctx *rnic_net_ctx_get(struct rnic_dev *rdev, u16 vlan)
 {
 	struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_CREATE_NET_CTX };
 	struct rnic_admin_cqe cqe;
 	struct rnic_net_ctx *ctx;
+	unsigned long idx;
 	int ret;
 
 	lockdep_assert_held(&rdev->net_lock);
 	ctx = xa_load(&rdev->net_ctxs, vlan);
 	if (ctx)
-		return ctx;
+		return ctx;	/* possibly one kept idle, see below */
+	/* contexts kept idle may be free by now: give their slots back */
+	xa_for_each(&rdev->net_ctxs, idx, ctx)
+		if (!ctx->gids && ctx != rdev->default_ctx)
+			rnic_net_ctx_destroy(rdev, ctx, false);
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);
@@ -61,14 +69,26 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/*
+ * Destroy a context that lost its last GID. The device refuses (BUSY) while
+ * an RC QP of a multi-network PD is still bound to it (its connection has
+ * not been torn down yet): the context is then kept, idle, reused if its
+ * VLAN comes back, destroyed when another context is created or, forced, at
+ * removal.
+ */
 static void rnic_net_ctx_destroy(struct rnic_dev *rdev,
-				 struct rnic_net_ctx *ctx)
+				 struct rnic_net_ctx *ctx, bool force)
 {
 	int ret;
 
-	xa_erase(&rdev->net_ctxs, ctx->vlan);
 	ret = rnic_cmd_simple(rdev, RNIC_CMD_DESTROY_NET_CTX, RNIC_UCTX_KERNEL,
 			      ctx->handle, 0);
+	if (ret == -EBUSY && !force) {
+		rnic_dbg(rdev, "network context %u (VLAN %u) still in use: kept\n",
+			 ctx->handle, ctx->vlan);
+		return;
+	}
+	xa_erase(&rdev->net_ctxs, ctx->vlan);
 	if (ret && ret != -EIO)
 		dev_warn(&rdev->pdev->dev,
 			 "DESTROY_NET_CTX %u (VLAN %u) failed (%d)\n",
@@ -97,7 +117,7 @@ void rnic_net_ctx_fini(struct rnic_dev *rdev)
 
 	mutex_lock(&rdev->net_lock);
 	xa_for_each(&rdev->net_ctxs, vlan, ctx)
-		rnic_net_ctx_destroy(rdev, ctx);
+		rnic_net_ctx_destroy(rdev, ctx, true);
 	rdev->default_ctx = NULL;
 	mutex_unlock(&rdev->net_lock);
 }
@@ -274,7 +294,7 @@ static int rnic_add_gid(const struct ib_gid_attr *attr, void **context)
 		ibdev_err(&rdev->ibdev, "ADD_GID %u %pI6 (VLAN %u) failed (%d)\n",
 			  attr->index, attr->gid.raw, vlan, ret);
 		if (!ctx->gids && ctx != rdev->default_ctx)
-			rnic_net_ctx_destroy(rdev, ctx);
+			rnic_net_ctx_destroy(rdev, ctx, false);
 		goto out;
 	}
 	ctx->gids++;
@@ -298,7 +318,7 @@ static int rnic_del_gid(const struct ib_gid_attr *attr, void **context)
 		ibdev_warn(&rdev->ibdev, "DEL_GID %u failed (%d)\n",
 			   attr->index, ret);
 	if (!--ctx->gids && ctx != rdev->default_ctx)
-		rnic_net_ctx_destroy(rdev, ctx);
+		rnic_net_ctx_destroy(rdev, ctx, false);
 	*context = NULL;
 	mutex_unlock(&rdev->net_lock);
 	return 0;
