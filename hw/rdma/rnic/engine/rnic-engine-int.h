@@ -489,6 +489,7 @@ struct RnicEngine {
     RnicEth eth;                /* Ethernet function (rnic-eth.c) */
     bool run_scheduled;
     bool run_inline;            /* a doorbell's work runs now (rnic-doorbell.c) */
+    bool prompt_peers;          /* loaded: NAK the RC peers at the next run */
 
     /* objects */
     bool uctx_used[RNIC_DB_PAGES_MAX];
@@ -816,6 +817,7 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp);
  * likely lost). No retry is consumed.
  */
 void rnic_req_resume(RnicEngine *e, RnicQp *qp);
+void rnic_resp_prompt(RnicEngine *e, RnicQp *qp);
 /* Complete every slot DONE in order from sq_una (writes CQEs). */
 void rnic_req_complete(RnicEngine *e, RnicQp *qp);
 

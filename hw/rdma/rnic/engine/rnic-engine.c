@@ -5,6 +5,7 @@
 #include <string.h>
 #include "rnic-engine-int.h"
 #include "rnic-admin.h"
+#include "rnic-state.h"
 
 void rnic_engine_config_defaults(RnicEngineConfig *cfg)
 {
@@ -153,6 +154,9 @@ void rnic_engine_schedule(RnicEngine *e)
 void rnic_engine_run(RnicEngine *e)
 {
     e->run_scheduled = false;
+    if (e->prompt_peers) {
+        rnic_state_prompt_peers(e);
+    }
     rnic_admin_process(e);
     rnic_doorbells_process(e);
     rnic_eth_run(e);

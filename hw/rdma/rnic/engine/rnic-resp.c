@@ -168,6 +168,28 @@ static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
     }
 }
 
+/*
+ * After a migration (the first run of a loaded engine): a NAK "PSN sequence
+ * error" at the expected PSN tells the peer's requester to resend from
+ * there at once what it sent while the VM was stopped (lost on the way to
+ * the source, or before the switch learned the new port) instead of after
+ * its ACK timeout. It acknowledges nothing the responder lacks; a peer
+ * with nothing outstanding ignores it. Once, like a gap's NAK.
+ */
+void rnic_resp_prompt(RnicEngine *e, RnicQp *qp)
+{
+    RnicResp *r = &qp->resp;
+
+    if (qp->type != RNIC_QPT_RC ||
+        (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
+         qp->state != RNIC_QPS_SQD) ||
+        rnic_gid_is_local(e, qp->ctx, qp->av.dgid)) {
+        return;
+    }
+    r->nak_sent = true;
+    rnic_resp_nak(e, qp, r->epsn, RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Errors                                                                 */
 /* ---------------------------------------------------------------------- */

@@ -1000,10 +1000,29 @@ bool rnic_qps_load(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
+/*
+ * The first run after a load (the VM runs): every connected RC QP prompts
+ * its peer to resend what it lost at the switchover (rnic_resp_prompt), so
+ * the peer's pause is the switchover, not the switchover plus its ACK
+ * timeout. Not in the image: set by the load, done by the next run.
+ */
+void rnic_state_prompt_peers(RnicEngine *e)
+{
+    uint32_t i;
+
+    e->prompt_peers = false;
+    for (i = 0; i < e->qps.cap; i++) {
+        if (e->qps.slots[i]) {
+            rnic_resp_prompt(e, e->qps.slots[i]);
+        }
+    }
+}
+
 void rnic_state_post_load(RnicEngine *e)
 {
     uint32_t i;
 
+    e->prompt_peers = true;
     e->mr_gen++;
     e->qp_gen++;
     for (i = 0; i < e->qps.cap; i++) {

@@ -29,5 +29,6 @@ bool rnic_mnet_needed(RnicEngine *e);
 
 /* After a successful load: caches invalid, pending work and timers on. */
 void rnic_state_post_load(RnicEngine *e);
+void rnic_state_prompt_peers(RnicEngine *e);
 
 #endif /* RNIC_STATE_H */
