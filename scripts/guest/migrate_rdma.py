@@ -120,16 +120,34 @@ class MigrationRun:
                 re.finditer(r"^verify: gap ([\d.]+) ms at t=([\d.]+) s", self.lines(who),
                             re.MULTILINE)]
 
-    def switchover_gap_ms(self, slack: float = 1.0) -> Optional[float]:
-        """The longest pause between B's completions that overlaps the
-        migration (its window in B's clock, plus SLACK seconds after the
-        completion for the resume); None if B printed none (every pause
-        shorter than the verifier's report threshold)."""
-        if not self.migrate_window_b:
+    def move(self, mac: str) -> Optional[tuple]:
+        """(host time, ms of silence) of the switch moving MAC to another
+        port: A''s first frame after the switchover."""
+        match = re.search(rf"^hub: ([\d.]+) mac {mac} moved port \S+ -> \d+ after "
+                          r"([\d.]+) ms of silence", self.hub_log, re.MULTILINE)
+        return (float(match.group(1)), float(match.group(2))) if match else None
+
+    def switchover_gap_ms(self, mac: str = "", slack: float = 0.15) -> Optional[float]:
+        """B's pause across the switchover: the longest pause between B's
+        completions that contains the moment the switch saw A''s first
+        frame (mapped into B's clock, within SLACK s: the mapping's error);
+        without that moment, the longest one overlapping the migration.
+        None if B reported none there (every pause under 50 ms)."""
+        if not self.migrate_window_b or self.b_clock_offset is None:
             return None
-        start, end = self.migrate_window_b
-        hits = [ms for t, ms in self.gaps("b") if t <= end + slack and t + ms / 1e3 >= start]
+        moved = self.move(mac or MAC_A)
+        if moved:
+            start = end = moved[0] - self.b_clock_offset
+        else:
+            start, end = self.migrate_window_b
+        hits = [ms for t, ms in self.gaps("b")
+                if t <= end + slack and t + ms / 1e3 >= start - slack]
         return max(hits) if hits else None
+
+    def wire_silence_ms(self) -> Optional[float]:
+        """The switch's view: A's last frame (from A) to A''s first."""
+        moved = self.move(MAC_A)
+        return moved[1] if moved else None
 
     def report(self) -> str:
         text = [f"failure: {self.failure}" if self.failure else "",

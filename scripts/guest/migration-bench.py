@@ -21,8 +21,10 @@ Scenarios (A migrates to A' while B talks to it; B measures):
 Per run: QEMU's downtime and total time (query-migrate), the rnic section's
 time within the downtime (save on A + load on A', QEMU's
 vmstate_downtime_save/_load traces) and its share, all sections' time, and
-the blackout B saw: its longest pause between completions that overlaps
-the migration (rnic_migrate_verify reports pauses over 50 ms). Every run
+how long the switch heard nothing from A's MAC (A's last frame to A''s
+first: rnic-hub logs it), and the blackout B saw: its pause between
+completions across the switchover (rnic_migrate_verify reports pauses over
+50 ms). Every run
 must also pass the checks of tests/guest/test_migration.py's verifier test
 (no error, nothing lost or duplicated); a run that does not is reported.
 
@@ -91,6 +93,7 @@ def one_run(name: str, qemu: str) -> Dict[str, Optional[float]]:
     sec = run.downtime_sections()
     rnic_us = (sec["rnic_save_us"] or 0) + (sec["rnic_load_us"] or 0)
     blackout = run.switchover_gap_ms() if name != "perftest" else None
+    wire = run.wire_silence_ms()
     fig = {
         "downtime": float(run.info.get("downtime", 0)),
         "total": float(run.info.get("total-time", 0)),
@@ -98,11 +101,13 @@ def one_run(name: str, qemu: str) -> Dict[str, Optional[float]]:
         "sections_ms": (sec["all_save_us"] + sec["all_load_us"]) / 1e3,
         "blackout": blackout if blackout is not None else (50.0 if name != "perftest" else None),
         "blackout_below": 1.0 if (blackout is None and name != "perftest") else 0.0,
+        "wire": wire,
     }
     print(f"migration-bench: {name}: downtime {fig['downtime']:.0f} ms, total "
           f"{fig['total']:.0f} ms, rnic {rnic_us} µs (save {sec['rnic_save_us']} + load "
           f"{sec['rnic_load_us']}), all sections {fig['sections_ms']:.1f} ms, blackout "
-          f"seen by B {blackout if blackout is not None else '< 50 or n/a'} ms",
+          f"seen by B {blackout if blackout is not None else '< 50 or n/a'} ms, A's MAC silent "
+          f"on the switch {wire} ms",
           file=sys.stderr, flush=True)
     return fig
 
@@ -148,7 +153,8 @@ def main() -> int:
           f"traffic to it; three guests on two host cores; {opts.runs} run(s) per "
           f"scenario, median (min–max); {time.time() - t0:.0f} s in all.\n")
     print("| scenario | runs ok | QEMU downtime ms | total time ms | rnic section ms "
-          "(save+load) | rnic share of downtime | all sections ms | blackout seen by B ms |")
+          "(save+load) | rnic share of downtime | A's MAC silent on the switch ms "
+          "| blackout seen by B ms |")
     print("|---|---|---|---|---|---|---|---|")
     for name, figs in rows:
         share = [f["rnic_ms"] / f["downtime"] * 100 for f in figs if f["downtime"]]
@@ -158,7 +164,8 @@ def main() -> int:
         print(f"| {name} | {len(figs)}/{opts.runs} | {cell([f['downtime'] for f in figs])} | "
               f"{cell([f['total'] for f in figs])} | "
               f"{cell([f['rnic_ms'] for f in figs], '{:.2f}')} | "
-              f"{cell(share, '{:.1f}')} % | {cell([f['sections_ms'] for f in figs], '{:.1f}')} | "
+              f"{cell(share, '{:.1f}')} % | "
+              f"{cell([f['wire'] for f in figs if f['wire'] is not None])} | "
               f"{bcell if name != 'perftest' else 'n/a'} |")
     return status
 

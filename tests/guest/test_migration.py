@@ -56,7 +56,7 @@ def common_checks(run: MigrationRun) -> None:
     assert_clean_dmesg(run.b_output)
     # the switch learned A's MAC on A''s port after the switchover (the
     # device's announce, or its first frame if A's port was gone already)
-    ports = re.findall(rf"mac {MAC_A} (?:learned on port|moved port \d+ ->) (\d+)",
+    ports = re.findall(rf"mac {MAC_A} (?:learned on port|moved port \S+ ->) (\d+)",
                        run.hub_log)
     assert len(ports) >= 2 and ports[-1] != ports[0], run.report()
     # under load: B kept sending while A migrated
@@ -74,7 +74,8 @@ def report_migration(label: str, run: MigrationRun) -> None:
           f"{run.info.get('total-time')} ms, setup {run.info.get('setup-time')} ms; "
           f"rnic section {sections['rnic_save_us']} µs save + "
           f"{sections['rnic_load_us']} µs load "
-          f"(all sections {sections['all_save_us']} + {sections['all_load_us']} µs)",
+          f"(all sections {sections['all_save_us']} + {sections['all_load_us']} µs); "
+          f"A's MAC silent on the switch {run.wire_silence_ms()} ms",
           flush=True)
 
 

@@ -15,13 +15,15 @@
  *
  * A port whose QEMU does not read (a stopped VM) gets its frames queued up
  * to a limit, then dropped, as a switch port with a full queue does; a
- * disconnected port forgets its MACs.
+ * disconnected port forgets its MACs (for forwarding: a MAC that shows up
+ * again on another port is logged as moved, with its silence).
  *
  * Usage: rnic-hub [-v] [-q BYTES] SOCKET
  *   -v        log every learned / moved MAC (stderr)
  *   -q BYTES  per-port output queue limit (default 8 MiB)
- * Logs port connects and disconnects and MAC moves on stderr with a
- * monotonic timestamp; on SIGUSR1 or SIGTERM prints per-port statistics
+ * Logs port connects and disconnects and MAC moves (with the time since
+ * the MAC's last frame on its old port) on stderr with a CLOCK_MONOTONIC
+ * timestamp in seconds; on SIGUSR1 or SIGTERM prints per-port statistics
  * ("hub: port N frames-in=.. frames-out=.. dropped=.."), SIGTERM then exits.
  */
 #define _GNU_SOURCE
@@ -56,7 +58,8 @@ struct port {
 
 struct mac_entry {
     uint8_t mac[6];
-    int port;                   /* -1: free */
+    int port;                   /* -1: free; -2: its port is gone */
+    double last;                /* when a frame from it last came in */
 };
 
 static struct port ports[MAX_PORTS];
@@ -117,23 +120,35 @@ static int mac_lookup(const uint8_t *mac)
 
 static void mac_learn(const uint8_t *mac, int port)
 {
-    int i = mac_lookup(mac);
+    double now = now_s();
+    int i;
 
     if (mac[0] & 1) {
         return;                 /* a multicast source is bogus: ignore */
     }
-    if (i >= 0) {
+    for (i = 0; i < MAX_MACS; i++) {
+        if (macs[i].port == -1 || memcmp(macs[i].mac, mac, 6)) {
+            continue;
+        }
         if (macs[i].port != port) {
-            LOG("mac %s moved port %u -> %u", mac_str(mac),
-                ports[macs[i].port].id, ports[port].id);
+            /* silence: its last frame on the old port to this one */
+            char old[16] = "gone";
+
+            if (macs[i].port >= 0) {
+                snprintf(old, sizeof(old), "%u", ports[macs[i].port].id);
+            }
+            LOG("mac %s moved port %s -> %u after %.1f ms of silence",
+                mac_str(mac), old, ports[port].id, (now - macs[i].last) * 1e3);
             macs[i].port = port;
         }
+        macs[i].last = now;
         return;
     }
     for (i = 0; i < MAX_MACS; i++) {
-        if (macs[i].port < 0) {
+        if (macs[i].port == -1) {
             memcpy(macs[i].mac, mac, 6);
             macs[i].port = port;
+            macs[i].last = now;
             if (verbose) {
                 LOG("mac %s learned on port %u", mac_str(mac), ports[port].id);
             }
@@ -156,7 +171,7 @@ static void port_close(int p)
     ports[p].in_len = 0;
     for (int i = 0; i < MAX_MACS; i++) {
         if (macs[i].port == p) {
-            macs[i].port = -1;
+            macs[i].port = -2;  /* not forwarded to; remembered for the log */
         }
     }
 }
