@@ -47,8 +47,11 @@ static int relay_socket(const char *path)
     return fd;
 }
 
-/* Send towards side 'to' (0: A, 1: B), from the socket facing it. */
-static void relay_out(RnicRelay *r, int dir, const uint8_t *buf, size_t len)
+/*
+ * Send towards side 'to' (0: A, 1: B), from the socket facing it; false
+ * when the frame could not be delivered (counted as failed: a loss).
+ */
+static bool relay_out(RnicRelay *r, int dir, const uint8_t *buf, size_t len)
 {
     int to = dir == RNIC_RELAY_A_TO_B ? 1 : 0;
     ssize_t n;
@@ -64,6 +67,7 @@ static void relay_out(RnicRelay *r, int dir, const uint8_t *buf, size_t len)
         r->stats[dir].failed++;
     }
     g_mutex_unlock(&r->lock);
+    return n == (ssize_t)len;
 }
 
 static void relay_flush_held(RnicRelay *r, int dir)
@@ -113,10 +117,12 @@ static void relay_frame(RnicRelay *r, int dir, uint8_t *buf, size_t len)
     }
     x -= f.drop;
     if (x < f.corrupt && relay_corrupt(r, buf, len)) {
-        g_mutex_lock(&r->lock);
-        r->stats[dir].corrupted++;
-        g_mutex_unlock(&r->lock);
-        relay_out(r, dir, buf, len);
+        /* only a corrupted frame the receiver got can count against its ICRC */
+        if (relay_out(r, dir, buf, len)) {
+            g_mutex_lock(&r->lock);
+            r->stats[dir].corrupted++;
+            g_mutex_unlock(&r->lock);
+        }
         relay_flush_held(r, dir);
         return;
     }

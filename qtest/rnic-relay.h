@@ -31,8 +31,9 @@ typedef struct RnicRelayStats {
     unsigned dropped;           /* lost on purpose (faults, blackhole) */
     unsigned duplicated;
     unsigned reordered;
-    unsigned corrupted;         /* forwarded with a flipped bit */
-    unsigned failed;            /* the receiver was gone (peer exited) */
+    unsigned corrupted;         /* delivered with a flipped bit */
+    unsigned failed;            /* not delivered: the receiver was gone or
+                                   did not read for 1 s (a loss) */
 } RnicRelayStats;
 
 enum {

@@ -1127,19 +1127,25 @@ static void test_faults(void)
     rnic_relay_get_stats(l.relay, RNIC_RELAY_B_TO_A, &st[1]);
     g_assert_cmpuint(wv_stat(b, RNIC_STAT_RX_ERR_ICRC), ==, st[0].corrupted);
     g_assert_cmpuint(wv_stat(a, RNIC_STAT_RX_ERR_ICRC), ==, st[1].corrupted);
-    g_assert_cmpuint(st[0].failed + st[1].failed, ==, 0);
+    /*
+     * A receiver QEMU that does not read for a second (a loaded host, a
+     * sanitizer build) costs the relay a frame: one more loss to recover,
+     * reported below, not an error.
+     */
     if (f.drop > 0 || f.corrupt > 0) {
         g_assert_cmpuint(wv_stat(a, RNIC_STAT_RETRANSMITS), >, 0);
     }
     g_test_message("faults drop %.3f dup %.3f reorder %.3f corrupt %.3f, "
                    "%u ops in %.1f s; A->B %u frames (%u dropped, %u dup, "
                    "%u reordered, %u corrupted), B->A %u (%u, %u, %u, %u); "
-                   "A retransmits %" PRIu64 ", ICRC rejects A %" PRIu64
-                   " B %" PRIu64, f.drop, f.dup, f.reorder, f.corrupt, nops,
+                   "not delivered %u; A retransmits %" PRIu64
+                   ", ICRC rejects A %" PRIu64 " B %" PRIu64,
+                   f.drop, f.dup, f.reorder, f.corrupt, nops,
                    (g_get_monotonic_time() - t0) / 1e6, st[0].frames,
                    st[0].dropped, st[0].duplicated, st[0].reordered,
                    st[0].corrupted, st[1].frames, st[1].dropped,
                    st[1].duplicated, st[1].reordered, st[1].corrupted,
+                   st[0].failed + st[1].failed,
                    wv_stat(a, RNIC_STAT_RETRANSMITS),
                    wv_stat(a, RNIC_STAT_RX_ERR_ICRC),
                    wv_stat(b, RNIC_STAT_RX_ERR_ICRC));
