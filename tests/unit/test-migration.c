@@ -449,6 +449,81 @@ static void test_in_flight_duplicates(void)
     end_fini(&b);
 }
 
+/*
+ * The peer is prompted on resume: B's WRITE is lost at the switchover (B
+ * would resend it only when its ACK timer fires); A''s first run NAKs B at
+ * its expected PSN and B resends at once: the WRITE completes with neither
+ * clock moving. Then A' is migrated again with nothing outstanding on
+ * either side: B ignores the NAK (no completion, no error) and the QP
+ * carries traffic afterwards.
+ */
+static void test_prompt_peer(void)
+{
+    Net n = { .q = g_queue_new() };
+    End a, b;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    struct rnic_cqe c[4];
+    uint64_t retrans;
+    int i;
+
+    end_init(&a, 1);
+    end_init(&b, 2);
+    end_connect(&a, &b, 2);
+    end_connect(&b, &a, 1);
+    net_attach(&n, 0, a.h);
+    net_attach(&n, 1, b.h);
+    for (i = 0; i < 2; i++) {
+        pattern(b.h, b.buf + 8192 * i, 6000, 40 + i);
+        s = tv_sge(b.buf + 8192 * i, 6000, b.mr);
+        w = wqe(30 + i, RNIC_WR_RDMA_WRITE, 1);
+        w.rdma.remote_addr = a.buf + 100000 + 8192 * i;
+        w.rdma.rkey = a.mr;
+        tv_post_send(b.h, b.qp, &w, &s, NULL);
+    }
+    /* the WRITEs were on their way to A when it stopped */
+    g_assert_cmpuint(net_drop_all(&n), >, 0);
+    retrans = rnic_engine_stat(b.h->engine, RNIC_STAT_RETRANSMITS);
+    migrate_side0(&n, &a);
+    test_host_run(a.h);                 /* the VM runs: A' prompts B */
+    g_assert_cmpuint(g_queue_get_length(n.q), ==, 1);
+    for (i = 0; i < 10 && net_deliver(&n, -1); i++) {
+        test_host_run(a.h);
+        test_host_run(b.h);
+    }
+    g_assert_cmpint(tv_poll(b.h, b.cq, c, 4), ==, 2);
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpuint(c[i].wr_id, ==, 30 + i);
+        g_assert_cmpuint(c[i].status, ==, RNIC_WC_SUCCESS);
+        g_assert_cmpmem(test_ptr(a.h, a.buf + 100000 + 8192 * i), 6000,
+                        test_ptr(b.h, b.buf + 8192 * i), 6000);
+    }
+    g_assert_cmpuint(rnic_engine_stat(b.h->engine, RNIC_STAT_RETRANSMITS), >,
+                     retrans);
+
+    /* nothing outstanding: the prompt is harmless */
+    migrate_side0(&n, &a);
+    test_host_run(a.h);
+    g_assert_cmpuint(g_queue_get_length(n.q), ==, 1);
+    net_settle(&n, 1000 * 1000, 10);
+    g_assert_cmpint(tv_poll(b.h, b.cq, c, 4), ==, 0);
+    g_assert_cmpint(tv_poll(a.h, a.cq, c, 4), ==, 0);
+    pattern(b.h, b.buf, 3000, 77);
+    s = tv_sge(b.buf, 3000, b.mr);
+    w = wqe(40, RNIC_WR_RDMA_WRITE, 1);
+    w.rdma.remote_addr = a.buf;
+    w.rdma.rkey = a.mr;
+    tv_post_send(b.h, b.qp, &w, &s, NULL);
+    net_settle(&n, 1000 * 1000, 10);
+    c[0] = tv_poll_one(b.h, b.cq);
+    g_assert_cmpuint(c[0].wr_id, ==, 40);
+    g_assert_cmpuint(c[0].status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpmem(test_ptr(a.h, a.buf), 3000, test_ptr(b.h, b.buf), 3000);
+    g_queue_free_full(n.q, g_free);
+    end_fini(&a);
+    end_fini(&b);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Rebuild, checks and messages                                           */
 /* ---------------------------------------------------------------------- */
@@ -726,6 +801,7 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/migration/in-flight", test_in_flight);
     g_test_add_func("/rnic/migration/in-flight-duplicates",
                     test_in_flight_duplicates);
+    g_test_add_func("/rnic/migration/prompt-peer", test_prompt_peer);
     g_test_add_func("/rnic/migration/tables-and-rebuild",
                     test_tables_and_rebuild);
     g_test_add_func("/rnic/migration/does-not-fit", test_does_not_fit);
