@@ -157,6 +157,21 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn)
     rnic_resp_send_aeth(e, qp, psn, RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID);
 }
 
+/*
+ * The ACK of a message that completes a receive goes out before its CQE is
+ * written: the guest that polls the CQ reacts at once (posts the next
+ * receive, its reply: MMIO writes that need the BQL), and would otherwise
+ * find the device still busy sending the ACK, under the BQL. The message
+ * is placed by then; only the local completion follows.
+ */
+static void rnic_resp_ack_first(RnicEngine *e, RnicQp *qp,
+                                const RnicPacket *pkt)
+{
+    if (pkt->bth.ack_req) {
+        rnic_resp_ack(e, qp, pkt->bth.psn);
+    }
+}
+
 /* A NAK goes out after every response queued before it. */
 static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
                           uint8_t syndrome)
@@ -347,8 +362,10 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
             flags |= RNIC_CQE_SOLICITED;
         }
         r->msn++;
+        rnic_resp_ack_first(e, qp, pkt);
         rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS, RNIC_WC_RECV,
                                 rw->offset, imm_or_inv, flags);
+        return;
     }
     if (pkt->bth.ack_req) {
         rnic_resp_ack(e, qp, pkt->bth.psn);
@@ -422,10 +439,12 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     if (last) {
         r->msn++;
         if (pkt->hdrs & RNIC_HDR_IMM) {
+            rnic_resp_ack_first(e, qp, pkt);
             rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS,
                                     RNIC_WC_RECV_RDMA_WITH_IMM, r->w_len,
                                     pkt->imm, RNIC_CQE_WITH_IMM |
                                     (pkt->bth.se ? RNIC_CQE_SOLICITED : 0));
+            return;
         }
     }
     if (pkt->bth.ack_req) {
