@@ -35,7 +35,7 @@
  *   VERIFY-RESULT role=server iters=.. errors=0 lost=0 dup=0 ...
  *
  * and "verify: t=.. iters=.. ops=.." progress lines every second, and
- * "verify: gap .. ms at t=.. s" for every pause longer than 50 ms (t: the
+ * "verify: gap .. ms at t=.. s" for every pause longer than 50 ms (-G; t: the
  * last completion before it, seconds since the traffic started). Exit
  * status 0 only if nothing was wrong.
  *
@@ -53,6 +53,7 @@
  *   -M N, -Q N extra idle MRs / RC QPs (in INIT) created first (benchmarks:
  *              a migration with many objects)
  *   -x SECS    stall limit: no completion for this long is an error (60)
+ *   -G MS      report pauses longer than this (default 50)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -103,7 +104,7 @@ struct conn_info {
 static const char *dev_name, *host;
 static int gid_index = -1, port = 18515, window = 4, timeout_exp = 16;
 static uint32_t slot_size = 4096;
-static double duration = 30, rate, stall_s = 60;
+static double duration = 30, rate, stall_s = 60, gap_report = 0.05;
 static int extra_mrs, extra_qps;
 static bool server;
 
@@ -484,7 +485,7 @@ got:
 		if (last_completion > 0) {
 			double gap = t - last_completion;
 
-			if (gap > 0.05)
+			if (gap > gap_report)
 				printf("verify: gap %.1f ms at t=%.3f s\n",
 				       gap * 1e3, last_completion - t_start);
 			if (gap > max_gap) {
@@ -794,7 +795,7 @@ int main(int argc, char **argv)
 	struct conn_info mine = { 0 }, peer = { 0 };
 	int opt, i;
 
-	while ((opt = getopt(argc, argv, "sc:d:g:p:t:S:w:T:r:M:Q:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:d:g:p:t:S:w:T:r:M:Q:x:G:")) != -1) {
 		switch (opt) {
 		case 's': server = true; break;
 		case 'c': host = optarg; break;
@@ -809,6 +810,7 @@ int main(int argc, char **argv)
 		case 'M': extra_mrs = atoi(optarg); break;
 		case 'Q': extra_qps = atoi(optarg); break;
 		case 'x': stall_s = atof(optarg); break;
+		case 'G': gap_report = atof(optarg) / 1e3; break;
 		default:
 			fprintf(stderr, "usage: %s -s | -c HOST [-t SECS] [options]\n",
 				argv[0]);
