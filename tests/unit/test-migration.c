@@ -130,7 +130,7 @@ static void end_init(End *e, uint8_t host)
 {
     memset(e, 0, sizeof(*e));
     e->h = test_host_new(NULL);
-    test_host_enable(e->h, 6);
+    tv_enable(e->h, 6);
     e->ctx = tv_net_ctx(e->h, 0);
     tv_gid(e->h, 0, e->ctx, host);
     e->pd = tv_pd(e->h, e->ctx, 0);
@@ -146,6 +146,17 @@ static void end_connect(End *e, const End *peer, uint8_t peer_host)
 
     tv_gid_bytes(gid, peer->ctx, peer_host);
     tv_rc_connect(e->h, e->qp, 0, gid, peer->qp->qpn);
+}
+
+/* A (host 1, side 0) and B (host 2, side 1) connected on network n. */
+static void ends_connected(Net *n, End *a, End *b)
+{
+    end_init(a, 1);
+    end_init(b, 2);
+    end_connect(a, b, 2);
+    end_connect(b, a, 1);
+    net_attach(n, 0, a->h);
+    net_attach(n, 1, b->h);
 }
 
 static void end_fini(End *e)
@@ -224,12 +235,7 @@ static void test_in_flight(void)
     unsigned sent, dropped;
     int i, got;
 
-    end_init(&a, 1);
-    end_init(&b, 2);
-    end_connect(&a, &b, 2);
-    end_connect(&b, &a, 1);
-    net_attach(&n, 0, a.h);
-    net_attach(&n, 1, b.h);
+    ends_connected(&n, &a, &b);
 
     /* 1. A reads 8 KiB from B: the request in, 3 of 8 responses back */
     pattern(b.h, b.buf + 100000, read_len, 1);
@@ -416,12 +422,7 @@ static void test_in_flight_duplicates(void)
     struct rnic_cqe c[8];
     int i;
 
-    end_init(&a, 1);
-    end_init(&b, 2);
-    end_connect(&a, &b, 2);
-    end_connect(&b, &a, 1);
-    net_attach(&n, 0, a.h);
-    net_attach(&n, 1, b.h);
+    ends_connected(&n, &a, &b);
     for (i = 0; i < 3; i++) {
         r = tv_sge(b.buf + 4096 * i, 4096, b.mr);
         tv_post_recv(b.h, b.qp, 10 + i, &r, 1);
@@ -467,12 +468,7 @@ static void test_prompt_peer(void)
     uint64_t retrans;
     int i;
 
-    end_init(&a, 1);
-    end_init(&b, 2);
-    end_connect(&a, &b, 2);
-    end_connect(&b, &a, 1);
-    net_attach(&n, 0, a.h);
-    net_attach(&n, 1, b.h);
+    ends_connected(&n, &a, &b);
     for (i = 0; i < 2; i++) {
         pattern(b.h, b.buf + 8192 * i, 6000, 40 + i);
         s = tv_sge(b.buf + 8192 * i, 6000, b.mr);
@@ -551,18 +547,18 @@ static void test_tables_and_rebuild(void)
     CtxSeen seen = { 0 };
     uint32_t ctx2, pd2, i;
 
-    ctx2 = tv_net_ctx(p->h, 42);
-    tv_gid(p->h, 3, ctx2, 7);
-    pd2 = tv_pd(p->h, ctx2, 0);
+    ctx2 = tv_net_ctx(p->d, 42);
+    tv_gid(p->d, 3, ctx2, 7);
+    pd2 = tv_pd(p->d, ctx2, 0);
     for (i = 0; i < 5; i++) {
-        tv_reg_mr(p->h, pd2, p->bufa + 4096 * i, 4096, 0, 0, NULL);
+        tv_reg_mr(p->d, pd2, p->bufa + 4096 * i, 4096, 0, 0, NULL);
     }
-    before = rnic_engine_describe_tables(p->h->engine);
+    before = rnic_engine_describe_tables(p->d->engine);
     g_assert_nonnull(strstr(before, "net ctx=1 vlan=42 mrs=5 qps=0\n"));
     g_assert_nonnull(strstr(before, "net ctx=0 vlan=0 mrs=2 qps=2\n"));
     g_assert_nonnull(strstr(before, " type=RC state=RTS "));
-    rnic_engine_save(p->h->engine, img);
-    memcpy(dst->ram, p->h->ram, p->h->ram_size);
+    rnic_engine_save(p->d->engine, img);
+    memcpy(dst->ram, p->d->ram, p->d->ram_size);
     g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
     after = rnic_engine_describe_tables(dst->engine);
     g_assert_cmpstr(after, ==, before);
@@ -596,10 +592,10 @@ static void test_does_not_fit(void)
     cfg.max_mr = 1024;
     p = tv_pair_new(&cfg);
     for (i = 0; i < 6; i++) {
-        tv_reg_mr(p->h, p->pd, p->bufa, 4096, 0, 0, NULL);
+        tv_reg_mr(p->d, p->pd, p->bufa, 4096, 0, 0, NULL);
     }
-    g_free(tv_qp(p->h, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0));
-    rnic_engine_save(p->h->engine, img);
+    g_free(tv_qp(p->d, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0));
+    rnic_engine_save(p->d->engine, img);
     cfg.max_mr = 4;
     dst = test_host_new(&cfg);
     g_assert_false(rnic_engine_load(dst->engine, img->data, img->len, &err));
@@ -701,7 +697,7 @@ static void test_pending_admin(void)
     GByteArray *img = g_byte_array_new();
     char *err = NULL;
 
-    test_host_enable(src, 4);
+    tv_enable(src, 4);
     slot = test_ptr(src, src->aq);
     memset(slot, 0, sizeof(*slot));
     slot->opcode = RNIC_CMD_NOP;
@@ -748,16 +744,16 @@ static void perf_case(uint32_t nmr, uint32_t nqp, uint32_t pages)
 
     tv_gid_bytes(gid, p->ctx, 2);
     for (i = 0; i < nmr; i++) {
-        tv_reg_mr(p->h, p->pd, p->bufa + 4096 * (i % 64), pages * 4096,
+        tv_reg_mr(p->d, p->pd, p->bufa + 4096 * (i % 64), pages * 4096,
                   RNIC_ACCESS_ALL, 0, NULL);
     }
     for (i = 0; i < nqp; i++) {
-        TvQp *qp = tv_qp(p->h, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0);
+        TvQp *qp = tv_qp(p->d, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0);
 
-        tv_rc_connect(p->h, qp, 0, gid, p->b->qpn);
+        tv_rc_connect(p->d, qp, 0, gid, p->b->qpn);
         g_free(qp);
     }
-    memcpy(dst->ram, p->h->ram, p->h->ram_size);
+    memcpy(dst->ram, p->d->ram, p->d->ram_size);
     for (i = 0; i < RUNS; i++) {
         gint64 t0, t1, t2;
 
@@ -766,7 +762,7 @@ static void perf_case(uint32_t nmr, uint32_t nqp, uint32_t pages)
         }
         img = g_byte_array_new();
         t0 = g_get_monotonic_time();
-        rnic_engine_save(p->h->engine, img);
+        rnic_engine_save(p->d->engine, img);
         t1 = g_get_monotonic_time();
         g_assert_true(rnic_engine_load(dst->engine, img->data, img->len,
                                        &err));
