@@ -405,7 +405,6 @@ int rnic_cmd_simple(struct rnic_dev *rdev, u8 opcode, u32 uctx, u32 handle,
 int rnic_cmd_query_device(struct rnic_dev *rdev);
 int rnic_cmd_query_port(struct rnic_dev *rdev, struct rnic_port_attr *attr);
 int rnic_status_to_errno(u8 status);
-const char *rnic_opcode_name(u8 opcode);
 
 /* ---------------------------------------------------------------------- */
 /* rnic_eq.c                                                              */

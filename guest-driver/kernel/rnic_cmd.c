@@ -23,6 +23,7 @@
 #include <linux/delay.h>
 #include <linux/moduleparam.h>
 
+#include "rnic/rnic-abi-names.h"
 #include "rnic.h"
 #include "rnic-test.h"
 
@@ -30,42 +31,6 @@ static unsigned int admin_timeout_ms = 10000;
 module_param(admin_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(admin_timeout_ms,
 		 "Admin command timeout in ms (default 10000; TCG is slow)");
-
-static const char *const rnic_opcode_names[RNIC_CMD_OPCODE_COUNT] = {
-	[RNIC_CMD_NOP] = "NOP",
-	[RNIC_CMD_QUERY_DEVICE] = "QUERY_DEVICE",
-	[RNIC_CMD_QUERY_PORT] = "QUERY_PORT",
-	[RNIC_CMD_CREATE_NET_CTX] = "CREATE_NET_CTX",
-	[RNIC_CMD_DESTROY_NET_CTX] = "DESTROY_NET_CTX",
-	[RNIC_CMD_ALLOC_UCTX] = "ALLOC_UCTX",
-	[RNIC_CMD_FREE_UCTX] = "FREE_UCTX",
-	[RNIC_CMD_ADD_GID] = "ADD_GID",
-	[RNIC_CMD_DEL_GID] = "DEL_GID",
-	[RNIC_CMD_ALLOC_PD] = "ALLOC_PD",
-	[RNIC_CMD_DEALLOC_PD] = "DEALLOC_PD",
-	[RNIC_CMD_CREATE_EQ] = "CREATE_EQ",
-	[RNIC_CMD_DESTROY_EQ] = "DESTROY_EQ",
-	[RNIC_CMD_CREATE_CQ] = "CREATE_CQ",
-	[RNIC_CMD_RESIZE_CQ] = "RESIZE_CQ",
-	[RNIC_CMD_DESTROY_CQ] = "DESTROY_CQ",
-	[RNIC_CMD_CREATE_SRQ] = "CREATE_SRQ",
-	[RNIC_CMD_MODIFY_SRQ] = "MODIFY_SRQ",
-	[RNIC_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
-	[RNIC_CMD_CREATE_QP] = "CREATE_QP",
-	[RNIC_CMD_MODIFY_QP] = "MODIFY_QP",
-	[RNIC_CMD_QUERY_QP] = "QUERY_QP",
-	[RNIC_CMD_DESTROY_QP] = "DESTROY_QP",
-	[RNIC_CMD_REG_MR] = "REG_MR",
-	[RNIC_CMD_ALLOC_MR] = "ALLOC_MR",
-	[RNIC_CMD_DEREG_MR] = "DEREG_MR",
-};
-
-const char *rnic_opcode_name(u8 opcode)
-{
-	if (opcode < RNIC_CMD_OPCODE_COUNT && rnic_opcode_names[opcode])
-		return rnic_opcode_names[opcode];
-	return "UNKNOWN";
-}
 
 int rnic_status_to_errno(u8 status)
 {
@@ -241,7 +206,7 @@ int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_admin_cmd *cmd,
 					!rnic_aq_tail_busy(aq), timeout)) {
 			dev_err(&rdev->pdev->dev,
 				"admin %s: no free slot (device stuck?)\n",
-				rnic_opcode_name(cmd->opcode));
+				rnic_admin_opcode_name(cmd->opcode));
 			return -ETIMEDOUT;
 		}
 		spin_lock_irqsave(&aq->lock, flags);
@@ -284,7 +249,7 @@ int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_admin_cmd *cmd,
 			if (!rnic_aq_check_fatal(rdev))
 				dev_err(&rdev->pdev->dev,
 					"admin %s (id 0x%x) timed out after %u ms\n",
-					rnic_opcode_name(cmd->opcode), s->cmd_id,
+					rnic_admin_opcode_name(cmd->opcode), s->cmd_id,
 					aq->timeout_ms);
 			return READ_ONCE(aq->dead) ? -EIO : -ETIMEDOUT;
 		}
@@ -303,7 +268,7 @@ int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_admin_cmd *cmd,
 	ret = rnic_status_to_errno(s->cqe.status);
 	if (ret)
 		dev_dbg(&rdev->pdev->dev, "admin %s failed: status %u (%d)\n",
-			rnic_opcode_name(cmd->opcode), s->cqe.status, ret);
+			rnic_admin_opcode_name(cmd->opcode), s->cqe.status, ret);
 	else if (out_len)
 		memcpy(out, rnic_aq_buf(aq, slot), out_len);
 	if (cqe)

@@ -7,6 +7,7 @@
 #define RNIC_ADMIN_H
 
 #include "rnic-engine-int.h"
+#include "rnic/rnic-abi-names.h"   /* rnic_admin_opcode_name/status_name */
 
 /* What a command handler produces; copied into struct rnic_admin_cqe. */
 typedef struct RnicAdminResult {
@@ -29,10 +30,6 @@ void rnic_admin_process(RnicEngine *e);
 
 /* Destroy every object the admin queue created (disable, reset). */
 void rnic_admin_objects_reset(RnicEngine *e);
-
-/* Name of an admin opcode / status, for logs and tests. */
-const char *rnic_admin_opcode_name(unsigned opcode);
-const char *rnic_admin_status_name(unsigned status);
 
 /*
  * Helpers for handlers. rnic_admin_fail sets the status and logs why (a
