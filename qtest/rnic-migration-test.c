@@ -337,10 +337,10 @@ static struct rnic_sq_wqe wqe(uint8_t opcode, uint64_t wr_id, uint8_t nsge)
     };
 }
 
-static void expect_cqe(QRnic *d, QvCq *cq, uint64_t wr_id, uint8_t opcode,
+static void expect_cqe(QRnic *d, TvCq *cq, uint64_t wr_id, uint8_t opcode,
                        uint8_t status)
 {
-    struct rnic_cqe c = qv_wait_cqe(d, cq);
+    struct rnic_cqe c = tv_wait_cqe(d, cq);
 
     g_assert_cmpuint(c.wr_id, ==, wr_id);
     g_assert_cmpuint(c.status, ==, status);
@@ -350,14 +350,14 @@ static void expect_cqe(QRnic *d, QvCq *cq, uint64_t wr_id, uint8_t opcode,
 }
 
 /* Step the clock a while: no CQE may appear. */
-static void expect_no_cqe(QRnic *d, QvCq *cq)
+static void expect_no_cqe(QRnic *d, TvCq *cq)
 {
     struct rnic_cqe c;
     int i;
 
     for (i = 0; i < 20; i++) {
         qtest_clock_step(rnic_qts(d), 1000000);
-        g_assert_false(qv_poll(d, cq, &c));
+        g_assert_false(tv_poll(d, cq, &c, 1));
     }
 }
 
@@ -365,78 +365,46 @@ static void expect_no_cqe(QRnic *d, QvCq *cq)
 /* A loopback pair, the workhorse of most tests                           */
 /* ---------------------------------------------------------------------- */
 
-typedef struct Pair {
-    uint32_t ctx, pd, eq_async, eq_comp;
-    uint64_t eq_ring;
-    QvCq *cqa, *cqb;
-    QvQp *a, *b;
-    uint64_t bufa, bufb;
-    uint32_t mra, mrb;
-} Pair;
-
-static void pair_init(QRnic *d, Pair *p)
+/*
+ * A loopback pair (TvPair): an async EQ on VEC_ASYNC, the pair's own EQ
+ * (for the CQs) on VEC_COMP.
+ */
+static void pair_init(QRnic *d, TvPair *p)
 {
-    uint8_t gid0[16], gid1[16];
-
-    memset(p, 0, sizeof(*p));
-    p->ctx = qv_net_ctx(d, 0);
-    qv_gid(d, 0, p->ctx, 0, 1);
-    qv_gid(d, 1, p->ctx, 0, 2);
-    qv_gid_bytes(gid0, 0, 1);
-    qv_gid_bytes(gid1, 0, 2);
-    p->pd = qv_pd(d, p->ctx);
-    p->eq_async = qv_eq(d, 6, VEC_ASYNC, RNIC_EQ_ASYNC, NULL);
-    p->eq_comp = qv_eq(d, 6, VEC_COMP, 0, &p->eq_ring);
-    p->cqa = qv_cq(d, 7, p->eq_comp);
-    p->cqb = qv_cq(d, 7, p->eq_comp);
-    p->a = qv_qp(d, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 6);
-    p->b = qv_qp(d, RNIC_QPT_RC, p->pd, p->cqb, p->cqb, NULL, 6);
-    qv_rc_connect(d, p->a, 0, gid1, p->b->qpn);
-    qv_rc_connect(d, p->b, 1, gid0, p->a->qpn);
-    p->bufa = qv_alloc(d, BUF_SIZE, 4096);
-    p->bufb = qv_alloc(d, BUF_SIZE, 4096);
-    p->mra = qv_reg_mr(d, p->pd, p->bufa, BUF_SIZE, ALL_RIGHTS, NULL);
-    p->mrb = qv_reg_mr(d, p->pd, p->bufb, BUF_SIZE, ALL_RIGHTS, NULL);
-}
-
-static void pair_free(Pair *p)
-{
-    g_free(p->cqa);
-    g_free(p->cqb);
-    g_free(p->a);
-    g_free(p->b);
+    tv_eq(d, 6, VEC_ASYNC, RNIC_EQ_ASYNC, NULL);
+    tv_pair_init(d, p, VEC_COMP, 0, 7, 6, BUF_SIZE);
 }
 
 /* RDMA WRITE, READ and a SEND through the pair, data checked. */
-static void pair_traffic(QRnic *d, Pair *p, uint8_t seed)
+static void pair_traffic(QRnic *d, TvPair *p, uint8_t seed)
 {
     struct rnic_sq_wqe w;
     struct rnic_sge sg, rg;
 
     fill(d, p->bufa, 9000, seed);
-    sg = qv_sge(p->bufa, 9000, p->mra);
+    sg = tv_sge(p->bufa, 9000, p->mra);
     w = wqe(RNIC_WR_RDMA_WRITE, 1000 + seed, 1);
     w.rdma.remote_addr = p->bufb + 1000;
     w.rdma.rkey = p->mrb;
-    qv_post_send(d, p->a, &w, &sg, NULL);
+    tv_post_send(d, p->a, &w, &sg, NULL);
     expect_cqe(d, p->cqa, 1000 + seed, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     assert_same(d, p->bufa, p->bufb + 1000, 9000);
 
     fill(d, p->bufb + 20000, 5000, seed + 1);
-    sg = qv_sge(p->bufa + 20000, 5000, p->mra);
+    sg = tv_sge(p->bufa + 20000, 5000, p->mra);
     w = wqe(RNIC_WR_RDMA_READ, 2000 + seed, 1);
     w.rdma.remote_addr = p->bufb + 20000;
     w.rdma.rkey = p->mrb;
-    qv_post_send(d, p->a, &w, &sg, NULL);
+    tv_post_send(d, p->a, &w, &sg, NULL);
     expect_cqe(d, p->cqa, 2000 + seed, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
     assert_same(d, p->bufa + 20000, p->bufb + 20000, 5000);
 
-    rg = qv_sge(p->bufb + 40000, 3000, p->mrb);
-    qv_post_recv(d, p->b, 3000 + seed, &rg, 1);
+    rg = tv_sge(p->bufb + 40000, 3000, p->mrb);
+    tv_post_recv(d, p->b, 3000 + seed, &rg, 1);
     fill(d, p->bufa + 40000, 3000, seed + 2);
-    sg = qv_sge(p->bufa + 40000, 3000, p->mra);
+    sg = tv_sge(p->bufa + 40000, 3000, p->mra);
     w = wqe(RNIC_WR_SEND, 4000 + seed, 1);
-    qv_post_send(d, p->a, &w, &sg, NULL);
+    tv_post_send(d, p->a, &w, &sg, NULL);
     expect_cqe(d, p->cqa, 4000 + seed, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     expect_cqe(d, p->cqb, 3000 + seed, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     assert_same(d, p->bufa + 40000, p->bufb + 40000, 3000);
@@ -449,11 +417,11 @@ static void pair_traffic(QRnic *d, Pair *p, uint8_t seed)
 #define L2_PAGES    520         /* two leaves of a level-2 page list */
 
 typedef struct World {
-    Pair p;                     /* ctx 0 (untagged): RC pair a <-> b */
+    TvPair p;                     /* ctx 0 (untagged): RC pair a <-> b */
     uint32_t ctx1, pd1, uctx, pdu, mru;
-    QvCq *cqc, *cqd, *cqu, *cqud;
-    QvSrq *srq;
-    QvQp *c, *dq, *ud1, *ud2, *gsi;
+    TvCq *cqc, *cqd, *cqu, *cqud;
+    TvSrq *srq;
+    TvQp *c, *dq, *ud1, *ud2, *gsi;
     uint64_t bufc, bufd, bufu;
     uint32_t mrc, mrd;
     uint64_t contig, l2buf, fr_region;
@@ -468,7 +436,7 @@ static uint32_t l2_page(uint32_t i)
 static uint32_t reg_mr_cmd(QRnic *d, struct rnic_admin_cmd *c)
 {
     c->opcode = RNIC_CMD_REG_MR;
-    return qv_cmd_ok(d, c);
+    return tv_cmd_ok(d, c);
 }
 
 static uint32_t alloc_fr(QRnic *d, uint32_t pd, uint32_t npages, uint8_t key)
@@ -478,7 +446,7 @@ static uint32_t alloc_fr(QRnic *d, uint32_t pd, uint32_t npages, uint8_t key)
     c.mr.pd = cpu_to_le32(pd);
     c.mr.npages = cpu_to_le32(npages);
     c.mr.key = key;
-    return qv_cmd_ok(d, &c);
+    return tv_cmd_ok(d, &c);
 }
 
 /* Fast-register 'pages' pages of 'region' at iova under 'stag' via QP b. */
@@ -500,7 +468,7 @@ static void fast_reg(QRnic *d, World *w, uint32_t stag, uint64_t iova,
                    RNIC_ACCESS_REMOTE_READ;
     x.reg.npages = pages;
     x.reg.page_shift = 12;
-    qv_post_send(d, w->p.b, &x, NULL, NULL);
+    tv_post_send(d, w->p.b, &x, NULL, NULL);
     expect_cqe(d, w->p.cqb, wr_id, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
 }
 
@@ -517,50 +485,50 @@ static void world_init(QRnic *d, World *w)
     pair_init(d, &w->p);
 
     /* a second network (VLAN 100): its own table, QPNs and an SRQ */
-    w->ctx1 = qv_net_ctx(d, 100);
+    w->ctx1 = tv_net_ctx(d, 100);
     qv_gid(d, 2, w->ctx1, 100, 1);
     qv_gid(d, 3, w->ctx1, 100, 2);
     qv_gid_bytes(gid2, 100, 1);
     qv_gid_bytes(gid3, 100, 2);
-    w->pd1 = qv_pd(d, w->ctx1);
-    w->cqc = qv_cq(d, 6, w->p.eq_comp);
-    w->cqd = qv_cq(d, 6, w->p.eq_comp);
-    w->srq = qv_srq(d, w->pd1, 5);
-    w->c = qv_qp(d, RNIC_QPT_RC, w->pd1, w->cqc, w->cqc, NULL, 5);
-    w->dq = qv_qp(d, RNIC_QPT_RC, w->pd1, w->cqd, w->cqd, w->srq, 5);
-    qv_rc_connect(d, w->c, 2, gid3, w->dq->qpn);
-    qv_rc_connect(d, w->dq, 3, gid2, w->c->qpn);
+    w->pd1 = tv_pd(d, w->ctx1, 0);
+    w->cqc = tv_cq(d, 6, w->p.eq, 0);
+    w->cqd = tv_cq(d, 6, w->p.eq, 0);
+    w->srq = tv_srq(d, w->pd1, 5, 0, 0);
+    w->c = tv_qp(d, RNIC_QPT_RC, w->pd1, w->cqc, w->cqc, NULL, 5, 0);
+    w->dq = tv_qp(d, RNIC_QPT_RC, w->pd1, w->cqd, w->cqd, w->srq, 5, 0);
+    tv_rc_connect(d, w->c, 2, gid3, w->dq->qpn);
+    tv_rc_connect(d, w->dq, 3, gid2, w->c->qpn);
     w->bufc = qv_alloc(d, BUF_SIZE, 4096);
     w->bufd = qv_alloc(d, BUF_SIZE, 4096);
-    w->mrc = qv_reg_mr(d, w->pd1, w->bufc, BUF_SIZE, ALL_RIGHTS, NULL);
-    w->mrd = qv_reg_mr(d, w->pd1, w->bufd, BUF_SIZE, ALL_RIGHTS, NULL);
+    w->mrc = tv_reg_mr(d, w->pd1, w->bufc, BUF_SIZE, ALL_RIGHTS, 0, NULL);
+    w->mrd = tv_reg_mr(d, w->pd1, w->bufd, BUF_SIZE, ALL_RIGHTS, 0, NULL);
 
     /* UD pair and the GSI QP of context 0 */
-    w->cqud = qv_cq(d, 5, RNIC_HANDLE_NONE);
-    w->ud1 = qv_qp(d, RNIC_QPT_UD, w->p.pd, w->cqud, w->cqud, NULL, 4);
-    w->ud2 = qv_qp(d, RNIC_QPT_UD, w->p.pd, w->cqud, w->cqud, NULL, 4);
-    w->gsi = qv_qp(d, RNIC_QPT_GSI, w->p.pd, w->cqud, w->cqud, NULL, 3);
+    w->cqud = tv_cq(d, 5, RNIC_HANDLE_NONE, 0);
+    w->ud1 = tv_qp(d, RNIC_QPT_UD, w->p.pd, w->cqud, w->cqud, NULL, 4, 0);
+    w->ud2 = tv_qp(d, RNIC_QPT_UD, w->p.pd, w->cqud, w->cqud, NULL, 4, 0);
+    w->gsi = tv_qp(d, RNIC_QPT_GSI, w->p.pd, w->cqud, w->cqud, NULL, 3, 0);
     g_assert_cmpuint(w->gsi->qpn, ==, 1);
-    qv_ud_ready(d, w->ud1, 0x1111);
-    qv_ud_ready(d, w->ud2, 0x2222);
-    qv_ud_ready(d, w->gsi, 0x80010000);
+    tv_ud_ready(d, w->ud1, 0x1111);
+    tv_ud_ready(d, w->ud2, 0x2222);
+    tv_ud_ready(d, w->gsi, 0x80010000);
 
     /* a user context owning a PD, a CQ and an MR */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_UCTX };
-    w->uctx = qv_cmd_ok(d, &c);
+    w->uctx = tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_PD };
     c.uctx = cpu_to_le32(w->uctx);
     c.pd.net_ctx = cpu_to_le32(w->p.ctx);
-    w->pdu = qv_cmd_ok(d, &c);
-    w->cqu = g_new0(QvCq, 1);
+    w->pdu = tv_cmd_ok(d, &c);
+    w->cqu = g_new0(TvCq, 1);
     w->cqu->log = 4;
     w->cqu->ring = qv_alloc(d, sizeof(struct rnic_cqe) << 4, 4096);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_CREATE_CQ };
     c.uctx = cpu_to_le32(w->uctx);
     c.cq.ring_addr = cpu_to_le64(w->cqu->ring);
     c.cq.log_size = 4;
-    c.cq.eq = cpu_to_le32(w->p.eq_comp);
-    w->cqu->handle = qv_cmd_ok(d, &c);
+    c.cq.eq = cpu_to_le32(w->p.eq);
+    w->cqu->handle = tv_cmd_ok(d, &c);
     /* its doorbell page arms it */
     rnic_doorbell(d, w->uctx, RNIC_DB_CQ,
                   rnic_db_value(w->cqu->handle, RNIC_DB_ARM_NEXT, 0));
@@ -628,7 +596,7 @@ static void world_init(QRnic *d, World *w)
     fast_reg(d, w, w->fr_inval, 0x8000000, w->fr_region, 2, 52);
     x = wqe(RNIC_WR_LOCAL_INV, 53, 0);
     x.imm_or_inv = w->fr_inval;
-    qv_post_send(d, w->p.b, &x, NULL, NULL);
+    tv_post_send(d, w->p.b, &x, NULL, NULL);
     expect_cqe(d, w->p.cqb, 53, RNIC_WC_LOCAL_INV, RNIC_WC_SUCCESS);
 
     /* the Ethernet function's rings (configured, idle) */
@@ -645,31 +613,31 @@ static void world_init(QRnic *d, World *w)
     /* traffic everywhere: the PSNs move */
     pair_traffic(d, &w->p, 1);
     for (i = 0; i < 2; i++) {
-        rg = qv_sge(w->bufd + 4096 * i, 4096, w->mrd);
-        qv_post_srq(d, w->srq, 600 + i, &rg, 1);
+        rg = tv_sge(w->bufd + 4096 * i, 4096, w->mrd);
+        tv_post_srq(d, w->srq, 600 + i, &rg, 1);
     }
     fill(d, w->bufc, 2000, 77);
-    sg = qv_sge(w->bufc, 2000, w->mrc);
+    sg = tv_sge(w->bufc, 2000, w->mrc);
     x = wqe(RNIC_WR_SEND, 61, 1);
-    qv_post_send(d, w->c, &x, &sg, NULL);
+    tv_post_send(d, w->c, &x, &sg, NULL);
     expect_cqe(d, w->cqc, 61, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     expect_cqe(d, w->cqd, 600, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     /* two send completions of a stay unconsumed across the migration */
     for (i = 0; i < 2; i++) {
-        sg = qv_sge(w->p.bufa, 100, w->p.mra);
+        sg = tv_sge(w->p.bufa, 100, w->p.mra);
         x = wqe(RNIC_WR_RDMA_WRITE, 70 + i, 1);
         x.rdma.remote_addr = w->p.bufb + 60000;
         x.rdma.rkey = w->p.mrb;
-        qv_post_send(d, w->p.a, &x, &sg, NULL);
+        tv_post_send(d, w->p.a, &x, &sg, NULL);
     }
     /* b's CQ armed: the first completion after the migration notifies */
-    qv_cq_arm(d, w->p.cqb, RNIC_DB_ARM_NEXT);
+    tv_cq_arm(d, w->p.cqb, RNIC_DB_ARM_NEXT);
     qtest_clock_step(rnic_qts(d), 1000000);
 }
 
 static void world_free(World *w)
 {
-    pair_free(&w->p);
+    tv_pair_fini(&w->p);
     g_free(w->cqc);
     g_free(w->cqd);
     g_free(w->cqu);
@@ -696,7 +664,7 @@ static void world_check(QRnic *d, World *w)
     /* the completions the driver had not consumed are still there */
     expect_cqe(d, w->p.cqa, 70, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     expect_cqe(d, w->p.cqa, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    g_assert_false(qv_poll(d, w->p.cqa, &c));
+    g_assert_false(tv_poll(d, w->p.cqa, &c, 1));
 
     /* the rkeys issued before the migration: WRITE, READ, SEND, atomic */
     pair_traffic(d, &w->p, 2);
@@ -704,12 +672,12 @@ static void world_check(QRnic *d, World *w)
     qtest_memread(rnic_qts(d), w->p.eq_ring, &e, sizeof(e));
     g_assert_cmpuint(e.type, ==, RNIC_EQE_COMPLETION);
     qtest_writeq(rnic_qts(d), w->p.bufb + 64, 1000);
-    sg = qv_sge(w->p.bufa + 64, 8, w->p.mra);
+    sg = tv_sge(w->p.bufa + 64, 8, w->p.mra);
     x = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 80, 1);
     x.atomic.remote_addr = w->p.bufb + 64;
     x.atomic.rkey = w->p.mrb;
     x.atomic.compare_add = 5;
-    qv_post_send(d, w->p.a, &x, &sg, NULL);
+    tv_post_send(d, w->p.a, &x, &sg, NULL);
     expect_cqe(d, w->p.cqa, 80, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(rnic_qts(d), w->p.bufa + 64), ==, 1000);
     g_assert_cmpuint(qtest_readq(rnic_qts(d), w->p.bufb + 64), ==, 1005);
@@ -718,11 +686,11 @@ static void world_check(QRnic *d, World *w)
     for (i = 0; i < 3; i++) {
         fill(d, w->l2buf + 4096ull * l2_page(100 + i), 4096, 30 + i);
     }
-    sg = qv_sge(w->p.bufa + 8192, 3 * 4096 - 200, w->p.mra);
+    sg = tv_sge(w->p.bufa + 8192, 3 * 4096 - 200, w->p.mra);
     x = wqe(RNIC_WR_RDMA_READ, 81, 1);
     x.rdma.remote_addr = 0x5000000 + 100 * 4096 + 100;
     x.rdma.rkey = w->mr_l2;
-    qv_post_send(d, w->p.a, &x, &sg, NULL);
+    tv_post_send(d, w->p.a, &x, &sg, NULL);
     expect_cqe(d, w->p.cqa, 81, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
     qtest_memread(rnic_qts(d), w->p.bufa + 8192 + 4096 - 100, page, 4096);
     qtest_memread(rnic_qts(d), w->l2buf + 4096ull * l2_page(101), want, 4096);
@@ -730,49 +698,49 @@ static void world_check(QRnic *d, World *w)
 
     /* the contiguous region */
     fill(d, w->contig, 8192, 40);
-    sg = qv_sge(w->p.bufa + 30000, 8192, w->p.mra);
+    sg = tv_sge(w->p.bufa + 30000, 8192, w->p.mra);
     x = wqe(RNIC_WR_RDMA_READ, 82, 1);
     x.rdma.remote_addr = 0x300000;
     x.rdma.rkey = w->mr_contig;
-    qv_post_send(d, w->p.a, &x, &sg, NULL);
+    tv_post_send(d, w->p.a, &x, &sg, NULL);
     expect_cqe(d, w->p.cqa, 82, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
     assert_same(d, w->p.bufa + 30000, w->contig, 8192);
 
     /* the fast-registered rkey */
     fill(d, w->p.bufa, 6000, 50);
-    sg = qv_sge(w->p.bufa, 6000, w->p.mra);
+    sg = tv_sge(w->p.bufa, 6000, w->p.mra);
     x = wqe(RNIC_WR_RDMA_WRITE, 83, 1);
     x.rdma.remote_addr = 0x7000000 + 3000;
     x.rdma.rkey = w->fr_valid;
-    qv_post_send(d, w->p.a, &x, &sg, NULL);
+    tv_post_send(d, w->p.a, &x, &sg, NULL);
     expect_cqe(d, w->p.cqa, 83, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     assert_same(d, w->p.bufa, w->fr_region + 3000, 6000);
 
     /* VLAN 100: the SRQ's second receive takes a SEND */
     fill(d, w->bufc, 3000, 60);
-    sg = qv_sge(w->bufc, 3000, w->mrc);
+    sg = tv_sge(w->bufc, 3000, w->mrc);
     x = wqe(RNIC_WR_SEND, 84, 1);
-    qv_post_send(d, w->c, &x, &sg, NULL);
+    tv_post_send(d, w->c, &x, &sg, NULL);
     expect_cqe(d, w->cqc, 84, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    c = qv_wait_cqe(d, w->cqd);
+    c = tv_wait_cqe(d, w->cqd);
     g_assert_cmpuint(c.wr_id, ==, 601);
     g_assert_cmpuint(c.qp_num, ==, w->dq->qpn);
     assert_same(d, w->bufc, w->bufd + 4096, 3000);
 
     /* UD, by QPN and Q_Key */
-    rg = qv_sge(w->p.bufb + 50000, 40 + 500, w->p.mrb);
-    qv_post_recv(d, w->ud2, 90, &rg, 1);
+    rg = tv_sge(w->p.bufb + 50000, 40 + 500, w->p.mrb);
+    tv_post_recv(d, w->ud2, 90, &rg, 1);
     fill(d, w->p.bufa + 50000, 500, 70);
-    sg = qv_sge(w->p.bufa + 50000, 500, w->p.mra);
+    sg = tv_sge(w->p.bufa + 50000, 500, w->p.mra);
     x = wqe(RNIC_WR_SEND, 91, 1);
     x.ud.remote_qpn = w->ud2->qpn;
     x.ud.remote_qkey = 0x2222;
     qv_gid_bytes(x.ud.av.dgid, 0, 2);
     x.ud.av.hop_limit = 64;
-    qv_post_send(d, w->ud1, &x, &sg, NULL);
+    tv_post_send(d, w->ud1, &x, &sg, NULL);
     for (i = 0; i < 2; i++) {
         /* one CQ for both: the receive and the send, in either order */
-        c = qv_wait_cqe(d, w->cqud);
+        c = tv_wait_cqe(d, w->cqud);
         g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
         if (c.wr_id == 90) {
             g_assert_cmpuint(c.src_qp, ==, w->ud1->qpn);
@@ -784,24 +752,24 @@ static void world_check(QRnic *d, World *w)
 
     /* the admin queue goes on; a new STag collides with none */
     v = qv_alloc(d, 4096, 4096);
-    stag = qv_reg_mr(d, w->p.pd, v, 4096, ALL_RIGHTS, NULL);
+    stag = tv_reg_mr(d, w->p.pd, v, 4096, ALL_RIGHTS, 0, NULL);
     g_assert_cmpuint(RNIC_STAG_INDEX(stag), !=, RNIC_STAG_INDEX(w->p.mra));
     g_assert_cmpuint(RNIC_STAG_INDEX(stag), !=, RNIC_STAG_INDEX(w->p.mrb));
     g_assert_cmpuint(RNIC_STAG_INDEX(stag), !=, RNIC_STAG_INDEX(w->mr_l2));
 
     /* still per network: a key of VLAN 0 means nothing on VLAN 100 */
-    sg = qv_sge(w->bufc, 100, w->mrc);
+    sg = tv_sge(w->bufc, 100, w->mrc);
     x = wqe(RNIC_WR_RDMA_WRITE, 92, 1);
     x.rdma.remote_addr = w->p.bufb;
     x.rdma.rkey = w->p.mrb;
-    qv_post_send(d, w->c, &x, &sg, NULL);
+    tv_post_send(d, w->c, &x, &sg, NULL);
     expect_cqe(d, w->cqc, 92, 0, RNIC_WC_REM_ACCESS_ERR);
     /* and the invalidated fast-reg rkey stayed invalid */
     x = wqe(RNIC_WR_RDMA_WRITE, 93, 1);
-    sg = qv_sge(w->p.bufa, 100, w->p.mra);
+    sg = tv_sge(w->p.bufa, 100, w->p.mra);
     x.rdma.remote_addr = 0x8000000;
     x.rdma.rkey = w->fr_inval;
-    qv_post_send(d, w->p.a, &x, &sg, NULL);
+    tv_post_send(d, w->p.a, &x, &sg, NULL);
     expect_cqe(d, w->p.cqa, 93, 0, RNIC_WC_REM_ACCESS_ERR);
 }
 
@@ -852,15 +820,15 @@ static void test_multi_net(void)
     QRnic *d = &vm->d;
     uint32_t ctx0, ctx5, mpd, pd0, mr, mr0, eq;
     uint8_t g5a[16], g5b[16], g0a[16], g0b[16];
-    QvCq *cq;
-    QvQp *qa, *qb, *ud, *q0a, *q0b;
+    TvCq *cq;
+    TvQp *qa, *qb, *ud, *q0a, *q0b;
     uint64_t buf;
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
     g_autofree char *before = NULL, *after = NULL;
 
-    ctx0 = qv_net_ctx(d, 0);
-    ctx5 = qv_net_ctx(d, 5);
+    ctx0 = tv_net_ctx(d, 0);
+    ctx5 = tv_net_ctx(d, 5);
     qv_gid(d, 0, ctx0, 0, 1);
     qv_gid(d, 1, ctx0, 0, 2);
     qv_gid(d, 2, ctx5, 5, 1);
@@ -869,20 +837,20 @@ static void test_multi_net(void)
     qv_gid_bytes(g0b, 0, 2);
     qv_gid_bytes(g5a, 5, 1);
     qv_gid_bytes(g5b, 5, 2);
-    mpd = qv_pd(d, RNIC_PD_MULTI_NET);
-    pd0 = qv_pd(d, ctx0);
-    eq = qv_eq(d, 6, VEC_COMP, 0, NULL);
-    cq = qv_cq(d, 7, eq);
+    mpd = tv_pd(d, RNIC_PD_MULTI_NET, 0);
+    pd0 = tv_pd(d, ctx0, 0);
+    eq = tv_eq(d, 6, VEC_COMP, 0, NULL);
+    cq = tv_cq(d, 7, eq, 0);
     buf = qv_alloc(d, 8 * 4096, 4096);
-    mr = qv_reg_mr(d, mpd, buf, 4 * 4096, ALL_RIGHTS, NULL);
-    mr0 = qv_reg_mr(d, pd0, buf + 4 * 4096, 4 * 4096, ALL_RIGHTS, NULL);
+    mr = tv_reg_mr(d, mpd, buf, 4 * 4096, ALL_RIGHTS, 0, NULL);
+    mr0 = tv_reg_mr(d, pd0, buf + 4 * 4096, 4 * 4096, ALL_RIGHTS, 0, NULL);
     alloc_fr(d, mpd, 4, 0x51);     /* replicated while invalid too */
-    qa = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4);
-    qb = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4);
-    qv_rc_connect(d, qa, 2, g5b, qb->qpn);
-    qv_rc_connect(d, qb, 3, g5a, qa->qpn);
-    ud = qv_qp(d, RNIC_QPT_UD, mpd, cq, cq, NULL, 4);
-    qv_ud_ready(d, ud, 0x2222);
+    qa = tv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4, 0);
+    qb = tv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4, 0);
+    tv_rc_connect(d, qa, 2, g5b, qb->qpn);
+    tv_rc_connect(d, qb, 3, g5a, qa->qpn);
+    ud = tv_qp(d, RNIC_QPT_UD, mpd, cq, cq, NULL, 4, 0);
+    tv_ud_ready(d, ud, 0x2222);
     before = tables(vm);
     g_test_message("tables before:");
     g_test_message("%s", before);
@@ -897,23 +865,23 @@ static void test_multi_net(void)
     g_assert_cmpstr(after, ==, before);
     /* VLAN 5: the PD's rkey writes */
     fill(d, buf, 4096, 0x77);
-    sg = qv_sge(buf, 4096, mr);
+    sg = tv_sge(buf, 4096, mr);
     w = wqe(RNIC_WR_RDMA_WRITE, 71, 1);
     w.rdma.remote_addr = buf + 2 * 4096;
     w.rdma.rkey = mr;
-    qv_post_send(d, qa, &w, &sg, NULL);
+    tv_post_send(d, qa, &w, &sg, NULL);
     expect_cqe(d, cq, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     assert_same(d, buf, buf + 2 * 4096, 4096);
     /* untagged: unknown there, also after the migration */
-    q0a = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4);
-    q0b = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4);
-    qv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
-    qv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
-    sg = qv_sge(buf + 4 * 4096, 16, mr0);
+    q0a = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
+    q0b = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
+    tv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
+    tv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
+    sg = tv_sge(buf + 4 * 4096, 16, mr0);
     w = wqe(RNIC_WR_RDMA_WRITE, 72, 1);
     w.rdma.remote_addr = buf;
     w.rdma.rkey = mr;
-    qv_post_send(d, q0a, &w, &sg, NULL);
+    tv_post_send(d, q0a, &w, &sg, NULL);
     expect_cqe(d, cq, 72, 0, RNIC_WC_REM_ACCESS_ERR);
     g_free(cq);
     g_free(qa);
@@ -938,7 +906,7 @@ static void test_pending_wqes(void)
 {
     MigVm *vm = mig_boot(MIG_DEVICE);
     QRnic *d = &vm->d;
-    Pair p;
+    TvPair p;
     struct rnic_sq_wqe x;
     struct rnic_sge sg, rg;
     struct rnic_cqe c;
@@ -952,40 +920,40 @@ static void test_pending_wqes(void)
     fill(d, p.bufb + 45000, 6000, 9);
     qtest_memset(vm->qts, p.bufb, 0, 40000);
     /* b's completions notify: no interrupt may come before 'cont' */
-    qv_cq_arm(d, p.cqb, RNIC_DB_ARM_NEXT);
+    tv_cq_arm(d, p.cqb, RNIC_DB_ARM_NEXT);
     qtest_clock_step(vm->qts, 1000000);
 
     qtest_qmp_assert_success(vm->qts, "{ 'execute': 'stop' }");
     qtest_qmp_eventwait(vm->qts, "STOP");
     wqes = dev_stat(d, RNIC_STAT_WQES);
     for (i = 0; i < 4; i++) {
-        rg = qv_sge(p.bufb + 20000 + 1024 * i, 1024, p.mrb);
-        qv_post_recv(d, p.b, 100 + i, &rg, 1);
-        sg = qv_sge(p.bufa + 1024 * i, 1024, p.mra);
+        rg = tv_sge(p.bufb + 20000 + 1024 * i, 1024, p.mrb);
+        tv_post_recv(d, p.b, 100 + i, &rg, 1);
+        sg = tv_sge(p.bufa + 1024 * i, 1024, p.mra);
         x = wqe(RNIC_WR_SEND, 200 + i, 1);
-        qv_post_send(d, p.a, &x, &sg, NULL);
+        tv_post_send(d, p.a, &x, &sg, NULL);
     }
-    sg = qv_sge(p.bufa, 19000, p.mra);
+    sg = tv_sge(p.bufa, 19000, p.mra);
     x = wqe(RNIC_WR_RDMA_WRITE, 300, 1);
     x.rdma.remote_addr = p.bufb;
     x.rdma.rkey = p.mrb;
-    qv_post_send(d, p.a, &x, &sg, NULL);
-    sg = qv_sge(p.bufa + 45000, 6000, p.mra);
+    tv_post_send(d, p.a, &x, &sg, NULL);
+    sg = tv_sge(p.bufa + 45000, 6000, p.mra);
     x = wqe(RNIC_WR_RDMA_READ, 301, 1);
     x.rdma.remote_addr = p.bufb + 45000;
     x.rdma.rkey = p.mrb;
-    qv_post_send(d, p.a, &x, &sg, NULL);
+    tv_post_send(d, p.a, &x, &sg, NULL);
     for (i = 0; i < 3; i++) {
-        sg = qv_sge(p.bufa + 62000 + 8 * i, 8, p.mra);
+        sg = tv_sge(p.bufa + 62000 + 8 * i, 8, p.mra);
         x = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 400 + i, 1);
         x.atomic.remote_addr = counter;
         x.atomic.rkey = p.mrb;
         x.atomic.compare_add = 100;
-        qv_post_send(d, p.a, &x, &sg, NULL);
+        tv_post_send(d, p.a, &x, &sg, NULL);
     }
     /* the stopped source does nothing, however long the clock runs */
     expect_no_cqe(d, p.cqa);
-    g_assert_false(qv_poll(d, p.cqb, &c));
+    g_assert_false(tv_poll(d, p.cqb, &c, 1));
     g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes);
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 7);
 
@@ -994,7 +962,7 @@ static void test_pending_wqes(void)
     /* the paused destination has loaded everything and does nothing */
     assert_run_state(vm->qts, "paused");
     expect_no_cqe(d, p.cqa);
-    g_assert_false(qv_poll(d, p.cqb, &c));
+    g_assert_false(tv_poll(d, p.cqb, &c, 1));
     g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes);
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 7);
     qtest_memread(vm->qts, p.bufb, before_b, sizeof(before_b));
@@ -1018,14 +986,14 @@ static void test_pending_wqes(void)
     }
     /* exactly once: no further completion, the counter added three times */
     expect_no_cqe(d, p.cqa);
-    g_assert_false(qv_poll(d, p.cqb, &c));
+    g_assert_false(tv_poll(d, p.cqb, &c, 1));
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 307);
     /* nine send WQEs and four receive WQEs */
     g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes + 9 + 4);
     assert_same(d, p.bufa, p.bufb + 20000, 4096);
     assert_same(d, p.bufa, p.bufb, 19000);
     assert_same(d, p.bufa + 45000, p.bufb + 45000, 6000);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1043,19 +1011,19 @@ static void test_stopped_timers(void)
     struct rnic_cqe c;
     uint8_t nowhere[16];
     uint64_t rtx;
-    QvQp *r;
-    Pair p;
+    TvQp *r;
+    TvPair p;
     int i;
 
     pair_init(d, &p);
-    r = qv_qp(d, RNIC_QPT_RC, p.pd, p.cqa, p.cqa, NULL, 4);
+    r = tv_qp(d, RNIC_QPT_RC, p.pd, p.cqa, p.cqa, NULL, 4, 0);
     qv_gid_bytes(nowhere, 0, 99);
-    qv_rc_connect(d, r, 0, nowhere, 0x77);      /* 67 ms, 7 retries */
-    sg = qv_sge(p.bufa, 100, p.mra);
+    tv_rc_connect(d, r, 0, nowhere, 0x77);      /* 67 ms, 7 retries */
+    sg = tv_sge(p.bufa, 100, p.mra);
     x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
     x.rdma.remote_addr = 0x1000;
     x.rdma.rkey = 0x1234;
-    qv_post_send(d, r, &x, &sg, NULL);
+    tv_post_send(d, r, &x, &sg, NULL);
     qtest_clock_step(vm->qts, 1000000);
     rtx = dev_stat(d, RNIC_STAT_RETRANSMITS);
 
@@ -1064,13 +1032,13 @@ static void test_stopped_timers(void)
     for (i = 0; i < 20; i++) {
         qtest_clock_step(vm->qts, 100000000);   /* 2 s in all */
     }
-    g_assert_false(qv_poll(d, p.cqa, &c));
+    g_assert_false(tv_poll(d, p.cqa, &c, 1));
     g_assert_cmpuint(dev_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx);
 
     qtest_qmp_assert_success(vm->qts, "{ 'execute': 'cont' }");
     qtest_qmp_eventwait(vm->qts, "RESUME");
-    /* 8 x 67 ms of guest time (qv_wait_cqe's 10 us steps are too short) */
-    for (i = 0; !qv_poll(d, p.cqa, &c); i++) {
+    /* 8 x 67 ms of guest time (tv_wait_cqe's 10 us steps are too short) */
+    for (i = 0; !tv_poll(d, p.cqa, &c, 1); i++) {
         g_assert_cmpint(i, <, 200);
         qtest_clock_step(vm->qts, 10000000);
     }
@@ -1078,7 +1046,7 @@ static void test_stopped_timers(void)
     g_assert_cmpuint(c.status, ==, RNIC_WC_RETRY_EXC_ERR);
     g_assert_cmpuint(dev_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx + 7);
     g_free(r);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1090,7 +1058,7 @@ static void test_back_and_forth(void)
 {
     MigVm *vm = mig_boot(MIG_DEVICE);
     g_autofree char *t0 = NULL;
-    Pair p;
+    TvPair p;
     int hop;
 
     pair_init(&vm->d, &p);
@@ -1104,11 +1072,11 @@ static void test_back_and_forth(void)
         t0 = tables(vm);
         /* a WRITE posted right before the migration, no clock step */
         fill(&vm->d, p.bufa, 30000, 20 + hop);
-        sg = qv_sge(p.bufa, 30000, p.mra);
+        sg = tv_sge(p.bufa, 30000, p.mra);
         x = wqe(RNIC_WR_RDMA_WRITE, 500 + hop, 1);
         x.rdma.remote_addr = p.bufb + 30000;
         x.rdma.rkey = p.mrb;
-        qv_post_send(&vm->d, p.a, &x, &sg, NULL);
+        tv_post_send(&vm->d, p.a, &x, &sg, NULL);
         vm = mig_migrate(vm, NULL, true);
         expect_cqe(&vm->d, p.cqa, 500 + hop, RNIC_WC_RDMA_WRITE,
                    RNIC_WC_SUCCESS);
@@ -1118,7 +1086,7 @@ static void test_back_and_forth(void)
         g_assert_cmpuint(strlen(t1), >=, strlen(t0) - 8);
         pair_traffic(&vm->d, &p, 11 + hop);
     }
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1172,7 +1140,7 @@ static void test_cancel(void)
     g_autofree char *log = mig_path("cancel-log");
     g_autofree char *t0 = NULL, *t1 = NULL;
     QTestState *dst;
-    Pair p;
+    TvPair p;
     gint64 end;
 
     pair_init(&vm->d, &p);
@@ -1210,7 +1178,7 @@ static void test_cancel(void)
                              " 'arguments': { 'max-bandwidth': 1073741824 } }");
     vm = mig_migrate(vm, NULL, true);
     pair_traffic(&vm->d, &p, 4);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1227,12 +1195,12 @@ static void test_refuse_config(void)
     g_autofree char *dst_args = g_strdup(MIG_DEVICE ",max-mrs=8");
     g_autofree char *st = NULL;
     QTestState *dst;
-    Pair p;
+    TvPair p;
     int i;
 
     pair_init(&vm->d, &p);
     for (i = 0; i < 10; i++) {
-        qv_reg_mr(&vm->d, p.pd, p.bufa, 4096, 0, NULL);
+        tv_reg_mr(&vm->d, p.pd, p.bufa, 4096, 0, 0, NULL);
     }
     dst = mig_dest_deferred(dst_args, uri, log);
     mig_expect_failure(vm, dst, uri);
@@ -1241,7 +1209,7 @@ static void test_refuse_config(void)
     assert_log_contains(log, "max-mrs=8 is below the source's 16384");
     qtest_quit(dst);
     pair_traffic(&vm->d, &p, 5);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1273,7 +1241,7 @@ static void test_postcopy_refused(void)
     MigVm *vm;
     QTestState *qts;
     g_autofree char *plain = NULL, *refused = NULL, *st = NULL, *err = NULL;
-    Pair p;
+    TvPair p;
 
     qts = qtest_init("-M pc -incoming defer");
     plain = postcopy_on_error(qts);
@@ -1303,7 +1271,7 @@ static void test_postcopy_refused(void)
     g_assert_nonnull(strstr(err, POSTCOPY_REFUSED));
     assert_run_state(vm->qts, "running");
     pair_traffic(&vm->d, &p, 7);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1316,7 +1284,7 @@ static void test_no_device(void)
     g_autofree char *log = mig_path("nodev-log");
     g_autofree char *st = NULL, *err = NULL;
     QTestState *dst;
-    Pair p;
+    TvPair p;
 
     pair_init(&vm->d, &p);
     dst = mig_dest_deferred("-M pc", uri, log);
@@ -1327,7 +1295,7 @@ static void test_no_device(void)
     g_test_message("destination: %s", err);
     qtest_quit(dst);
     pair_traffic(&vm->d, &p, 6);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1470,7 +1438,7 @@ static void test_refuse_image(void)
     g_autofree char *t0 = NULL, *t1 = NULL, *st = NULL;
     QTestState *dst;
     Relay relay = { 0 };
-    Pair p;
+    TvPair p;
 
     pair_init(&vm->d, &p);
     pair_traffic(&vm->d, &p, 1);
@@ -1501,7 +1469,7 @@ static void test_refuse_image(void)
     t1 = tables(vm);
     g_assert_cmpstr(t1, ==, t0);
     pair_traffic(&vm->d, &p, 7);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1515,17 +1483,17 @@ static void test_reset(void)
     g_autofree char *t = NULL;
     struct rnic_sq_wqe x;
     struct rnic_sge sg;
-    Pair p;
+    TvPair p;
 
     pair_init(&vm->d, &p);
     /* work in flight when the reset comes */
-    sg = qv_sge(p.bufa, 40000, p.mra);
+    sg = tv_sge(p.bufa, 40000, p.mra);
     x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
     x.rdma.remote_addr = p.bufb;
     x.rdma.rkey = p.mrb;
-    qv_post_send(&vm->d, p.a, &x, &sg, NULL);
+    tv_post_send(&vm->d, p.a, &x, &sg, NULL);
     rnic_reg_write(&vm->d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
-    pair_free(&p);
+    tv_pair_fini(&p);
     vm = mig_migrate(vm, NULL, true);
 
     t = tables(vm);
@@ -1538,7 +1506,7 @@ static void test_reset(void)
     vm->d.aq = 0;
     pair_init(&vm->d, &p);
     pair_traffic(&vm->d, &p, 8);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 
@@ -1558,8 +1526,8 @@ static const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0x00, 0x01, 0x0b };
 /* One end of an RC connection across the segment. */
 typedef struct Peer {
     uint32_t ctx, pd;
-    QvCq *cq;
-    QvQp *qp;
+    TvCq *cq;
+    TvQp *qp;
     uint64_t buf;
     uint32_t mr;
     uint8_t gid[16];
@@ -1568,19 +1536,19 @@ typedef struct Peer {
 static void peer_init(QRnic *d, Peer *p, uint8_t host)
 {
     memset(p, 0, sizeof(*p));
-    p->ctx = qv_net_ctx(d, 0);
+    p->ctx = tv_net_ctx(d, 0);
     qv_gid(d, 0, p->ctx, 0, host);
     qv_gid_bytes(p->gid, 0, host);
-    p->pd = qv_pd(d, p->ctx);
-    qv_eq(d, 6, VEC_ASYNC, RNIC_EQ_ASYNC, NULL);
-    p->cq = qv_cq(d, 8, RNIC_HANDLE_NONE);
-    p->qp = qv_qp(d, RNIC_QPT_RC, p->pd, p->cq, p->cq, NULL, 7);
+    p->pd = tv_pd(d, p->ctx, 0);
+    tv_eq(d, 6, VEC_ASYNC, RNIC_EQ_ASYNC, NULL);
+    p->cq = tv_cq(d, 8, RNIC_HANDLE_NONE, 0);
+    p->qp = tv_qp(d, RNIC_QPT_RC, p->pd, p->cq, p->cq, NULL, 7, 0);
     p->buf = qv_alloc(d, PEER_BUF, 4096);
-    p->mr = qv_reg_mr(d, p->pd, p->buf, PEER_BUF, ALL_RIGHTS, NULL);
+    p->mr = tv_reg_mr(d, p->pd, p->buf, PEER_BUF, ALL_RIGHTS, 0, NULL);
 }
 
 /*
- * RESET -> RTS towards 'remote' behind MAC 'dmac' (qv_rc_connect's
+ * RESET -> RTS towards 'remote' behind MAC 'dmac' (tv_rc_connect's
  * attributes, plus the destination MAC a wire path needs).
  */
 static void peer_connect(QRnic *d, Peer *p, const Peer *remote,
@@ -1592,7 +1560,7 @@ static void peer_connect(QRnic *d, Peer *p, const Peer *remote,
         .qp_access_flags = ALL_RIGHTS,
     };
 
-    g_assert_cmpuint(qv_modify(d, p->qp, &a, RNIC_QP_STATE |
+    g_assert_cmpuint(tv_modify(d, p->qp, &a, RNIC_QP_STATE |
                                RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
                                RNIC_QP_ACCESS_FLAGS), ==, RNIC_ST_OK);
     a.qp_state = RNIC_QPS_RTR;
@@ -1604,7 +1572,7 @@ static void peer_connect(QRnic *d, Peer *p, const Peer *remote,
     memcpy(a.av.dgid, remote->gid, 16);
     memcpy(a.av.dmac, dmac, 6);
     a.av.hop_limit = 64;
-    g_assert_cmpuint(qv_modify(d, p->qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
+    g_assert_cmpuint(tv_modify(d, p->qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
                                RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
                                RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
                                RNIC_QP_MIN_RNR_TIMER), ==, RNIC_ST_OK);
@@ -1614,7 +1582,7 @@ static void peer_connect(QRnic *d, Peer *p, const Peer *remote,
     a.rnr_retry = 7;
     a.sq_psn = 5000;
     a.max_rd_atomic = 8;
-    g_assert_cmpuint(qv_modify(d, p->qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
+    g_assert_cmpuint(tv_modify(d, p->qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
                                RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
                                RNIC_QP_SQ_PSN | RNIC_QP_MAX_QP_RD_ATOMIC), ==,
                      RNIC_ST_OK);
@@ -1625,14 +1593,14 @@ static void peer_connect(QRnic *d, Peer *p, const Peer *remote,
  * peer's retransmission timer is what recovers frames lost while A was
  * stopped); every CQE must succeed. Returns the wr_ids in order.
  */
-static GArray *collect(MigVm *x, QvCq *cq, MigVm *other, unsigned want)
+static GArray *collect(MigVm *x, TvCq *cq, MigVm *other, unsigned want)
 {
     GArray *ids = g_array_new(FALSE, FALSE, sizeof(uint64_t));
     gint64 end = g_get_monotonic_time() + 2 * WAIT_US;
     struct rnic_cqe c;
 
     while (ids->len < want) {
-        if (qv_poll(&x->d, cq, &c)) {
+        if (tv_poll(&x->d, cq, &c, 1)) {
             if (c.status != RNIC_WC_SUCCESS) {
                 g_error("wr_id %" PRIu64 " completed with status %u",
                         (uint64_t)c.wr_id, c.status);
@@ -1712,11 +1680,11 @@ static void peer_traffic(bool lossy)
 
     /* the connection works before the migration */
     fill(&b->d, pb.buf, 4096, 1);
-    sg = qv_sge(pb.buf, 4096, pb.mr);
+    sg = tv_sge(pb.buf, 4096, pb.mr);
     x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
     x.rdma.remote_addr = pa.buf;
     x.rdma.rkey = pa.mr;
-    qv_post_send(&b->d, pb.qp, &x, &sg, NULL);
+    tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
     g_array_unref(collect(b, pb.cq, a, 1));
     t = tables(a);
     mrs_before = mr_lines(t);
@@ -1734,42 +1702,42 @@ static void peer_traffic(bool lossy)
 
     /* A's SENDs to B and B's receives */
     for (i = 0; i < PEER_SENDS; i++) {
-        sg = qv_sge(pb.buf + 128 * 1024 + 4096 * i, 4096, pb.mr);
-        qv_post_recv(&b->d, pb.qp, 700 + i, &sg, 1);
+        sg = tv_sge(pb.buf + 128 * 1024 + 4096 * i, 4096, pb.mr);
+        tv_post_recv(&b->d, pb.qp, 700 + i, &sg, 1);
     }
     fill(&a->d, pa.buf + 100 * 1024, PEER_SENDS * 2000, 3);
     for (i = 0; i < PEER_SENDS; i++) {
-        sg = qv_sge(pa.buf + 100 * 1024 + 2000 * i, 2000, pa.mr);
+        sg = tv_sge(pa.buf + 100 * 1024 + 2000 * i, 2000, pa.mr);
         x = wqe(RNIC_WR_SEND, 600 + i, 1);
-        qv_post_send(&a->d, pa.qp, &x, &sg, NULL);
+        tv_post_send(&a->d, pa.qp, &x, &sg, NULL);
     }
     /* B's WRITEs, READs and atomics at A's rkey */
     fill(&b->d, pb.buf, PEER_WRITES * 4096, 2);
     fill(&a->d, pa.buf + 160 * 1024, PEER_READS * 4096, 4);
     nb = 0;
     for (i = 0; i < PEER_WRITES; i++, nb++) {
-        sg = qv_sge(pb.buf + 4096 * i, 4096, pb.mr);
+        sg = tv_sge(pb.buf + 4096 * i, 4096, pb.mr);
         x = wqe(RNIC_WR_RDMA_WRITE, 100 + i, 1);
         x.rdma.remote_addr = pa.buf + 4096 * i;
         x.rdma.rkey = pa.mr;
-        qv_post_send(&b->d, pb.qp, &x, &sg, NULL);
+        tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
         if (i == PEER_WRITES / 2) {
             unsigned k;
 
             for (k = 0; k < PEER_READS; k++, nb++) {
-                sg = qv_sge(pb.buf + 192 * 1024 + 4096 * k, 4096, pb.mr);
+                sg = tv_sge(pb.buf + 192 * 1024 + 4096 * k, 4096, pb.mr);
                 x = wqe(RNIC_WR_RDMA_READ, 200 + k, 1);
                 x.rdma.remote_addr = pa.buf + 160 * 1024 + 4096 * k;
                 x.rdma.rkey = pa.mr;
-                qv_post_send(&b->d, pb.qp, &x, &sg, NULL);
+                tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
             }
             for (k = 0; k < PEER_ADDS; k++, nb++) {
-                sg = qv_sge(pb.buf + 240 * 1024 + 8 * k, 8, pb.mr);
+                sg = tv_sge(pb.buf + 240 * 1024 + 8 * k, 8, pb.mr);
                 x = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 300 + k, 1);
                 x.atomic.remote_addr = counter;
                 x.atomic.rkey = pa.mr;
                 x.atomic.compare_add = 1;
-                qv_post_send(&b->d, pb.qp, &x, &sg, NULL);
+                tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
             }
         }
     }
@@ -1872,11 +1840,11 @@ static void peer_traffic(bool lossy)
     mrs_after = mr_lines(t);
     g_assert_cmpstr(mrs_after, ==, mrs_before);
     fill(&b->d, pb.buf, 8192, 9);
-    sg = qv_sge(pb.buf, 8192, pb.mr);
+    sg = tv_sge(pb.buf, 8192, pb.mr);
     x = wqe(RNIC_WR_RDMA_WRITE, 900, 1);
     x.rdma.remote_addr = pa.buf + 8192;
     x.rdma.rkey = pa.mr;
-    qv_post_send(&b->d, pb.qp, &x, &sg, NULL);
+    tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
     g_array_unref(collect(b, pb.cq, a, 1));
     {
         uint8_t x1[8192], x2[8192];
@@ -1948,8 +1916,8 @@ static void bench_one(const char *what, uint32_t nmr, uint32_t nqp)
     MigVm *vm = mig_boot(src_args);
     QRnic *d = &vm->d;
     QDict *info = NULL;
-    QvCq *cq;
-    Pair p;
+    TvCq *cq;
+    TvPair p;
     uint64_t buf;
     int64_t downtime, save_us, load_us, dev_save, dev_load, image;
     uint32_t i;
@@ -1960,14 +1928,14 @@ static void bench_one(const char *what, uint32_t nmr, uint32_t nqp)
     buf = qv_alloc(d, 64 * 4096, 4096);
     for (i = 0; i < nmr; i++) {
         /* 64 KiB regions: 16 page addresses each in the log */
-        qv_reg_mr(d, p.pd, buf + 4096 * (i % 48), 16 * 4096, ALL_RIGHTS,
+        tv_reg_mr(d, p.pd, buf + 4096 * (i % 48), 16 * 4096, ALL_RIGHTS, 0,
                   NULL);
     }
-    cq = qv_cq(d, 10, p.eq_comp);
+    cq = tv_cq(d, 10, p.eq, 0);
     for (i = 0; i < nqp; i++) {
-        QvQp *qp = qv_qp(d, RNIC_QPT_RC, p.pd, cq, cq, NULL, 4);
+        TvQp *qp = tv_qp(d, RNIC_QPT_RC, p.pd, cq, cq, NULL, 4, 0);
 
-        qv_rc_connect(d, qp, 0, gid, p.b->qpn);
+        tv_rc_connect(d, qp, 0, gid, p.b->qpn);
         g_free(qp);
     }
     /* the destination logs its own load (the last -D wins) */
@@ -1988,7 +1956,7 @@ static void bench_one(const char *what, uint32_t nmr, uint32_t nqp)
            PRId64 " us, load %" PRId64 " us; VM downtime %" PRId64 " ms\n",
            what, image, save_us, load_us, dev_save, dev_load, downtime);
     g_free(cq);
-    pair_free(&p);
+    tv_pair_fini(&p);
     mig_done(vm);
 }
 

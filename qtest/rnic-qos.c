@@ -6,7 +6,6 @@
 #include "libqtest.h"
 #include "libqos/pci-pc.h"
 #include "qemu/module.h"
-#include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
 #include "rnic-qos.h"
 
@@ -83,54 +82,6 @@ bool rnic_msix_wait(QRnic *d, unsigned v)
         qtest_clock_step(rnic_qts(d), 10000);
     } while (g_get_monotonic_time() < end);
     return false;
-}
-
-void rnic_enable(QRnic *d, uint32_t log2)
-{
-    uint32_t entries = 1u << log2;
-
-    d->aq_log2 = log2;
-    d->aq = guest_alloc(d->alloc, entries * sizeof(struct rnic_admin_cmd) + 4096);
-    d->aq = (d->aq + 4095) & ~4095ull;
-    d->acq = guest_alloc(d->alloc, entries * sizeof(struct rnic_admin_cqe) + 4096);
-    d->acq = (d->acq + 4095) & ~4095ull;
-    qtest_memset(rnic_qts(d), d->acq, 0, entries * sizeof(struct rnic_admin_cqe));
-    d->aq_tail = d->acq_head = 0;
-    rnic_reg_write(d, RNIC_REG_AQ_BASE_LO, (uint32_t)d->aq);
-    rnic_reg_write(d, RNIC_REG_AQ_BASE_HI, d->aq >> 32);
-    rnic_reg_write(d, RNIC_REG_ACQ_BASE_LO, (uint32_t)d->acq);
-    rnic_reg_write(d, RNIC_REG_ACQ_BASE_HI, d->acq >> 32);
-    rnic_reg_write(d, RNIC_REG_AQ_SIZE_LOG2, log2);
-    rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_ENABLE | RNIC_CTRL_AQ_IRQ);
-    g_assert_cmphex(rnic_reg_read(d, RNIC_REG_DEV_STATUS) & RNIC_STATUS_READY,
-                    ==, RNIC_STATUS_READY);
-}
-
-struct rnic_admin_cqe rnic_admin(QRnic *d, struct rnic_admin_cmd *cmd)
-{
-    uint32_t mask = (1u << d->aq_log2) - 1;
-    uint64_t slot = d->acq + (d->acq_head & mask) * sizeof(struct rnic_admin_cqe);
-    uint8_t phase = ((d->acq_head >> d->aq_log2) & 1) ^ 1;
-    gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-    struct rnic_admin_cqe cqe;
-
-    cmd->cmd_id = ++d->next_cmd_id;
-    qtest_memwrite(rnic_qts(d), d->aq + (d->aq_tail & mask) * sizeof(*cmd),
-                   cmd, sizeof(*cmd));
-    d->aq_tail++;
-    rnic_reg_write(d, RNIC_REG_AQ_TAIL, d->aq_tail);
-    for (;;) {
-        qtest_memread(rnic_qts(d), slot, &cqe, sizeof(cqe));
-        if ((cqe.phase & 1) == phase) {
-            break;
-        }
-        g_assert(g_get_monotonic_time() < end);
-        qtest_clock_step(rnic_qts(d), 1000);
-    }
-    g_assert_cmpuint(le16_to_cpu(cqe.cmd_id), ==, cmd->cmd_id);
-    d->acq_head++;
-    rnic_reg_write(d, RNIC_REG_ACQ_HEAD, d->acq_head);
-    return cqe;
 }
 
 static void rnic_destructor(QOSGraphObject *obj)

@@ -20,7 +20,7 @@ typedef struct QRnic {
     QPCIBar regs;
     QPCIBar db;
     uint64_t db_size;
-    /* admin queue */
+    /* admin queue of the test verbs driver (rnic-verbs.h: tv_enable) */
     uint64_t aq, acq;
     uint32_t aq_log2, aq_tail, acq_head;
     uint16_t next_cmd_id;
@@ -41,10 +41,5 @@ void rnic_msix_set_masked(QRnic *d, unsigned v, bool masked);
 bool rnic_msix_fired(QRnic *d, unsigned v);
 /* Wait (stepping the clock) up to 5 s for vector 'v'. */
 bool rnic_msix_wait(QRnic *d, unsigned v);
-
-/* Configure the admin queue with 2^log2 entries and enable the device. */
-void rnic_enable(QRnic *d, uint32_t log2);
-/* Post a command, wait for its completion and return it. */
-struct rnic_admin_cqe rnic_admin(QRnic *d, struct rnic_admin_cmd *cmd);
 
 #endif /* QTEST_RNIC_QOS_H */

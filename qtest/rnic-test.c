@@ -9,7 +9,7 @@
 #include "qemu/module.h"
 #include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
-#include "rnic-qos.h"
+#include "rnic-verbs.h"
 
 #define GLOBAL_LOG_OPTS "-d guest_errors -D %s"
 
@@ -190,7 +190,7 @@ static void test_doorbell_bad(void *obj, void *data, QGuestAllocator *alloc)
     QRnic *d = obj;
     uint64_t errs;
 
-    rnic_enable(d, 2);
+    tv_enable(d, 2);
     rnic_log_count("");
     /* page 3 lies inside the 4-page BAR but beyond the 3 configured */
     rnic_doorbell(d, 3, RNIC_DB_SQ, rnic_db_value(1, 0, 1));
@@ -220,7 +220,7 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
 
     rnic_reg_write(d, RNIC_REG_SCRATCH, 0xcafe);
     rnic_reg_write(d, RNIC_REG_MAC_HI, 0x1111);
-    rnic_enable(d, 3);
+    tv_enable(d, 3);
     /* function reset through the control register */
     rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_SCRATCH), ==, 0);
@@ -229,7 +229,7 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_AQ_SIZE_LOG2), ==, 0);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_MAC_HI), !=, 0x1111);
     /* enable / admin command / disable / enable again */
-    rnic_enable(d, 3);
+    tv_enable(d, 3);
     rnic_reg_write(d, RNIC_REG_SCRATCH, 0xbeef);
     rnic_reg_write(d, RNIC_REG_DEV_CTRL, 0);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_DEV_STATUS) & RNIC_STATUS_READY, ==, 0);
@@ -300,11 +300,11 @@ static void test_admin(void *obj, void *data, QGuestAllocator *alloc)
     int i;
 
     rnic_msix_route(d, 0);
-    rnic_enable(d, 2);
+    tv_enable(d, 2);
     for (i = 0; i < 9; i++) {
         memset(&cmd, 0, sizeof(cmd));
         cmd.opcode = RNIC_CMD_NOP;
-        cqe = rnic_admin(d, &cmd);
+        cqe = tv_admin(d, &cmd);
         g_assert_cmpuint(cqe.status, ==, RNIC_ST_OK);
         g_assert_true(rnic_msix_wait(d, 0));
     }
@@ -312,7 +312,7 @@ static void test_admin(void *obj, void *data, QGuestAllocator *alloc)
     cmd.opcode = RNIC_CMD_QUERY_DEVICE;
     cmd.query.addr = cpu_to_le64(buf);
     cmd.query.len = cpu_to_le32(sizeof(attr));
-    cqe = rnic_admin(d, &cmd);
+    cqe = tv_admin(d, &cmd);
     g_assert_cmpuint(cqe.status, ==, RNIC_ST_OK);
     qtest_memread(qts, buf, &attr, sizeof(attr));
     g_assert_cmphex(le32_to_cpu(attr.abi_version), ==, RNIC_ABI_VERSION);
@@ -321,11 +321,11 @@ static void test_admin(void *obj, void *data, QGuestAllocator *alloc)
     /* bad command: precise status, not a crash */
     memset(&cmd, 0, sizeof(cmd));
     cmd.opcode = 0xfe;
-    g_assert_cmpuint(rnic_admin(d, &cmd).status, ==, RNIC_ST_BAD_OPCODE);
+    g_assert_cmpuint(tv_admin(d, &cmd).status, ==, RNIC_ST_BAD_OPCODE);
     cmd.opcode = RNIC_CMD_QUERY_DEVICE;
     cmd.query.addr = cpu_to_le64(0xfff0000000000ull);  /* not RAM */
     cmd.query.len = cpu_to_le32(sizeof(attr));
-    g_assert_cmpuint(rnic_admin(d, &cmd).status, ==, RNIC_ST_DMA_ERROR);
+    g_assert_cmpuint(tv_admin(d, &cmd).status, ==, RNIC_ST_DMA_ERROR);
     g_assert_cmpuint(rnic_reg_read(d, RNIC_REG_STAT_BASE + 8 * RNIC_STAT_ADMIN_CMDS),
                      ==, 12);
 }
@@ -336,7 +336,7 @@ static void test_admin_bus_master_off(void *obj, void *data, QGuestAllocator *al
     uint16_t cmdreg;
     gint64 end;
 
-    rnic_enable(d, 2);
+    tv_enable(d, 2);
     /* without bus mastering the device cannot fetch: fatal, not a crash */
     cmdreg = qpci_config_readw(&d->dev, PCI_COMMAND);
     qpci_config_writew(&d->dev, PCI_COMMAND, cmdreg & ~PCI_COMMAND_MASTER);
@@ -349,7 +349,7 @@ static void test_admin_bus_master_off(void *obj, void *data, QGuestAllocator *al
     g_assert_cmpuint(rnic_reg_read(d, RNIC_REG_FATAL_CODE), ==, RNIC_FATAL_AQ_DMA);
     qpci_config_writew(&d->dev, PCI_COMMAND, cmdreg);
     rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
-    rnic_enable(d, 2);
+    tv_enable(d, 2);
 }
 
 /* Find BAR0 of the rnic at 04.0 on the destination, as programmed. */
@@ -378,8 +378,8 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 
     rnic_reg_write(d, RNIC_REG_SCRATCH, 0x5ca1ab1e);
     rnic_reg_write(d, RNIC_REG_MAC_LO, 0x33221102);
-    rnic_enable(d, 3);
-    g_assert_cmpuint(rnic_admin(d, &cmd).status, ==, RNIC_ST_OK);
+    tv_enable(d, 3);
+    g_assert_cmpuint(tv_admin(d, &cmd).status, ==, RNIC_ST_OK);
 
     to = qtest_initf("%s -incoming %s", qos_get_current_command_line(), uri);
     qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"

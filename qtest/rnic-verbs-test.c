@@ -15,56 +15,19 @@
 #define ALL_RIGHTS (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE | \
                     RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC)
 
-/* Two connected RC QPs on loopback, VLAN 0, with registered buffers. */
-typedef struct Loop {
-    QRnic *d;
-    uint32_t ctx, pd, eq;
-    uint64_t eq_ring;
-    QvCq *cqa, *cqb;
-    QvQp *a, *b;
-    uint64_t bufa, bufb;
-    uint32_t mra, mrb;
-} Loop;
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TvPair, tv_pair_fini)
 
-static void loop_fini(Loop *l)
+/* A loopback pair (TvPair) on a reset device, MSI-X vectors 0-2 routed. */
+static void loop_init(TvPair *l, QRnic *d)
 {
-    g_free(l->cqa);
-    g_free(l->cqb);
-    g_free(l->a);
-    g_free(l->b);
-    memset(l, 0, sizeof(*l));
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Loop, loop_fini)
-
-static void loop_init(Loop *l, QRnic *d)
-{
-    uint8_t gid0[16], gid1[16];
-
     /* start from a reset device: every object of an earlier loop gone */
     rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
     d->aq = 0;
-    loop_fini(l);
-    l->d = d;
+    tv_pair_fini(l);
     rnic_msix_route(d, 0);
     rnic_msix_route(d, 1);
     rnic_msix_route(d, 2);
-    l->ctx = qv_net_ctx(d, 0);
-    qv_gid(d, 0, l->ctx, 0, 1);
-    qv_gid(d, 1, l->ctx, 0, 2);
-    qv_gid_bytes(gid0, 0, 1);
-    qv_gid_bytes(gid1, 0, 2);
-    l->pd = qv_pd(d, l->ctx);
-    l->eq = qv_eq(d, 6, 1, RNIC_EQ_ASYNC, &l->eq_ring);
-    l->cqa = qv_cq(d, 6, l->eq);
-    l->cqb = qv_cq(d, 6, l->eq);
-    l->a = qv_qp(d, RNIC_QPT_RC, l->pd, l->cqa, l->cqa, NULL, 5);
-    l->b = qv_qp(d, RNIC_QPT_RC, l->pd, l->cqb, l->cqb, NULL, 5);
-    qv_rc_connect(d, l->a, 0, gid1, l->b->qpn);
-    qv_rc_connect(d, l->b, 1, gid0, l->a->qpn);
-    l->bufa = qv_alloc(d, BUF_SIZE, 4096);
-    l->bufb = qv_alloc(d, BUF_SIZE, 4096);
-    l->mra = qv_reg_mr(d, l->pd, l->bufa, BUF_SIZE, ALL_RIGHTS, NULL);
-    l->mrb = qv_reg_mr(d, l->pd, l->bufb, BUF_SIZE, ALL_RIGHTS, NULL);
+    tv_pair_init(d, l, 1, RNIC_EQ_ASYNC, 6, 5, BUF_SIZE);
 }
 
 static void fill(QRnic *d, uint64_t addr, size_t len, uint8_t seed)
@@ -96,10 +59,10 @@ static struct rnic_sq_wqe wqe(uint8_t opcode, uint64_t wr_id, uint8_t nsge)
     };
 }
 
-static void expect_cqe(QRnic *d, QvCq *cq, uint64_t wr_id, uint8_t opcode,
+static void expect_cqe(QRnic *d, TvCq *cq, uint64_t wr_id, uint8_t opcode,
                        uint8_t status)
 {
-    struct rnic_cqe c = qv_wait_cqe(d, cq);
+    struct rnic_cqe c = tv_wait_cqe(d, cq);
 
     g_assert_cmpuint(c.wr_id, ==, wr_id);
     g_assert_cmpuint(c.status, ==, status);
@@ -117,46 +80,46 @@ static void test_admin_objects(void *obj, void *data, QGuestAllocator *alloc)
     struct rnic_qp_attr attr;
     uint32_t ctx, ctx5, uctx, pd, eq, mr, fr;
     uint64_t buf, qbuf;
-    QvCq *cq;
-    QvSrq *srq;
-    QvQp *qp;
+    TvCq *cq;
+    TvSrq *srq;
+    TvQp *qp;
 
-    ctx = qv_net_ctx(d, 0);
-    ctx5 = qv_net_ctx(d, 5);
+    ctx = tv_net_ctx(d, 0);
+    ctx5 = tv_net_ctx(d, 5);
     g_assert_cmpuint(ctx, !=, ctx5);
     /* the same network identifier twice */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_CREATE_NET_CTX };
     c.net_ctx.net_id = cpu_to_le32(5);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_EXISTS);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_EXISTS);
     c.net_ctx.net_id = cpu_to_le32(4096);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
 
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_UCTX };
-    uctx = qv_cmd_ok(d, &c);
+    uctx = tv_cmd_ok(d, &c);
     g_assert_cmpuint(uctx, >=, 1);
     qv_gid(d, 3, ctx, 0, 9);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ADD_GID };
     qv_gid_bytes(c.gid.gid, 0, 10);
     c.gid.index = cpu_to_le32(3);
     c.gid.net_ctx = cpu_to_le32(ctx);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_EXISTS);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_EXISTS);
 
-    pd = qv_pd(d, ctx);
-    eq = qv_eq(d, 4, 1, 0, NULL);
-    cq = qv_cq(d, 4, eq);
-    srq = qv_srq(d, pd, 4);
-    qp = qv_qp(d, RNIC_QPT_RC, pd, cq, cq, NULL, 3);
+    pd = tv_pd(d, ctx, 0);
+    eq = tv_eq(d, 4, 1, 0, NULL);
+    cq = tv_cq(d, 4, eq, 0);
+    srq = tv_srq(d, pd, 4, 0, 0);
+    qp = tv_qp(d, RNIC_QPT_RC, pd, cq, cq, NULL, 3, 0);
     g_assert_cmpuint(qp->qpn, >=, 2);
     buf = qv_alloc(d, 3 * 4096, 4096);
-    mr = qv_reg_mr(d, pd, buf + 100, 2 * 4096, ALL_RIGHTS, NULL);
-    g_assert_cmpuint(RNIC_STAG_KEY(mr), ==, 0xa5);
+    mr = tv_reg_mr(d, pd, buf + 100, 2 * 4096, ALL_RIGHTS, 0, NULL);
+    g_assert_cmpuint(RNIC_STAG_KEY(mr), ==, TV_MR_KEY);
 
     /* fast-register MR */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_MR };
     c.mr.pd = cpu_to_le32(pd);
     c.mr.npages = cpu_to_le32(16);
     c.mr.key = 0x11;
-    fr = qv_cmd_ok(d, &c);
+    fr = tv_cmd_ok(d, &c);
 
     /* QUERY_QP reports the state and the QPN */
     qbuf = qv_alloc(d, sizeof(attr), 64);
@@ -164,7 +127,7 @@ static void test_admin_objects(void *obj, void *data, QGuestAllocator *alloc)
     c.query.addr = cpu_to_le64(qbuf);
     c.query.len = cpu_to_le32(sizeof(attr));
     c.query.handle = cpu_to_le32(qp->handle);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     qtest_memread(rnic_qts(d), qbuf, &attr, sizeof(attr));
     g_assert_cmpuint(attr.qp_state, ==, RNIC_QPS_RESET);
     g_assert_cmpuint(le32_to_cpu(attr.qp_num), ==, qp->qpn);
@@ -172,62 +135,62 @@ static void test_admin_objects(void *obj, void *data, QGuestAllocator *alloc)
     /* an illegal transition: RESET -> RTS */
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = RNIC_QPS_RTS;
-    g_assert_cmpuint(qv_modify(d, qp, &attr, RNIC_QP_STATE), ==, RNIC_ST_BAD_STATE);
+    g_assert_cmpuint(tv_modify(d, qp, &attr, RNIC_QP_STATE), ==, RNIC_ST_BAD_STATE);
 
     /* busy objects cannot go */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DEALLOC_PD };
     c.destroy.handle = cpu_to_le32(pd);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BUSY);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BUSY);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DESTROY_CQ };
     c.destroy.handle = cpu_to_le32(cq->handle);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BUSY);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BUSY);
 
     /* resize the CQ, modify the SRQ limit */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_RESIZE_CQ };
     c.cq.cq = cpu_to_le32(cq->handle);
     c.cq.ring_addr = cpu_to_le64(qv_alloc(d, 64 << 6, 4096));
     c.cq.log_size = 6;
-    g_assert_cmpuint(qv_cmd_ok(d, &c), ==, cq->handle);
+    g_assert_cmpuint(tv_cmd_ok(d, &c), ==, cq->handle);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_MODIFY_SRQ };
     c.srq.srq = cpu_to_le32(srq->handle);
     c.srq.limit = cpu_to_le32(4);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
 
     /* tear down in order; every destroy succeeds once, then BAD_HANDLE */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DEREG_MR };
     c.destroy.handle = cpu_to_le32(mr);
     c.destroy.net_ctx = cpu_to_le32(ctx);
-    qv_cmd_ok(d, &c);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    tv_cmd_ok(d, &c);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
     c.destroy.handle = cpu_to_le32(fr);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DESTROY_QP };
     c.destroy.handle = cpu_to_le32(qp->handle);
-    qv_cmd_ok(d, &c);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    tv_cmd_ok(d, &c);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DESTROY_SRQ };
     c.destroy.handle = cpu_to_le32(srq->handle);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DESTROY_CQ };
     c.destroy.handle = cpu_to_le32(cq->handle);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DESTROY_EQ };
     c.destroy.handle = cpu_to_le32(eq);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DEALLOC_PD };
     c.destroy.handle = cpu_to_le32(pd);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DEL_GID };
     c.gid.index = cpu_to_le32(3);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_FREE_UCTX };
     c.destroy.handle = cpu_to_le32(uctx);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DESTROY_NET_CTX };
     c.destroy.handle = cpu_to_le32(ctx5);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     c.destroy.handle = cpu_to_le32(ctx);
-    qv_cmd_ok(d, &c);
+    tv_cmd_ok(d, &c);
     g_free(cq);
     g_free(srq);
     g_free(qp);
@@ -237,8 +200,8 @@ static void test_admin_bad_input(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRnic *d = obj;
     struct rnic_admin_cmd c;
-    uint32_t ctx = qv_net_ctx(d, 0);
-    uint32_t pd = qv_pd(d, ctx);
+    uint32_t ctx = tv_net_ctx(d, 0);
+    uint32_t pd = tv_pd(d, ctx, 0);
     uint64_t buf = qv_alloc(d, 8192, 4096);
     uint64_t pbl = qv_alloc(d, 64, 8);
     uint64_t far = 0xfff0000000000ull;       /* not guest memory */
@@ -249,15 +212,15 @@ static void test_admin_bad_input(void *obj, void *data, QGuestAllocator *alloc)
     c.cq.ring_addr = cpu_to_le64(buf + 64);
     c.cq.log_size = 4;
     c.cq.eq = cpu_to_le32(RNIC_HANDLE_NONE);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.cq.ring_addr = cpu_to_le64(far);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_DMA_ERROR);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_DMA_ERROR);
     c.cq.ring_addr = cpu_to_le64(buf);
     c.cq.log_size = 31;
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.cq.log_size = 4;
     c.cq.eq = cpu_to_le32(77);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
 
     /* MRs: page list pointing outside RAM, list itself outside RAM,
      * zero and huge lengths, bad page shift, unknown kind */
@@ -271,43 +234,43 @@ static void test_admin_bad_input(void *obj, void *data, QGuestAllocator *alloc)
     c.mr.levels = 1;
     c.mr.pbl_addr = cpu_to_le64(far);
     c.mr.access = cpu_to_le32(RNIC_ACCESS_LOCAL_WRITE);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_DMA_ERROR);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_DMA_ERROR);
     c.mr.length = 0;
     c.mr.pbl_addr = cpu_to_le64(pbl);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.length = cpu_to_le64(1ull << 50);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.length = cpu_to_le64(4096);
     c.mr.page_shift = 40;
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.page_shift = 12;
     c.mr.levels = 3;
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.levels = 1;
     c.mr.kind = 9;
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.kind = 0;
     c.mr.npages = cpu_to_le32(7);       /* inconsistent with the length */
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_PARAM);
 
     /* handles that name nothing */
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_DEALLOC_PD };
     c.destroy.handle = cpu_to_le32(12345);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
     c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_PD };
     c.pd.net_ctx = cpu_to_le32(99);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
     /* a user context that does not exist */
     c.pd.net_ctx = cpu_to_le32(ctx);
     c.uctx = cpu_to_le32(40);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_PERMISSION);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_PERMISSION);
     /* the device still works */
-    g_assert_cmpuint(qv_pd(d, ctx), !=, pd);
+    g_assert_cmpuint(tv_pd(d, ctx, 0), !=, pd);
 }
 
 static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
+    g_auto(TvPair) l = { 0 };
     struct rnic_sge sg[3], rs[2];
     struct rnic_sq_wqe w;
     struct rnic_cqe c;
@@ -315,17 +278,17 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
     loop_init(&l, obj);
     fill(l.d, l.bufa, 3000, 1);
     /* three gather SGEs into two scatter SGEs */
-    rs[0] = qv_sge(l.bufb, 1000, l.mrb);
-    rs[1] = qv_sge(l.bufb + 8192, 4000, l.mrb);
-    qv_post_recv(l.d, l.b, 77, rs, 2);
-    sg[0] = qv_sge(l.bufa, 500, l.mra);
-    sg[1] = qv_sge(l.bufa + 500, 1500, l.mra);
-    sg[2] = qv_sge(l.bufa + 2000, 1000, l.mra);
+    rs[0] = tv_sge(l.bufb, 1000, l.mrb);
+    rs[1] = tv_sge(l.bufb + 8192, 4000, l.mrb);
+    tv_post_recv(l.d, l.b, 77, rs, 2);
+    sg[0] = tv_sge(l.bufa, 500, l.mra);
+    sg[1] = tv_sge(l.bufa + 500, 1500, l.mra);
+    sg[2] = tv_sge(l.bufa + 2000, 1000, l.mra);
     w = wqe(RNIC_WR_SEND_IMM, 11, 3);
     w.imm_or_inv = cpu_to_be32(0xfeedf00d);
-    qv_post_send(l.d, l.a, &w, sg, NULL);
+    tv_post_send(l.d, l.a, &w, sg, NULL);
     expect_cqe(l.d, l.cqa, 11, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    c = qv_wait_cqe(l.d, l.cqb);
+    c = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(c.wr_id, ==, 77);
     g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.opcode, ==, RNIC_WC_RECV);
@@ -336,14 +299,14 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
     assert_same(l.d, l.bufa + 1000, l.bufb + 8192, 2000);
 
     /* inline send */
-    qv_post_recv(l.d, l.b, 78, rs, 1);
+    tv_post_recv(l.d, l.b, 78, rs, 1);
     w = wqe(RNIC_WR_SEND, 12, 0);
     w.flags |= RNIC_WQE_INLINE;
     w.inline_len = 100;
-    qv_post_send(l.d, l.a, &w, NULL, "0123456789abcdefghijklmnopqrstuvwxyz"
+    tv_post_send(l.d, l.a, &w, NULL, "0123456789abcdefghijklmnopqrstuvwxyz"
                  "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz");
     expect_cqe(l.d, l.cqa, 12, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    c = qv_wait_cqe(l.d, l.cqb);
+    c = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(c.byte_len, ==, 100);
     {
         char got[10];
@@ -355,7 +318,7 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
+    g_auto(TvPair) l = { 0 };
     struct rnic_sge sg;
     struct rnic_sq_wqe w;
     struct rnic_cqe c;
@@ -364,23 +327,23 @@ static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
     loop_init(&l, obj);
     /* WRITE of 20000 bytes (20 MTU-sized packets) */
     fill(l.d, l.bufa, 20000, 3);
-    sg = qv_sge(l.bufa, 20000, l.mra);
+    sg = tv_sge(l.bufa, 20000, l.mra);
     w = wqe(RNIC_WR_RDMA_WRITE, 21, 1);
     w.rdma.remote_addr = l.bufb + 100;
     w.rdma.rkey = l.mrb;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 21, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     assert_same(l.d, l.bufa, l.bufb + 100, 20000);
 
     /* WRITE with immediate consumes a receive */
-    qv_post_recv(l.d, l.b, 90, NULL, 0);
+    tv_post_recv(l.d, l.b, 90, NULL, 0);
     w = wqe(RNIC_WR_RDMA_WRITE_IMM, 22, 1);
     w.rdma.remote_addr = l.bufb + 30000;
     w.rdma.rkey = l.mrb;
     w.imm_or_inv = cpu_to_be32(42);
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 22, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    c = qv_wait_cqe(l.d, l.cqb);
+    c = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(c.opcode, ==, RNIC_WC_RECV_RDMA_WITH_IMM);
     g_assert_cmpuint(be32_to_cpu(c.imm_or_inv), ==, 42);
     g_assert_cmpuint(c.byte_len, ==, 20000);
@@ -388,22 +351,22 @@ static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
 
     /* READ back into A */
     fill(l.d, l.bufb + 50000, 5000, 9);
-    sg = qv_sge(l.bufa + 40000, 5000, l.mra);
+    sg = tv_sge(l.bufa + 40000, 5000, l.mra);
     w = wqe(RNIC_WR_RDMA_READ, 23, 1);
     w.rdma.remote_addr = l.bufb + 50000;
     w.rdma.rkey = l.mrb;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 23, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
     assert_same(l.d, l.bufa + 40000, l.bufb + 50000, 5000);
 
     /* atomics on an aligned u64 of B */
     qtest_writeq(rnic_qts(l.d), l.bufb + 64, 1000);
-    sg = qv_sge(l.bufa + 64, 8, l.mra);
+    sg = tv_sge(l.bufa + 64, 8, l.mra);
     w = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 24, 1);
     w.atomic.remote_addr = l.bufb + 64;
     w.atomic.rkey = l.mrb;
     w.atomic.compare_add = 5;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 24, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(rnic_qts(l.d), l.bufa + 64), ==, 1000);
     g_assert_cmpuint(qtest_readq(rnic_qts(l.d), l.bufb + 64), ==, 1005);
@@ -412,32 +375,32 @@ static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
     w.atomic.rkey = l.mrb;
     w.atomic.compare_add = 1005;
     w.atomic.swap = 0xabcdef;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 25, RNIC_WC_COMP_SWAP, RNIC_WC_SUCCESS);
     v = qtest_readq(rnic_qts(l.d), l.bufb + 64);
     g_assert_cmphex(v, ==, 0xabcdef);
     /* misaligned atomic: remote invalid request */
     w.wr_id = 26;
     w.atomic.remote_addr = l.bufb + 65;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 26, 0, RNIC_WC_REM_INV_REQ_ERR);
 }
 
 static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
+    g_auto(TvPair) l = { 0 };
     struct rnic_sq_wqe w;
     struct rnic_eqe e;
     struct rnic_sge sg;
 
     loop_init(&l, obj);
     /* arm B's CQ; a SEND to B raises a completion event on the EQ */
-    qv_cq_arm(l.d, l.cqb, RNIC_DB_ARM_NEXT);
-    sg = qv_sge(l.bufb, 64, l.mrb);
-    qv_post_recv(l.d, l.b, 1, &sg, 1);
-    sg = qv_sge(l.bufa, 64, l.mra);
+    tv_cq_arm(l.d, l.cqb, RNIC_DB_ARM_NEXT);
+    sg = tv_sge(l.bufb, 64, l.mrb);
+    tv_post_recv(l.d, l.b, 1, &sg, 1);
+    sg = tv_sge(l.bufa, 64, l.mra);
     w = wqe(RNIC_WR_SEND, 2, 1);
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqb, 1, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     g_assert_true(rnic_msix_wait(l.d, 1));
     qtest_memread(rnic_qts(l.d), l.eq_ring, &e, sizeof(e));
@@ -451,10 +414,10 @@ static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
-    QvSrq *srq;
-    QvCq *cq;
-    QvQp *s;
+    g_auto(TvPair) l = { 0 };
+    TvSrq *srq;
+    TvCq *cq;
+    TvQp *s;
     struct rnic_sge sg;
     struct rnic_sq_wqe w;
     struct rnic_cqe c;
@@ -462,31 +425,31 @@ static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
     int i;
 
     loop_init(&l, obj);
-    srq = qv_srq(l.d, l.pd, 4);
-    cq = qv_cq(l.d, 5, l.eq);
-    s = qv_qp(l.d, RNIC_QPT_RC, l.pd, cq, cq, srq, 4);
+    srq = tv_srq(l.d, l.pd, 4, 0, 0);
+    cq = tv_cq(l.d, 5, l.eq, 0);
+    s = tv_qp(l.d, RNIC_QPT_RC, l.pd, cq, cq, srq, 4, 0);
     /* re-connect A to the SRQ QP */
     qv_gid_bytes(gid0, 0, 1);
     {
         struct rnic_qp_attr a = { .qp_state = RNIC_QPS_RESET };
 
-        g_assert_cmpuint(qv_modify(l.d, l.a, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
+        g_assert_cmpuint(tv_modify(l.d, l.a, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
         l.a->sq_prod = l.a->rq_prod = 0;
     }
-    qv_rc_connect(l.d, l.a, 0, (uint8_t[16]){ [10] = 0xff, [11] = 0xff,
+    tv_rc_connect(l.d, l.a, 0, (uint8_t[16]){ [10] = 0xff, [11] = 0xff,
                                               [12] = 10, [15] = 2 }, s->qpn);
-    qv_rc_connect(l.d, s, 1, gid0, l.a->qpn);
+    tv_rc_connect(l.d, s, 1, gid0, l.a->qpn);
     for (i = 0; i < 4; i++) {
-        sg = qv_sge(l.bufb + i * 1024, 1024, l.mrb);
-        qv_post_srq(l.d, srq, 100 + i, &sg, 1);
+        sg = tv_sge(l.bufb + i * 1024, 1024, l.mrb);
+        tv_post_srq(l.d, srq, 100 + i, &sg, 1);
     }
     fill(l.d, l.bufa, 4096, 5);
     for (i = 0; i < 4; i++) {
-        sg = qv_sge(l.bufa + i * 1024, 1024, l.mra);
+        sg = tv_sge(l.bufa + i * 1024, 1024, l.mra);
         w = wqe(RNIC_WR_SEND, i, 1);
-        qv_post_send(l.d, l.a, &w, &sg, NULL);
+        tv_post_send(l.d, l.a, &w, &sg, NULL);
         expect_cqe(l.d, l.cqa, i, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-        c = qv_wait_cqe(l.d, cq);
+        c = tv_wait_cqe(l.d, cq);
         g_assert_cmpuint(c.wr_id, ==, 100 + i);
         g_assert_cmpuint(c.qp_num, ==, s->qpn);
     }
@@ -498,7 +461,7 @@ static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
+    g_auto(TvPair) l = { 0 };
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
@@ -510,7 +473,7 @@ static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     c.mr.pd = cpu_to_le32(l.pd);
     c.mr.npages = cpu_to_le32(4);
     c.mr.key = 0x01;
-    fr = qv_cmd_ok(l.d, &c);
+    fr = tv_cmd_ok(l.d, &c);
     /* B fast-registers two pages with key 0x42 and remote write */
     region = qv_alloc(l.d, 8192, 4096);
     pages[0] = cpu_to_le64(region);
@@ -526,24 +489,24 @@ static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     w.reg.access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE;
     w.reg.npages = 2;
     w.reg.page_shift = 12;
-    qv_post_send(l.d, l.b, &w, NULL, NULL);
+    tv_post_send(l.d, l.b, &w, NULL, NULL);
     expect_cqe(l.d, l.cqb, 31, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
     /* A writes through the new rkey at iova 0x7000000 + 4000 */
     fill(l.d, l.bufa, 200, 8);
-    sg = qv_sge(l.bufa, 200, l.mra);
+    sg = tv_sge(l.bufa, 200, l.mra);
     w = wqe(RNIC_WR_RDMA_WRITE, 32, 1);
     w.rdma.remote_addr = 0x7000000 + 4000;
     w.rdma.rkey = stag;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 32, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     assert_same(l.d, l.bufa, region + 4000, 200);
     /* SEND with invalidate: B's receive reports the invalidated STag */
-    qv_post_recv(l.d, l.b, 33, NULL, 0);
+    tv_post_recv(l.d, l.b, 33, NULL, 0);
     w = wqe(RNIC_WR_SEND_INV, 34, 0);
     w.imm_or_inv = stag;
-    qv_post_send(l.d, l.a, &w, NULL, NULL);
+    tv_post_send(l.d, l.a, &w, NULL, NULL);
     expect_cqe(l.d, l.cqa, 34, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    e = qv_wait_cqe(l.d, l.cqb);
+    e = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(e.status, ==, RNIC_WC_SUCCESS);
     g_assert_true(e.flags & RNIC_CQE_WITH_INV);
     g_assert_cmphex(e.imm_or_inv, ==, stag);
@@ -551,46 +514,46 @@ static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     w = wqe(RNIC_WR_RDMA_WRITE, 35, 1);
     w.rdma.remote_addr = 0x7000000;
     w.rdma.rkey = stag;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 35, 0, RNIC_WC_REM_ACCESS_ERR);
 }
 
 static void test_loop_isolation(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
+    g_auto(TvPair) l = { 0 };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
     uint32_t ro;
     uint64_t robuf;
 
     loop_init(&l, obj);
-    sg = qv_sge(l.bufa, 64, l.mra);
+    sg = tv_sge(l.bufa, 64, l.mra);
     /* wrong 8-bit key, right index */
     w = wqe(RNIC_WR_RDMA_WRITE, 41, 1);
     w.rdma.remote_addr = l.bufb;
     w.rdma.rkey = RNIC_STAG(RNIC_STAG_INDEX(l.mrb), 0x5b);
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 41, 0, RNIC_WC_REM_ACCESS_ERR);
 
     /* one byte beyond the region */
     loop_init(&l, obj);
-    sg = qv_sge(l.bufa, 64, l.mra);
+    sg = tv_sge(l.bufa, 64, l.mra);
     w = wqe(RNIC_WR_RDMA_WRITE, 42, 1);
     w.rdma.remote_addr = l.bufb + BUF_SIZE - 63;
     w.rdma.rkey = l.mrb;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 42, 0, RNIC_WC_REM_ACCESS_ERR);
 
     /* an MR without remote write refuses a remote write */
     loop_init(&l, obj);
     robuf = qv_alloc(l.d, 4096, 4096);
-    ro = qv_reg_mr(l.d, l.pd, robuf, 4096,
-                   RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ, NULL);
-    sg = qv_sge(l.bufa, 64, l.mra);
+    ro = tv_reg_mr(l.d, l.pd, robuf, 4096,
+                   RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ, 0, NULL);
+    sg = tv_sge(l.bufa, 64, l.mra);
     w = wqe(RNIC_WR_RDMA_WRITE, 43, 1);
     w.rdma.remote_addr = robuf;
     w.rdma.rkey = ro;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 43, 0, RNIC_WC_REM_ACCESS_ERR);
 }
 
@@ -599,39 +562,39 @@ static void test_net_ctx_isolation(void *obj, void *data, QGuestAllocator *alloc
 {
     QRnic *d = obj;
     uint32_t ctx_a, ctx_b, pd_a, pd_b, mr_a, mr_b, eq;
-    QvCq *ca, *cb;
-    QvQp *qa, *qb;
+    TvCq *ca, *cb;
+    TvQp *qa, *qb;
     uint8_t gid_b[16], gid_b2[16];
     uint64_t buf;
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
 
-    ctx_a = qv_net_ctx(d, 0);
-    ctx_b = qv_net_ctx(d, 7);
+    ctx_a = tv_net_ctx(d, 0);
+    ctx_b = tv_net_ctx(d, 7);
     qv_gid(d, 0, ctx_a, 0, 1);
     qv_gid(d, 1, ctx_b, 7, 1);
     qv_gid(d, 2, ctx_b, 7, 2);
     qv_gid_bytes(gid_b, 7, 1);
     qv_gid_bytes(gid_b2, 7, 2);
-    pd_a = qv_pd(d, ctx_a);
-    pd_b = qv_pd(d, ctx_b);
-    eq = qv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
+    pd_a = tv_pd(d, ctx_a, 0);
+    pd_b = tv_pd(d, ctx_b, 0);
+    eq = tv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
     buf = qv_alloc(d, 3 * 4096, 4096);
-    mr_a = qv_reg_mr(d, pd_a, buf, 4096, ALL_RIGHTS, NULL);
-    mr_b = qv_reg_mr(d, pd_b, buf + 4096, 8192, ALL_RIGHTS, NULL);
+    mr_a = tv_reg_mr(d, pd_a, buf, 4096, ALL_RIGHTS, 0, NULL);
+    mr_b = tv_reg_mr(d, pd_b, buf + 4096, 8192, ALL_RIGHTS, 0, NULL);
     /* two QPs in context B talking to each other */
-    ca = qv_cq(d, 4, eq);
-    cb = qv_cq(d, 4, eq);
-    qa = qv_qp(d, RNIC_QPT_RC, pd_b, ca, ca, NULL, 3);
-    qb = qv_qp(d, RNIC_QPT_RC, pd_b, cb, cb, NULL, 3);
-    qv_rc_connect(d, qa, 1, gid_b2, qb->qpn);
-    qv_rc_connect(d, qb, 2, gid_b, qa->qpn);
-    sg = qv_sge(buf + 4096, 16, mr_b);
+    ca = tv_cq(d, 4, eq, 0);
+    cb = tv_cq(d, 4, eq, 0);
+    qa = tv_qp(d, RNIC_QPT_RC, pd_b, ca, ca, NULL, 3, 0);
+    qb = tv_qp(d, RNIC_QPT_RC, pd_b, cb, cb, NULL, 3, 0);
+    tv_rc_connect(d, qa, 1, gid_b2, qb->qpn);
+    tv_rc_connect(d, qb, 2, gid_b, qa->qpn);
+    sg = tv_sge(buf + 4096, 16, mr_b);
     /* context A's rkey (valid there) is refused in context B */
     w = wqe(RNIC_WR_RDMA_WRITE, 51, 1);
     w.rdma.remote_addr = buf;
     w.rdma.rkey = mr_a;
-    qv_post_send(d, qa, &w, &sg, NULL);
+    tv_post_send(d, qa, &w, &sg, NULL);
     expect_cqe(d, ca, 51, 0, RNIC_WC_REM_ACCESS_ERR);
     g_free(ca);
     g_free(cb);
@@ -648,8 +611,8 @@ static void test_multi_net_pd(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRnic *d = obj;
     uint32_t ctx0, ctx7, mpd, pd0, mr, mr0, eq;
-    QvCq *cq;
-    QvQp *qa, *qb, *q0a, *q0b;
+    TvCq *cq;
+    TvQp *qa, *qb, *q0a, *q0b;
     uint8_t g7a[16], g7b[16], g0a[16], g0b[16];
     uint64_t buf;
     struct rnic_sq_wqe w;
@@ -660,8 +623,8 @@ static void test_multi_net_pd(void *obj, void *data, QGuestAllocator *alloc)
                     RNIC_CAP_PD_MULTI_NET, ==, RNIC_CAP_PD_MULTI_NET);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_ABI_VERSION), ==,
                     RNIC_ABI_VERSION);
-    ctx0 = qv_net_ctx(d, 0);
-    ctx7 = qv_net_ctx(d, 7);
+    ctx0 = tv_net_ctx(d, 0);
+    ctx7 = tv_net_ctx(d, 7);
     qv_gid(d, 0, ctx0, 0, 1);
     qv_gid(d, 1, ctx0, 0, 2);
     qv_gid(d, 2, ctx7, 7, 1);
@@ -670,44 +633,44 @@ static void test_multi_net_pd(void *obj, void *data, QGuestAllocator *alloc)
     qv_gid_bytes(g0b, 0, 2);
     qv_gid_bytes(g7a, 7, 1);
     qv_gid_bytes(g7b, 7, 2);
-    mpd = qv_pd(d, RNIC_PD_MULTI_NET);
-    pd0 = qv_pd(d, ctx0);
-    eq = qv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
-    cq = qv_cq(d, 5, eq);
+    mpd = tv_pd(d, RNIC_PD_MULTI_NET, 0);
+    pd0 = tv_pd(d, ctx0, 0);
+    eq = tv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
+    cq = tv_cq(d, 5, eq, 0);
     buf = qv_alloc(d, 4 * 4096, 4096);
-    mr = qv_reg_mr(d, mpd, buf, 2 * 4096, ALL_RIGHTS, NULL);
-    mr0 = qv_reg_mr(d, pd0, buf + 2 * 4096, 2 * 4096, ALL_RIGHTS, NULL);
-    qa = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 3);
-    qb = qv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 3);
-    qv_rc_connect(d, qa, 2, g7b, qb->qpn);
-    qv_rc_connect(d, qb, 3, g7a, qa->qpn);
+    mr = tv_reg_mr(d, mpd, buf, 2 * 4096, ALL_RIGHTS, 0, NULL);
+    mr0 = tv_reg_mr(d, pd0, buf + 2 * 4096, 2 * 4096, ALL_RIGHTS, 0, NULL);
+    qa = tv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 3, 0);
+    qb = tv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 3, 0);
+    tv_rc_connect(d, qa, 2, g7b, qb->qpn);
+    tv_rc_connect(d, qb, 3, g7a, qa->qpn);
     /* VLAN 7: the PD's key moves data */
     fill(d, buf, 256, 0x31);
-    sg = qv_sge(buf, 256, mr);
+    sg = tv_sge(buf, 256, mr);
     w = wqe(RNIC_WR_RDMA_WRITE, 61, 1);
     w.rdma.remote_addr = buf + 4096;
     w.rdma.rkey = mr;
-    qv_post_send(d, qa, &w, &sg, NULL);
+    tv_post_send(d, qa, &w, &sg, NULL);
     expect_cqe(d, cq, 61, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     assert_same(d, buf, buf + 4096, 256);
     /* untagged: the same key finds nothing */
-    q0a = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3);
-    q0b = qv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3);
-    qv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
-    qv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
-    sg = qv_sge(buf + 2 * 4096, 16, mr0);
+    q0a = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3, 0);
+    q0b = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3, 0);
+    tv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
+    tv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
+    sg = tv_sge(buf + 2 * 4096, 16, mr0);
     w = wqe(RNIC_WR_RDMA_WRITE, 62, 1);
     w.rdma.remote_addr = buf;
     w.rdma.rkey = mr;
-    qv_post_send(d, q0a, &w, &sg, NULL);
+    tv_post_send(d, q0a, &w, &sg, NULL);
     expect_cqe(d, cq, 62, 0, RNIC_WC_REM_ACCESS_ERR);
     /* deregistration: not through VLAN 7's replica; through the PD's table */
     c.destroy.handle = mr;
     c.destroy.net_ctx = ctx7;
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
     c.destroy.net_ctx = RNIC_PD_MULTI_NET;
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_OK);
-    g_assert_cmpuint(qv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_OK);
+    g_assert_cmpuint(tv_cmd(d, &c).status, ==, RNIC_ST_BAD_HANDLE);
     g_free(cq);
     g_free(qa);
     g_free(qb);
@@ -717,7 +680,7 @@ static void test_multi_net_pd(void *obj, void *data, QGuestAllocator *alloc)
 
 static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
 {
-    g_auto(Loop) l = { 0 };
+    g_auto(TvPair) l = { 0 };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
     struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
@@ -726,25 +689,25 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
     loop_init(&l, obj);
     /* unknown opcode: local QP operation error, QP to ERR */
     w = wqe(0x7f, 61, 0);
-    qv_post_send(l.d, l.a, &w, NULL, NULL);
+    tv_post_send(l.d, l.a, &w, NULL, NULL);
     expect_cqe(l.d, l.cqa, 61, 0, RNIC_WC_LOC_QP_OP_ERR);
 
     /* a bad lkey: local protection error */
     loop_init(&l, obj);
-    sg = qv_sge(l.bufa, 64, l.mra ^ 0x100);
+    sg = tv_sge(l.bufa, 64, l.mra ^ 0x100);
     w = wqe(RNIC_WR_RDMA_WRITE, 62, 1);
     w.rdma.remote_addr = l.bufb;
     w.rdma.rkey = l.mrb;
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 62, 0, RNIC_WC_LOC_PROT_ERR);
 
     /* receives posted, then the QP goes to ERR: all flushed */
     loop_init(&l, obj);
     for (i = 0; i < 3; i++) {
-        sg = qv_sge(l.bufb, 64, l.mrb);
-        qv_post_recv(l.d, l.b, 70 + i, &sg, 1);
+        sg = tv_sge(l.bufb, 64, l.mrb);
+        tv_post_recv(l.d, l.b, 70 + i, &sg, 1);
     }
-    g_assert_cmpuint(qv_modify(l.d, l.b, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
+    g_assert_cmpuint(tv_modify(l.d, l.b, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
     for (i = 0; i < 3; i++) {
         expect_cqe(l.d, l.cqb, 70 + i, 0, RNIC_WC_WR_FLUSH_ERR);
     }
@@ -752,11 +715,11 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
     /* a doorbell index beyond the ring is refused; the QP stays usable */
     loop_init(&l, obj);
     rnic_doorbell(l.d, 0, RNIC_DB_SQ, rnic_db_value(l.a->handle, 0, 1000));
-    sg = qv_sge(l.bufb, 64, l.mrb);
-    qv_post_recv(l.d, l.b, 80, &sg, 1);
-    sg = qv_sge(l.bufa, 64, l.mra);
+    sg = tv_sge(l.bufb, 64, l.mrb);
+    tv_post_recv(l.d, l.b, 80, &sg, 1);
+    sg = tv_sge(l.bufa, 64, l.mra);
     w = wqe(RNIC_WR_SEND, 81, 1);
-    qv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
     expect_cqe(l.d, l.cqa, 81, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     expect_cqe(l.d, l.cqb, 80, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     /* a doorbell for a queue that does not exist */
@@ -769,9 +732,9 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
 static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRnic *d = obj;
-    uint32_t ctx = qv_net_ctx(d, 0), pd, eq, mr;
-    QvCq *cq1, *cq2;
-    QvQp *u1, *u2;
+    uint32_t ctx = tv_net_ctx(d, 0), pd, eq, mr;
+    TvCq *cq1, *cq2;
+    TvQp *u1, *u2;
     uint64_t buf;
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
@@ -779,29 +742,29 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
 
     qv_gid(d, 0, ctx, 0, 1);
     qv_gid(d, 1, ctx, 0, 2);
-    pd = qv_pd(d, ctx);
-    eq = qv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
-    cq1 = qv_cq(d, 4, eq);
-    cq2 = qv_cq(d, 4, eq);
-    u1 = qv_qp(d, RNIC_QPT_UD, pd, cq1, cq1, NULL, 3);
-    u2 = qv_qp(d, RNIC_QPT_UD, pd, cq2, cq2, NULL, 3);
-    qv_ud_ready(d, u1, 0x1111);
-    qv_ud_ready(d, u2, 0x2222);
+    pd = tv_pd(d, ctx, 0);
+    eq = tv_eq(d, 4, 1, RNIC_EQ_ASYNC, NULL);
+    cq1 = tv_cq(d, 4, eq, 0);
+    cq2 = tv_cq(d, 4, eq, 0);
+    u1 = tv_qp(d, RNIC_QPT_UD, pd, cq1, cq1, NULL, 3, 0);
+    u2 = tv_qp(d, RNIC_QPT_UD, pd, cq2, cq2, NULL, 3, 0);
+    tv_ud_ready(d, u1, 0x1111);
+    tv_ud_ready(d, u2, 0x2222);
     buf = qv_alloc(d, 8192, 4096);
-    mr = qv_reg_mr(d, pd, buf, 8192, ALL_RIGHTS, NULL);
+    mr = tv_reg_mr(d, pd, buf, 8192, ALL_RIGHTS, 0, NULL);
     fill(d, buf, 256, 4);
-    sg = qv_sge(buf + 4096, 40 + 256, mr);
-    qv_post_recv(d, u2, 5, &sg, 1);
-    sg = qv_sge(buf, 256, mr);
+    sg = tv_sge(buf + 4096, 40 + 256, mr);
+    tv_post_recv(d, u2, 5, &sg, 1);
+    sg = tv_sge(buf, 256, mr);
     w = wqe(RNIC_WR_SEND, 6, 1);
     w.ud.remote_qpn = u2->qpn;
     w.ud.remote_qkey = 0x2222;
     qv_gid_bytes(w.ud.av.dgid, 0, 2);
     w.ud.av.sgid_index = 0;
     w.ud.av.hop_limit = 64;
-    qv_post_send(d, u1, &w, &sg, NULL);
+    tv_post_send(d, u1, &w, &sg, NULL);
     expect_cqe(d, cq1, 6, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    c = qv_wait_cqe(d, cq2);
+    c = tv_wait_cqe(d, cq2);
     g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.src_qp, ==, u1->qpn);
     g_assert_cmpuint(c.byte_len, ==, 40 + 256);
@@ -810,10 +773,10 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     /* a wrong Q_Key is dropped silently: the next receive stays posted */
     w.ud.remote_qkey = 0x3333;
     w.wr_id = 7;
-    qv_post_send(d, u1, &w, &sg, NULL);
+    tv_post_send(d, u1, &w, &sg, NULL);
     expect_cqe(d, cq1, 7, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     qtest_clock_step(rnic_qts(d), 1000000);
-    g_assert_false(qv_poll(d, cq2, &c));
+    g_assert_false(tv_poll(d, cq2, &c, 1));
     g_free(cq1);
     g_free(cq2);
     g_free(u1);

@@ -63,7 +63,7 @@ typedef struct WVm {
     uint32_t vlan[2];           /* of the two network contexts */
     uint32_t ctx[2];
     uint32_t pd[2];
-    QvCq *cq;                   /* every QP's send and receive CQ */
+    TvCq *cq;                   /* every QP's send and receive CQ */
     uint64_t buf;               /* WV_BUF bytes, registered in both PDs */
     uint32_t mr[2];
 } WVm;
@@ -116,15 +116,15 @@ static WVm *wv_attach(QOSState *qs, int devfn, uint8_t host, uint32_t vlan1)
     vm->vlan[0] = 0;
     vm->vlan[1] = vlan1;
     for (i = 0; i < 2; i++) {
-        vm->ctx[i] = qv_net_ctx(d, vm->vlan[i]);
+        vm->ctx[i] = tv_net_ctx(d, vm->vlan[i]);
         qv_gid(d, i, vm->ctx[i], vm->vlan[i], host);
-        vm->pd[i] = qv_pd(d, vm->ctx[i]);
+        vm->pd[i] = tv_pd(d, vm->ctx[i], 0);
     }
-    vm->cq = qv_cq(d, WV_CQ_LOG, RNIC_HANDLE_NONE);
+    vm->cq = tv_cq(d, WV_CQ_LOG, RNIC_HANDLE_NONE, 0);
     vm->buf = qv_alloc(d, WV_BUF, 4096);
     for (i = 0; i < 2; i++) {
-        vm->mr[i] = qv_reg_mr(d, vm->pd[i], vm->buf, WV_BUF,
-                              RNIC_ACCESS_ALL, NULL);
+        vm->mr[i] = tv_reg_mr(d, vm->pd[i], vm->buf, WV_BUF,
+                              RNIC_ACCESS_ALL, 0, NULL);
     }
     if (!wv_all) {
         wv_all = g_ptr_array_new();
@@ -177,7 +177,7 @@ static struct rnic_cqe wv_wait(WVm *vm)
     gint64 end = g_get_monotonic_time() + WV_WAIT_US;
     struct rnic_cqe c;
 
-    while (!qv_poll(&vm->d, vm->cq, &c)) {
+    while (!tv_poll(&vm->d, vm->cq, &c, 1)) {
         g_assert(g_get_monotonic_time() < end);
         wv_tick(WV_STEP_NS);
     }
@@ -203,7 +203,7 @@ static void wv_gid(uint8_t gid[16], WVm *vm, int ci)
 }
 
 /* RESET -> RTS of an RC QP of context 'ci' towards 'peer''s QPN 'dqpn'. */
-static void wv_rc_connect(WVm *vm, QvQp *qp, int ci, WVm *peer, uint32_t dqpn,
+static void wv_rc_connect(WVm *vm, TvQp *qp, int ci, WVm *peer, uint32_t dqpn,
                           const WvPath *p)
 {
     QRnic *d = &vm->d;
@@ -214,7 +214,7 @@ static void wv_rc_connect(WVm *vm, QvQp *qp, int ci, WVm *peer, uint32_t dqpn,
                            RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC,
     };
 
-    g_assert_cmpuint(qv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
+    g_assert_cmpuint(tv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
                                RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS), ==,
                      RNIC_ST_OK);
     a.qp_state = RNIC_QPS_RTR;
@@ -226,7 +226,7 @@ static void wv_rc_connect(WVm *vm, QvQp *qp, int ci, WVm *peer, uint32_t dqpn,
     a.av.sgid_index = ci;
     wv_gid(a.av.dgid, peer, ci);
     memcpy(a.av.dmac, peer->mac, 6);
-    g_assert_cmpuint(qv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
+    g_assert_cmpuint(tv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
                                RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
                                RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
                                RNIC_QP_MIN_RNR_TIMER), ==, RNIC_ST_OK);
@@ -236,22 +236,22 @@ static void wv_rc_connect(WVm *vm, QvQp *qp, int ci, WVm *peer, uint32_t dqpn,
     a.rnr_retry = p->rnr_retry;
     a.sq_psn = cpu_to_le32(0xfffff0);
     a.max_rd_atomic = 16;
-    g_assert_cmpuint(qv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
+    g_assert_cmpuint(tv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
                                RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
                                RNIC_QP_SQ_PSN | RNIC_QP_MAX_QP_RD_ATOMIC), ==,
                      RNIC_ST_OK);
 }
 
 typedef struct WvPair {
-    QvQp *a, *b;
+    TvQp *a, *b;
 } WvPair;
 
 static WvPair wv_rc_pair(WVm *a, WVm *b, int ci, const WvPath *p, int log)
 {
     WvPair r;
 
-    r.a = qv_qp(&a->d, RNIC_QPT_RC, a->pd[ci], a->cq, a->cq, NULL, log);
-    r.b = qv_qp(&b->d, RNIC_QPT_RC, b->pd[ci], b->cq, b->cq, NULL, log);
+    r.a = tv_qp(&a->d, RNIC_QPT_RC, a->pd[ci], a->cq, a->cq, NULL, log, 0);
+    r.b = tv_qp(&b->d, RNIC_QPT_RC, b->pd[ci], b->cq, b->cq, NULL, log, 0);
     wv_rc_connect(a, r.a, ci, b, r.b->qpn, p);
     wv_rc_connect(b, r.b, ci, a, r.a->qpn, p);
     return r;
@@ -378,21 +378,21 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
      * connects asynchronously, RC retransmits whatever went nowhere)
      */
     wv_fill(a, a->buf, len, 1);
-    s[0] = qv_sge(a->buf, len, mr);
+    s[0] = tv_sge(a->buf, len, mr);
     w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = b->buf + 0x100000;
     w.rdma.rkey = rmr;
-    qv_post_send(&a->d, p.a, &w, s, NULL);
+    tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 1, RNIC_WC_RDMA_WRITE, len);
     wv_check(b, b->buf + 0x100000, len, 1);
 
     /* WRITE with immediate: consumes a receive at B */
-    qv_post_recv(&b->d, p.b, 0x201, NULL, 0);
+    tv_post_recv(&b->d, p.b, 0x201, NULL, 0);
     w = wv_wqe(2, RNIC_WR_RDMA_WRITE_IMM, 1);
     w.rdma.remote_addr = b->buf + 0x110000;
     w.rdma.rkey = rmr;
     w.imm_or_inv = cpu_to_be32(0xfeedf00d);
-    qv_post_send(&a->d, p.a, &w, s, NULL);
+    tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 2, RNIC_WC_RDMA_WRITE, len);
     c = wv_expect(b, 0x201, RNIC_WC_RECV_RDMA_WITH_IMM, len);
     g_assert_true(c.flags & RNIC_CQE_WITH_IMM);
@@ -401,33 +401,33 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
 
     /* SEND from two SGEs, SEND with immediate */
     wv_fill(a, a->buf + 0x20000, 3000, 2);
-    s[1] = qv_sge(a->buf + 0x20000, 3000, mr);
-    r = qv_sge(b->buf + 0x120000, 20000, rmr);
-    qv_post_recv(&b->d, p.b, 0x202, &r, 1);
+    s[1] = tv_sge(a->buf + 0x20000, 3000, mr);
+    r = tv_sge(b->buf + 0x120000, 20000, rmr);
+    tv_post_recv(&b->d, p.b, 0x202, &r, 1);
     w = wv_wqe(3, RNIC_WR_SEND, 2);
-    qv_post_send(&a->d, p.a, &w, s, NULL);
+    tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 3, RNIC_WC_SEND, len + 3000);
     wv_expect(b, 0x202, RNIC_WC_RECV, len + 3000);
     wv_check(b, b->buf + 0x120000, len, 1);
     wv_check(b, b->buf + 0x120000 + len, 3000, 2);
-    r = qv_sge(b->buf + 0x130000, 4096, rmr);
-    qv_post_recv(&b->d, p.b, 0x203, &r, 1);
+    r = tv_sge(b->buf + 0x130000, 4096, rmr);
+    tv_post_recv(&b->d, p.b, 0x203, &r, 1);
     w = wv_wqe(4, RNIC_WR_SEND_IMM, 1);
     w.imm_or_inv = cpu_to_be32(0x01020304);
     s[0].length = cpu_to_le32(777);
-    qv_post_send(&a->d, p.a, &w, s, NULL);
+    tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 4, RNIC_WC_SEND, 777);
     c = wv_expect(b, 0x203, RNIC_WC_RECV, 777);
     g_assert_cmphex(c.imm_or_inv, ==, cpu_to_be32(0x01020304));
     wv_check(b, b->buf + 0x130000, 777, 1);
 
     /* inline SEND the other way */
-    r = qv_sge(a->buf + 0x140000, 100, mr);
-    qv_post_recv(&a->d, p.a, 0x101, &r, 1);
+    r = tv_sge(a->buf + 0x140000, 100, mr);
+    tv_post_recv(&a->d, p.a, 0x101, &r, 1);
     w = wv_wqe(5, RNIC_WR_SEND, 0);
     w.flags |= RNIC_WQE_INLINE;
     w.inline_len = cpu_to_le32(41);
-    qv_post_send(&b->d, p.b, &w, NULL,
+    tv_post_send(&b->d, p.b, &w, NULL,
                  "RoCEv2 from B to A, inline, 41 bytes!!!!");
     wv_expect(b, 5, RNIC_WC_SEND, 41);
     wv_expect(a, 0x101, RNIC_WC_RECV, 41);
@@ -441,22 +441,22 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
 
     /* RDMA READ */
     wv_fill(b, b->buf + 0x150000, len, 3);
-    r = qv_sge(a->buf + 0x150000, len, mr);
+    r = tv_sge(a->buf + 0x150000, len, mr);
     w = wv_wqe(6, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = b->buf + 0x150000;
     w.rdma.rkey = rmr;
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 6, RNIC_WC_RDMA_READ, len);
     wv_check(a, a->buf + 0x150000, len, 3);
 
     /* atomics on a word of B */
     qtest_writeq(b->qts, b->buf + 0x160000, 1000);
-    r = qv_sge(a->buf + 0x160000, 8, mr);
+    r = tv_sge(a->buf + 0x160000, 8, mr);
     w = wv_wqe(7, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     w.atomic.remote_addr = b->buf + 0x160000;
     w.atomic.rkey = rmr;
     w.atomic.compare_add = 24;
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 7, RNIC_WC_FETCH_ADD, 8);
     g_assert_cmpuint(qtest_readq(a->qts, a->buf + 0x160000), ==, 1000);
     w = wv_wqe(8, RNIC_WR_ATOMIC_CMP_SWP, 1);
@@ -464,7 +464,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     w.atomic.rkey = rmr;
     w.atomic.compare_add = 1024;
     w.atomic.swap = 0xabcdef;
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 8, RNIC_WC_COMP_SWAP, 8);
     g_assert_cmpuint(qtest_readq(a->qts, a->buf + 0x160000), ==, 1024);
     v = qtest_readq(b->qts, b->buf + 0x160000);
@@ -474,7 +474,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     cmd.mr.pd = cpu_to_le32(b->pd[ci]);
     cmd.mr.npages = cpu_to_le32(4);
     cmd.mr.key = 0x01;
-    fr = qv_cmd_ok(&b->d, &cmd);
+    fr = tv_cmd_ok(&b->d, &cmd);
     region = qv_alloc(&b->d, 8192, 4096);
     pages[0] = cpu_to_le64(region);
     pages[1] = cpu_to_le64(region + 4096);
@@ -490,19 +490,19 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
                                RNIC_ACCESS_REMOTE_WRITE);
     w.reg.npages = cpu_to_le32(2);
     w.reg.page_shift = 12;
-    qv_post_send(&b->d, p.b, &w, NULL, NULL);
+    tv_post_send(&b->d, p.b, &w, NULL, NULL);
     wv_expect(b, 0x210, RNIC_WC_REG_MR, 0);
-    s[0] = qv_sge(a->buf, 300, mr);
+    s[0] = tv_sge(a->buf, 300, mr);
     w = wv_wqe(9, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x7000000 + 4000;
     w.rdma.rkey = stag;
-    qv_post_send(&a->d, p.a, &w, s, NULL);
+    tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 9, RNIC_WC_RDMA_WRITE, 300);
     wv_check(b, region + 4000, 300, 1);
-    qv_post_recv(&b->d, p.b, 0x211, NULL, 0);
+    tv_post_recv(&b->d, p.b, 0x211, NULL, 0);
     w = wv_wqe(10, RNIC_WR_SEND_INV, 0);
     w.imm_or_inv = cpu_to_le32(stag);
-    qv_post_send(&a->d, p.a, &w, NULL, NULL);
+    tv_post_send(&a->d, p.a, &w, NULL, NULL);
     wv_expect(a, 10, RNIC_WC_SEND, 0);
     c = wv_expect(b, 0x211, RNIC_WC_RECV, 0);
     g_assert_true(c.flags & RNIC_CQE_WITH_INV);
@@ -511,7 +511,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     w = wv_wqe(11, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x7000000;
     w.rdma.rkey = stag;
-    qv_post_send(&a->d, p.a, &w, s, NULL);
+    tv_post_send(&a->d, p.a, &w, s, NULL);
     c = wv_wait(a);
     g_assert_cmpuint(c.wr_id, ==, 11);
     g_assert_cmpuint(c.status, ==, RNIC_WC_REM_ACCESS_ERR);
@@ -521,25 +521,25 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
 /* UD from A to B with the GRH, and a MAD to B's QP1 of context 'ci'. */
 static void ud_verbs(WVm *a, WVm *b)
 {
-    QvQp *ua = qv_qp(&a->d, RNIC_QPT_UD, a->pd[0], a->cq, a->cq, NULL, 4);
-    QvQp *ub = qv_qp(&b->d, RNIC_QPT_UD, b->pd[0], b->cq, b->cq, NULL, 4);
-    QvQp *ua1 = qv_qp(&a->d, RNIC_QPT_UD, a->pd[1], a->cq, a->cq, NULL, 4);
-    QvQp *gsi = qv_qp(&b->d, RNIC_QPT_GSI, b->pd[1], b->cq, b->cq, NULL, 4);
+    TvQp *ua = tv_qp(&a->d, RNIC_QPT_UD, a->pd[0], a->cq, a->cq, NULL, 4, 0);
+    TvQp *ub = tv_qp(&b->d, RNIC_QPT_UD, b->pd[0], b->cq, b->cq, NULL, 4, 0);
+    TvQp *ua1 = tv_qp(&a->d, RNIC_QPT_UD, a->pd[1], a->cq, a->cq, NULL, 4, 0);
+    TvQp *gsi = tv_qp(&b->d, RNIC_QPT_GSI, b->pd[1], b->cq, b->cq, NULL, 4, 0);
     struct rnic_sq_wqe w;
     struct rnic_sge s, r;
     struct rnic_cqe c;
     uint8_t grh[40], gid[16];
 
-    qv_ud_ready(&a->d, ua, 0x5555);
-    qv_ud_ready(&b->d, ub, 0x5555);
-    qv_ud_ready(&a->d, ua1, 0x80010000);
-    qv_ud_ready(&b->d, gsi, 0x80010000);
+    tv_ud_ready(&a->d, ua, 0x5555);
+    tv_ud_ready(&b->d, ub, 0x5555);
+    tv_ud_ready(&a->d, ua1, 0x80010000);
+    tv_ud_ready(&b->d, gsi, 0x80010000);
     g_assert_cmpuint(gsi->qpn, ==, 1);
 
     wv_fill(a, a->buf + 0x200000, 900, 4);
-    s = qv_sge(a->buf + 0x200000, 900, a->mr[0]);
-    r = qv_sge(b->buf + 0x200000, 2048, b->mr[0]);
-    qv_post_recv(&b->d, ub, 0x301, &r, 1);
+    s = tv_sge(a->buf + 0x200000, 900, a->mr[0]);
+    r = tv_sge(b->buf + 0x200000, 2048, b->mr[0]);
+    tv_post_recv(&b->d, ub, 0x301, &r, 1);
     w = wv_wqe(20, RNIC_WR_SEND_IMM, 1);
     w.imm_or_inv = cpu_to_be32(0x11);
     w.ud.remote_qpn = cpu_to_le32(ub->qpn);
@@ -547,7 +547,7 @@ static void ud_verbs(WVm *a, WVm *b)
     w.ud.av.sgid_index = 0;
     wv_gid(w.ud.av.dgid, b, 0);
     memcpy(w.ud.av.dmac, b->mac, 6);
-    qv_post_send(&a->d, ua, &w, &s, NULL);
+    tv_post_send(&a->d, ua, &w, &s, NULL);
     wv_expect(a, 20, RNIC_WC_SEND, 900);
     c = wv_expect(b, 0x301, RNIC_WC_RECV, 940);
     g_assert_true(c.flags & RNIC_CQE_GRH);
@@ -565,16 +565,16 @@ static void ud_verbs(WVm *a, WVm *b)
     wv_check(b, b->buf + 0x200000 + 40, 900, 4);
 
     /* a MAD to QP1 of B's VLAN context */
-    r = qv_sge(b->buf + 0x210000, 512, b->mr[1]);
-    qv_post_recv(&b->d, gsi, 0x302, &r, 1);
-    s = qv_sge(a->buf + 0x200000, 256, a->mr[1]);
+    r = tv_sge(b->buf + 0x210000, 512, b->mr[1]);
+    tv_post_recv(&b->d, gsi, 0x302, &r, 1);
+    s = tv_sge(a->buf + 0x200000, 256, a->mr[1]);
     w = wv_wqe(21, RNIC_WR_SEND, 1);
     w.ud.remote_qpn = cpu_to_le32(1);
     w.ud.remote_qkey = cpu_to_le32(0x80010000);
     w.ud.av.sgid_index = 1;
     wv_gid(w.ud.av.dgid, b, 1);
     memcpy(w.ud.av.dmac, b->mac, 6);
-    qv_post_send(&a->d, ua1, &w, &s, NULL);
+    tv_post_send(&a->d, ua1, &w, &s, NULL);
     wv_expect(a, 21, RNIC_WC_SEND, 256);
     c = wv_expect(b, 0x302, RNIC_WC_RECV, 296);
     g_assert_cmpuint(le32_to_cpu(c.qp_num), ==, 1);
@@ -649,7 +649,7 @@ static void test_three_vms(void)
                                           20000 + (r >> 16) % 20000);
     WVm *vm[3];
     WvPair p[2];
-    QvQp *ud[3];
+    TvQp *ud[3];
     struct rnic_sq_wqe w;
     struct rnic_sge s, rs;
     int i, j;
@@ -665,43 +665,43 @@ static void test_three_vms(void)
         p[i] = wv_rc_pair(vm[0], peer, 0, &path_4k, 6);
         wv_fill(vm[0], vm[0]->buf + i * 0x100000, len, 10 + i);
         wv_fill(peer, peer->buf + 0x200000, len, 20 + i);
-        rs = qv_sge(peer->buf + 0x300000, len, peer->mr[0]);
-        qv_post_recv(&peer->d, p[i].b, 0x500 + i, &rs, 1);
+        rs = tv_sge(peer->buf + 0x300000, len, peer->mr[0]);
+        tv_post_recv(&peer->d, p[i].b, 0x500 + i, &rs, 1);
     }
     for (i = 0; i < 2; i++) {
         WVm *peer = vm[i + 1];
 
-        s = qv_sge(vm[0]->buf + i * 0x100000, len, vm[0]->mr[0]);
+        s = tv_sge(vm[0]->buf + i * 0x100000, len, vm[0]->mr[0]);
         w = wv_wqe(0x10 + i, RNIC_WR_RDMA_WRITE, 1);
         w.rdma.remote_addr = peer->buf + 0x100000;
         w.rdma.rkey = peer->mr[0];
-        qv_post_send(&vm[0]->d, p[i].a, &w, &s, NULL);
+        tv_post_send(&vm[0]->d, p[i].a, &w, &s, NULL);
         w = wv_wqe(0x20 + i, RNIC_WR_SEND, 1);
-        qv_post_send(&vm[0]->d, p[i].a, &w, &s, NULL);
-        rs = qv_sge(vm[0]->buf + 0x400000 + i * 0x100000, len, vm[0]->mr[0]);
+        tv_post_send(&vm[0]->d, p[i].a, &w, &s, NULL);
+        rs = tv_sge(vm[0]->buf + 0x400000 + i * 0x100000, len, vm[0]->mr[0]);
         w = wv_wqe(0x30 + i, RNIC_WR_RDMA_READ, 1);
         w.rdma.remote_addr = peer->buf + 0x200000;
         w.rdma.rkey = peer->mr[0];
-        qv_post_send(&vm[0]->d, p[i].a, &w, &rs, NULL);
+        tv_post_send(&vm[0]->d, p[i].a, &w, &rs, NULL);
     }
     /* UD from A to both */
     for (i = 0; i < 3; i++) {
-        ud[i] = qv_qp(&vm[i]->d, RNIC_QPT_UD, vm[i]->pd[0], vm[i]->cq,
-                      vm[i]->cq, NULL, 4);
-        qv_ud_ready(&vm[i]->d, ud[i], 0x77);
+        ud[i] = tv_qp(&vm[i]->d, RNIC_QPT_UD, vm[i]->pd[0], vm[i]->cq,
+                      vm[i]->cq, NULL, 4, 0);
+        tv_ud_ready(&vm[i]->d, ud[i], 0x77);
     }
     for (i = 1; i < 3; i++) {
-        rs = qv_sge(vm[i]->buf + 0x600000, 2048, vm[i]->mr[0]);
-        qv_post_recv(&vm[i]->d, ud[i], 0x600 + i, &rs, 1);
+        rs = tv_sge(vm[i]->buf + 0x600000, 2048, vm[i]->mr[0]);
+        tv_post_recv(&vm[i]->d, ud[i], 0x600 + i, &rs, 1);
     }
     for (i = 1; i < 3; i++) {
-        s = qv_sge(vm[0]->buf, 1000, vm[0]->mr[0]);
+        s = tv_sge(vm[0]->buf, 1000, vm[0]->mr[0]);
         w = wv_wqe(0x40 + i, RNIC_WR_SEND, 1);
         w.ud.remote_qpn = cpu_to_le32(ud[i]->qpn);
         w.ud.remote_qkey = cpu_to_le32(0x77);
         wv_gid(w.ud.av.dgid, vm[i], 0);
         memcpy(w.ud.av.dmac, vm[i]->mac, 6);
-        qv_post_send(&vm[0]->d, ud[0], &w, &s, NULL);
+        tv_post_send(&vm[0]->d, ud[0], &w, &s, NULL);
     }
 
     /* A: per QP in order; the two QPs' completions interleave */
@@ -796,7 +796,7 @@ static void test_capture(void)
     boot_stream_pair(&seg, &a, &b, extra);
     p = wv_rc_pair(a, b, 0, &path_1k, 6);
     wv_fill(a, a->buf, 8192, 5);
-    s = qv_sge(a->buf, 3000, a->mr[0]);
+    s = tv_sge(a->buf, 3000, a->mr[0]);
     /*
      * WRITE_FIRST/MIDDLE/LAST, WRITE_ONLY_IMM, READ request/responses
      * FIRST/MIDDLE/LAST and ONLY, atomics, SEND_FIRST/LAST_IMM, UD
@@ -804,65 +804,67 @@ static void test_capture(void)
     w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
-    qv_post_send(&a->d, p.a, &w, &s, NULL);
+    tv_post_send(&a->d, p.a, &w, &s, NULL);
     wv_expect(a, 1, RNIC_WC_RDMA_WRITE, 3000);
     s.length = cpu_to_le32(100);
     w.wr_id = 10;
-    qv_post_send(&a->d, p.a, &w, &s, NULL);
+    tv_post_send(&a->d, p.a, &w, &s, NULL);
     wv_expect(a, 10, RNIC_WC_RDMA_WRITE, 100);
     s.length = cpu_to_le32(3000);
-    qv_post_recv(&b->d, p.b, 2, NULL, 0);
+    tv_post_recv(&b->d, p.b, 2, NULL, 0);
     w = wv_wqe(2, RNIC_WR_RDMA_WRITE_IMM, 0);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
-    qv_post_send(&a->d, p.a, &w, NULL, NULL);
+    tv_post_send(&a->d, p.a, &w, NULL, NULL);
     wv_expect(a, 2, RNIC_WC_RDMA_WRITE, 0);
     wv_expect(b, 2, RNIC_WC_RECV_RDMA_WITH_IMM, 0);
-    r = qv_sge(a->buf + 0x10000, 3000, a->mr[0]);
+    r = tv_sge(a->buf + 0x10000, 3000, a->mr[0]);
     w = wv_wqe(3, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 3, RNIC_WC_RDMA_READ, 3000);
     r.length = cpu_to_le32(100);
     w.wr_id = 4;
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 4, RNIC_WC_RDMA_READ, 100);
-    r = qv_sge(a->buf + 0x20000, 8, a->mr[0]);
+    r = tv_sge(a->buf + 0x20000, 8, a->mr[0]);
     w = wv_wqe(5, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     w.atomic.remote_addr = b->buf + 0x30000;
     w.atomic.rkey = b->mr[0];
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 5, RNIC_WC_FETCH_ADD, 8);
     w.opcode = RNIC_WR_ATOMIC_CMP_SWP;
     w.wr_id = 6;
-    qv_post_send(&a->d, p.a, &w, &r, NULL);
+    tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 6, RNIC_WC_COMP_SWAP, 8);
-    r = qv_sge(b->buf + 0x40000, 4096, b->mr[0]);
-    qv_post_recv(&b->d, p.b, 7, &r, 1);
+    r = tv_sge(b->buf + 0x40000, 4096, b->mr[0]);
+    tv_post_recv(&b->d, p.b, 7, &r, 1);
     w = wv_wqe(7, RNIC_WR_SEND_IMM, 1);
-    qv_post_send(&a->d, p.a, &w, &s, NULL);
+    tv_post_send(&a->d, p.a, &w, &s, NULL);
     wv_expect(a, 7, RNIC_WC_SEND, 3000);
     wv_expect(b, 7, RNIC_WC_RECV, 3000);
-    qv_post_recv(&b->d, p.b, 8, &r, 1);
+    tv_post_recv(&b->d, p.b, 8, &r, 1);
     s.length = cpu_to_le32(500);
     w = wv_wqe(8, RNIC_WR_SEND, 1);
-    qv_post_send(&a->d, p.a, &w, &s, NULL);
+    tv_post_send(&a->d, p.a, &w, &s, NULL);
     wv_expect(a, 8, RNIC_WC_SEND, 500);
     wv_expect(b, 8, RNIC_WC_RECV, 500);
     {
-        QvQp *ua = qv_qp(&a->d, RNIC_QPT_UD, a->pd[0], a->cq, a->cq, NULL, 4);
-        QvQp *ub = qv_qp(&b->d, RNIC_QPT_UD, b->pd[0], b->cq, b->cq, NULL, 4);
+        TvQp *ua = tv_qp(&a->d, RNIC_QPT_UD, a->pd[0], a->cq, a->cq,
+                         NULL, 4, 0);
+        TvQp *ub = tv_qp(&b->d, RNIC_QPT_UD, b->pd[0], b->cq, b->cq,
+                         NULL, 4, 0);
 
-        qv_ud_ready(&a->d, ua, 9);
-        qv_ud_ready(&b->d, ub, 9);
-        qv_post_recv(&b->d, ub, 9, &r, 1);
+        tv_ud_ready(&a->d, ua, 9);
+        tv_ud_ready(&b->d, ub, 9);
+        tv_post_recv(&b->d, ub, 9, &r, 1);
         w = wv_wqe(9, RNIC_WR_SEND, 1);
         w.ud.remote_qpn = cpu_to_le32(ub->qpn);
         w.ud.remote_qkey = cpu_to_le32(9);
         wv_gid(w.ud.av.dgid, b, 0);
         memcpy(w.ud.av.dmac, b->mac, 6);
-        qv_post_send(&a->d, ua, &w, &s, NULL);
+        tv_post_send(&a->d, ua, &w, &s, NULL);
         wv_expect(a, 9, RNIC_WC_SEND, 500);
         wv_expect(b, 9, RNIC_WC_RECV, 540);
         g_free(ua);
@@ -1022,48 +1024,48 @@ static void test_faults(void)
             k = posted++;
             switch (k % 5) {
             case 0:         /* WRITE A.src[k] -> B.dst[k] */
-                s = qv_sge(a->buf + F_SRC(k), f_len(k), a->mr[0]);
+                s = tv_sge(a->buf + F_SRC(k), f_len(k), a->mr[0]);
                 w = wv_wqe(k, RNIC_WR_RDMA_WRITE, 1);
                 w.rdma.remote_addr = b->buf + F_DST(nops, k);
                 w.rdma.rkey = b->mr[0];
-                qv_post_send(&a->d, p.a, &w, &s, NULL);
+                tv_post_send(&a->d, p.a, &w, &s, NULL);
                 break;
             case 1:         /* READ B.src[k] -> A.dst[k] */
-                r = qv_sge(a->buf + F_DST(nops, k), f_len(k), a->mr[0]);
+                r = tv_sge(a->buf + F_DST(nops, k), f_len(k), a->mr[0]);
                 w = wv_wqe(k, RNIC_WR_RDMA_READ, 1);
                 w.rdma.remote_addr = b->buf + F_SRC(k);
                 w.rdma.rkey = b->mr[0];
-                qv_post_send(&a->d, p.a, &w, &r, NULL);
+                tv_post_send(&a->d, p.a, &w, &r, NULL);
                 break;
             case 2:         /* SEND A.src[k] -> a receive at B.dst[k] */
-                r = qv_sge(b->buf + F_DST(nops, k), F_SLOT, b->mr[0]);
-                qv_post_recv(&b->d, p.b, k, &r, 1);
-                s = qv_sge(a->buf + F_SRC(k), f_len(k), a->mr[0]);
+                r = tv_sge(b->buf + F_DST(nops, k), F_SLOT, b->mr[0]);
+                tv_post_recv(&b->d, p.b, k, &r, 1);
+                s = tv_sge(a->buf + F_SRC(k), f_len(k), a->mr[0]);
                 w = wv_wqe(k, RNIC_WR_SEND, 1);
-                qv_post_send(&a->d, p.a, &w, &s, NULL);
+                tv_post_send(&a->d, p.a, &w, &s, NULL);
                 g_array_append_val(sends, k);
                 break;
             case 3:         /* FETCH_ADD k */
-                r = qv_sge(a->buf + F_RES(nops, k), 8, a->mr[0]);
+                r = tv_sge(a->buf + F_RES(nops, k), 8, a->mr[0]);
                 w = wv_wqe(k, RNIC_WR_ATOMIC_FETCH_ADD, 1);
                 w.atomic.remote_addr = b->buf + F_CTR(nops);
                 w.atomic.rkey = b->mr[0];
                 w.atomic.compare_add = k;
-                qv_post_send(&a->d, p.a, &w, &r, NULL);
+                tv_post_send(&a->d, p.a, &w, &r, NULL);
                 break;
             default:        /* CMP_SWP previous -> k: only in order */
-                r = qv_sge(a->buf + F_RES(nops, k), 8, a->mr[0]);
+                r = tv_sge(a->buf + F_RES(nops, k), 8, a->mr[0]);
                 w = wv_wqe(k, RNIC_WR_ATOMIC_CMP_SWP, 1);
                 w.atomic.remote_addr = b->buf + F_CTR(nops) + 8;
                 w.atomic.rkey = b->mr[0];
                 w.atomic.compare_add = cas;
                 w.atomic.swap = k;
                 cas = k;
-                qv_post_send(&a->d, p.a, &w, &r, NULL);
+                tv_post_send(&a->d, p.a, &w, &r, NULL);
                 break;
             }
         }
-        while (qv_poll(&a->d, a->cq, &c)) {
+        while (tv_poll(&a->d, a->cq, &c, 1)) {
             /* exactly once, in order */
             g_assert_cmpuint(c.wr_id, ==, done);
             if (c.status != RNIC_WC_SUCCESS) {
@@ -1081,7 +1083,7 @@ static void test_faults(void)
             done++;
             idle = false;
         }
-        while (qv_poll(&b->d, b->cq, &c)) {
+        while (tv_poll(&b->d, b->cq, &c, 1)) {
             unsigned kk = g_array_index(sends, unsigned, recvd);
 
             g_assert_cmpuint(c.wr_id, ==, kk);
@@ -1167,19 +1169,19 @@ static void test_retry_exceeded(void)
 
     lossy_boot(&l, 1);
     p = wv_rc_pair(l.a, l.b, 0, &path, 4);
-    s = qv_sge(l.a->buf, 2000, l.a->mr[0]);
+    s = tv_sge(l.a->buf, 2000, l.a->mr[0]);
     w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = l.b->buf;
     w.rdma.rkey = l.b->mr[0];
-    qv_post_send(&l.a->d, p.a, &w, &s, NULL);
+    tv_post_send(&l.a->d, p.a, &w, &s, NULL);
     wv_expect(l.a, 1, RNIC_WC_RDMA_WRITE, 2000);
     /* B's process exits */
     wv_quit(l.b);
     l.b = NULL;
     w.wr_id = 2;
-    qv_post_send(&l.a->d, p.a, &w, &s, NULL);
+    tv_post_send(&l.a->d, p.a, &w, &s, NULL);
     w.wr_id = 3;
-    qv_post_send(&l.a->d, p.a, &w, &s, NULL);
+    tv_post_send(&l.a->d, p.a, &w, &s, NULL);
     c = wv_wait(l.a);
     g_assert_cmpuint(c.wr_id, ==, 2);
     g_assert_cmpuint(c.status, ==, RNIC_WC_RETRY_EXC_ERR);
@@ -1209,9 +1211,9 @@ static void test_rnr_exceeded(void)
 
     lossy_boot(&l, 2);
     p = wv_rc_pair(l.a, l.b, 0, &path, 4);
-    s = qv_sge(l.a->buf, 100, l.a->mr[0]);
+    s = tv_sge(l.a->buf, 100, l.a->mr[0]);
     w = wv_wqe(1, RNIC_WR_SEND, 1);
-    qv_post_send(&l.a->d, p.a, &w, &s, NULL);
+    tv_post_send(&l.a->d, p.a, &w, &s, NULL);
     c = wv_wait(l.a);
     g_assert_cmpuint(c.wr_id, ==, 1);
     g_assert_cmpuint(c.status, ==, RNIC_WC_RNR_RETRY_EXC_ERR);
@@ -1271,15 +1273,15 @@ static void raw_init(Raw *t)
     t->region = qv_alloc(d, 3 * 4096, 4096);
     qtest_memset(t->a->qts, t->region, GUARD, 3 * 4096);
     qtest_memset(t->a->qts, t->region + 4096, 0, 4096);
-    t->mr = qv_reg_mr(d, t->a->pd[0], t->region + 4096, 4096,
-                      RNIC_ACCESS_ALL, NULL);
+    t->mr = tv_reg_mr(d, t->a->pd[0], t->region + 4096, 4096,
+                      RNIC_ACCESS_ALL, 0, NULL);
     /* another network context (VLAN 5) with its own region and GID */
-    t->ctx5 = qv_net_ctx(d, 5);
+    t->ctx5 = tv_net_ctx(d, 5);
     qv_gid(d, 2, t->ctx5, 5, 1);
-    t->pd5 = qv_pd(d, t->ctx5);
+    t->pd5 = tv_pd(d, t->ctx5, 0);
     t->region5 = qv_alloc(d, 4096, 4096);
     qtest_memset(t->a->qts, t->region5, 0x5c, 4096);
-    t->mr5 = qv_reg_mr(d, t->pd5, t->region5, 4096, RNIC_ACCESS_ALL, NULL);
+    t->mr5 = tv_reg_mr(d, t->pd5, t->region5, 4096, RNIC_ACCESS_ALL, 0, NULL);
 }
 
 static void raw_free(Raw *t)
@@ -1290,11 +1292,11 @@ static void raw_free(Raw *t)
 }
 
 /* An RC QP of A (context 0) connected to the test, peer QPN 'pqpn'. */
-static QvQp *raw_qp(Raw *t, uint32_t pqpn)
+static TvQp *raw_qp(Raw *t, uint32_t pqpn)
 {
     WVm peer = { .host = PEER_HOST };
-    QvQp *qp = qv_qp(&t->a->d, RNIC_QPT_RC, t->a->pd[0], t->a->cq, t->a->cq,
-                     NULL, 4);
+    TvQp *qp = tv_qp(&t->a->d, RNIC_QPT_RC, t->a->pd[0], t->a->cq, t->a->cq,
+                     NULL, 4, 0);
 
     memcpy(peer.mac, t->mac, 6);
     wv_rc_connect(t->a, qp, 0, &peer, pqpn, &path_1k);
@@ -1302,7 +1304,7 @@ static QvQp *raw_qp(Raw *t, uint32_t pqpn)
 }
 
 /* A valid RDMA WRITE_ONLY from the test to A's 'qp' at PSN 'psn'. */
-static RnicRoceHdr raw_write(Raw *t, QvQp *qp, uint32_t psn, uint64_t va,
+static RnicRoceHdr raw_write(Raw *t, TvQp *qp, uint32_t psn, uint64_t va,
                              uint32_t rkey, const uint8_t *data, uint32_t len)
 {
     RnicRoceHdr h;
@@ -1480,7 +1482,7 @@ static void test_malformed(void)
 {
     Raw t;
     Snap sn;
-    QvQp *qp;
+    TvQp *qp;
     RnicRoceHdr h, v;
     uint8_t data[64], target[4096], frame[2048];
     uint64_t va;
@@ -1726,16 +1728,16 @@ static void test_malformed(void)
 
     /* UD: Q_Key checked; a MAD reaches QP1 of the frame's VLAN only */
     {
-        QvQp *ud = qv_qp(&t.a->d, RNIC_QPT_UD, t.a->pd[0], t.a->cq, t.a->cq,
-                         NULL, 4);
-        QvQp *gsi = qv_qp(&t.a->d, RNIC_QPT_GSI, t.pd5, t.a->cq, t.a->cq,
-                          NULL, 4);
-        struct rnic_sge r = qv_sge(t.region5, 512, t.mr5);
+        TvQp *ud = tv_qp(&t.a->d, RNIC_QPT_UD, t.a->pd[0], t.a->cq, t.a->cq,
+                         NULL, 4, 0);
+        TvQp *gsi = tv_qp(&t.a->d, RNIC_QPT_GSI, t.pd5, t.a->cq, t.a->cq,
+                          NULL, 4, 0);
+        struct rnic_sge r = tv_sge(t.region5, 512, t.mr5);
         struct rnic_cqe c;
 
-        qv_ud_ready(&t.a->d, ud, 0x1111);
-        qv_ud_ready(&t.a->d, gsi, 0x80010000);
-        qv_post_recv(&t.a->d, gsi, 0x77, &r, 1);
+        tv_ud_ready(&t.a->d, ud, 0x1111);
+        tv_ud_ready(&t.a->d, gsi, 0x80010000);
+        tv_post_recv(&t.a->d, gsi, 0x77, &r, 1);
         snap(&t, &sn);
         h = v;
         h.opcode = RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_UD,
@@ -1791,10 +1793,10 @@ static void test_malformed(void)
  * Post 'n' WQEs (one slot each, from 'w', wr_id = index) in one memory
  * write and one doorbell; every 'sig'th is signaled.
  */
-static void perf_post(WVm *vm, QvQp *qp, const struct rnic_sq_wqe *w,
+static void perf_post(WVm *vm, TvQp *qp, const struct rnic_sq_wqe *w,
                       const struct rnic_sge *s, unsigned n, unsigned sig)
 {
-    uint32_t stride = 1u << qp->sq_shift, mask = (1u << qp->log) - 1;
+    uint32_t stride = 1u << qp->sq_shift, mask = (1u << qp->sq_log) - 1;
     g_autofree uint8_t *buf = g_malloc0((size_t)n * stride);
     unsigned i, first = qp->sq_prod & mask, done = 0;
 
@@ -1819,10 +1821,10 @@ static void perf_post(WVm *vm, QvQp *qp, const struct rnic_sq_wqe *w,
                   rnic_db_value(qp->handle, 0, qp->sq_prod));
 }
 
-static void perf_post_recv(WVm *vm, QvQp *qp, const struct rnic_sge *s,
+static void perf_post_recv(WVm *vm, TvQp *qp, const struct rnic_sge *s,
                            unsigned n)
 {
-    uint32_t stride = 1u << qp->rq_shift, mask = (1u << qp->log) - 1;
+    uint32_t stride = 1u << qp->rq_shift, mask = (1u << qp->rq_log) - 1;
     g_autofree uint8_t *buf = g_malloc0((size_t)n * stride);
     unsigned i, first = qp->rq_prod & mask, done = 0;
 
@@ -1849,7 +1851,7 @@ static void perf_post_recv(WVm *vm, QvQp *qp, const struct rnic_sge *s,
 /* Consume every CQE there is (one read of the ring); returns the count. */
 static unsigned perf_poll(WVm *vm, unsigned max)
 {
-    QvCq *cq = vm->cq;
+    TvCq *cq = vm->cq;
     uint32_t mask = (1u << cq->log) - 1;
     struct rnic_cqe c[64];
     unsigned n = 0, got, i;
@@ -1889,9 +1891,9 @@ static double perf_bw(WVm *a, WVm *b, WvPair *p, uint8_t op, uint32_t size,
 {
     const unsigned depth = 64, batch = 16, sig = 16;
     struct rnic_sq_wqe w = wv_wqe(0, op, 1);
-    struct rnic_sge s = qv_sge(a->buf, size, a->mr[0]);
+    struct rnic_sge s = tv_sge(a->buf, size, a->mr[0]);
     /* receives fit any size (some may be left over from a smaller run) */
-    struct rnic_sge r = qv_sge(b->buf, 1u << 20, b->mr[0]);
+    struct rnic_sge r = tv_sge(b->buf, 1u << 20, b->mr[0]);
     unsigned inflight = 0, recv_posted = 0, recv_done = 0;
     uint64_t rtx0 = wv_stat(a, RNIC_STAT_RETRANSMITS);
     uint64_t ops = 0;
@@ -1955,7 +1957,7 @@ static int cmp_double(const void *a, const void *b)
 static double perf_lat(WVm *a, WVm *b, WvPair *p, uint8_t op, unsigned iters)
 {
     struct rnic_sq_wqe w = wv_wqe(0, op, 1);
-    struct rnic_sge s = qv_sge(a->buf, 64, a->mr[0]);
+    struct rnic_sge s = tv_sge(a->buf, 64, a->mr[0]);
     g_autofree double *t = g_new(double, iters);
     unsigned i;
 
@@ -1982,7 +1984,7 @@ static double perf_lat(WVm *a, WVm *b, WvPair *p, uint8_t op, unsigned iters)
 static double perf_raw_rtt(bool read, unsigned iters)
 {
     Raw t;
-    QvQp *qp;
+    TvQp *qp;
     uint8_t data[64] = { 0 }, frame[256], rx[256];
     g_autofree double *d = g_new(double, iters);
     uint32_t psn = RQ_PSN;

@@ -53,6 +53,7 @@ link "$top/hw/rdma/rnic" hw/rdma/rnic
 link "$top/include/rnic" include/rnic
 link "$top/include/hw/rdma" include/hw/rdma
 link "$top/qtest" tests/qtest/rnic
+link "$top/tests/common" tests/qtest/rnic-common
 link "$top/scripts/qemu/rnic-devices.mak" configs/devices/x86_64-softmmu/rnic.mak
 
 # --- 3. integration lines (idempotent) -------------------------------------

@@ -55,7 +55,7 @@ static void bench_init(Bench *b, uint8_t mtu, bool map)
 
     b->h = test_host_new_sized(NULL, 2ull * REGION + (64u << 20));
     b->h->map_disabled = !map;
-    test_host_enable(b->h, 6);
+    tv_enable(b->h, 6);
     b->ctx = tv_net_ctx(b->h, 0);
     tv_gid(b->h, 0, b->ctx, 1);
     tv_gid(b->h, 1, b->ctx, 2);

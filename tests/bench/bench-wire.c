@@ -46,7 +46,7 @@ static void side_init(Side *s, uint8_t host)
     rnic_engine_config_defaults(&cfg);
     cfg.mac[5] = host;
     s->h = test_host_new_sized(&cfg, REGION + (16u << 20));
-    test_host_enable(s->h, 6);
+    tv_enable(s->h, 6);
     s->ctx = tv_net_ctx(s->h, 0);
     tv_gid(s->h, 0, s->ctx, host);
     s->pd = tv_pd(s->h, s->ctx, 0);

@@ -78,7 +78,7 @@ static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
 static void write_seeds(const char *dir)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     GByteArray *b = g_byte_array_new();
     struct rnic_sq_wqe w;
     struct rnic_sge s, r;

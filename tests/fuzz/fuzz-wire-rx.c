@@ -135,7 +135,7 @@ static void setup(void)
 
     rnic_engine_config_defaults(&cfg);
     h = test_host_new_sized(&cfg, 8u << 20);
-    test_host_enable(h, 6);
+    tv_enable(h, 6);
     attr_addr = test_alloc(h, sizeof(struct rnic_qp_attr), 64);
     ctx0 = tv_net_ctx(h, 0);
     ctx9 = tv_net_ctx(h, 9);

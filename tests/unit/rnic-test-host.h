@@ -29,7 +29,7 @@ typedef struct TestHost {
     unsigned maps;              /* dma_map mappings not yet unmapped */
     GPtrArray *log;             /* char * per log message */
     unsigned guest_errors;
-    /* admin queue state of the 'driver' */
+    /* admin queue state of the test verbs driver (rnic-test-verbs.h) */
     uint64_t aq, acq;
     uint32_t aq_log2, aq_tail, acq_head;
     uint16_t next_cmd_id;
@@ -50,10 +50,5 @@ void test_host_advance(TestHost *h, uint64_t ns);
 
 uint32_t test_reg_read(TestHost *h, uint32_t offset);
 RnicAccessResult test_reg_write(TestHost *h, uint32_t offset, uint32_t value);
-
-/* Configure the admin queue (2^log2 entries) and enable the device. */
-void test_host_enable(TestHost *h, uint32_t log2);
-/* Post one admin command, run the engine, return its completion. */
-struct rnic_admin_cqe test_admin(TestHost *h, struct rnic_admin_cmd *cmd);
 
 #endif /* RNIC_TEST_HOST_H */

@@ -52,7 +52,7 @@ static uint8_t qp_state(TestHost *h, TvQp *qp)
 /* The async EQ holds an event of 'type' for 'handle'. */
 static bool has_event(TvPair *p, uint8_t type, uint32_t handle)
 {
-    struct rnic_eqe *eqe = test_ptr(p->h, p->eq_ring);
+    struct rnic_eqe *eqe = test_ptr(p->d, p->eq_ring);
     int i;
 
     for (i = 0; i < 64 && eqe[i].owner; i++) {
@@ -67,7 +67,7 @@ static bool has_event(TvPair *p, uint8_t type, uint32_t handle)
 static void expect_remote_access_error(TvPair *p, uint32_t rkey, uint64_t va,
                                        uint32_t len)
 {
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, len, p->mra);
     unsigned errors = h->guest_errors;
@@ -106,7 +106,7 @@ static void test_remote_access(void)
     tv_pair_free(p);
     /* a region without remote write rights */
     p = tv_pair_new(NULL);
-    ro = tv_reg_mr(p->h, p->pd, p->bufb, 4096, RNIC_ACCESS_LOCAL_WRITE |
+    ro = tv_reg_mr(p->d, p->pd, p->bufb, 4096, RNIC_ACCESS_LOCAL_WRITE |
                    RNIC_ACCESS_REMOTE_READ, 0, &st);
     g_assert_cmpuint(st, ==, RNIC_ST_OK);
     expect_remote_access_error(p, ro, p->bufb, 100);
@@ -119,8 +119,8 @@ static void test_remote_access(void)
 
         w.rdma.remote_addr = p->bufb + TV_BUF_SIZE - 100;
         w.rdma.rkey = p->mrb;
-        tv_post_send(p->h, p->a, &w, &s, NULL);
-        expect_status(p->h, p->cqa, 1, RNIC_WC_SUCCESS);
+        tv_post_send(p->d, p->a, &w, &s, NULL);
+        expect_status(p->d, p->cqa, 1, RNIC_WC_SUCCESS);
     }
     tv_pair_free(p);
 }
@@ -128,7 +128,7 @@ static void test_remote_access(void)
 static void test_remote_read_access(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     uint32_t wo;
@@ -147,7 +147,7 @@ static void test_remote_read_access(void)
 static void test_local_protection(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa + TV_BUF_SIZE - 10, 11, p->mra);
 
@@ -159,7 +159,7 @@ static void test_local_protection(void)
 
     /* READ into a region without local write */
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     {
         uint32_t ro = tv_reg_mr(h, p->pd, p->bufa, 4096, 0, 0, NULL);
 
@@ -174,7 +174,7 @@ static void test_local_protection(void)
 
     /* an lkey from another PD */
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     {
         uint32_t pd2 = tv_pd(h, p->ctx, 0);
         uint32_t other = tv_reg_mr(h, pd2, p->bufa, 4096, RNIC_ACCESS_ALL, 0,
@@ -212,7 +212,7 @@ static void test_bad_wqes(void)
 
     for (i = 0; i < G_N_ELEMENTS(bad); i++) {
         TvPair *p = tv_pair_new(NULL);
-        TestHost *h = p->h;
+        TestHost *h = p->d;
         struct rnic_sq_wqe w = wqe(100 + i, bad[i].opcode, bad[i].flags,
                                    bad[i].num_sge);
         struct rnic_sq_wqe ok = wqe(200, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED,
@@ -255,7 +255,7 @@ static void test_bad_wqes(void)
 static void test_huge_length(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 3);
     struct rnic_sge s[3] = {
         tv_sge(p->bufa, 0x80000000u, p->mra),
@@ -271,7 +271,7 @@ static void test_huge_length(void)
 static void test_recv_too_small(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 3000, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 2999, p->mrb);
@@ -294,7 +294,7 @@ static void test_recv_too_small(void)
 static void test_misaligned_atomic(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_ATOMIC_CMP_SWP, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
 
@@ -309,7 +309,7 @@ static void test_misaligned_atomic(void)
 static void test_remote_op_error(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     /*
@@ -328,7 +328,7 @@ static void test_remote_op_error(void)
 static void test_flush(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(0, RNIC_WR_SEND, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 10, p->mrb);
@@ -380,7 +380,7 @@ static void test_flush(void)
 static void test_rnr_retry(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 500, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 500, p->mrb);
@@ -414,7 +414,7 @@ static void test_rnr_exceeded(void)
     tv_rnr_retry = 2;
     p = tv_pair_new(NULL);
     tv_rnr_retry = 7;
-    h = p->h;
+    h = p->d;
     s = tv_sge(p->bufa, 10, p->mra);
     tv_post_send(h, p->a, &w, &s, NULL);
     for (i = 0; i < 5; i++) {
@@ -437,7 +437,7 @@ static void test_retry_exceeded(void)
     struct rnic_sge s;
     int i;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     tv_gid(h, 0, ctx, 1);
     tv_gid_bytes(far, ctx, 200);        /* not ours: goes to the wire */
@@ -472,7 +472,7 @@ static void test_retry_exceeded(void)
 static void test_bad_doorbells(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     RnicEngine *e = h->engine;
     uint64_t errs = rnic_engine_stat(e, RNIC_STAT_DOORBELL_ERRORS);
     uint32_t u;
@@ -536,7 +536,7 @@ static void test_rings_outside_ram(void)
     TvCq *cq;
     uint64_t ring;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     pd = tv_pd(h, ctx, 0);
     cq = tv_cq(h, 4, RNIC_HANDLE_NONE, 0);
@@ -585,7 +585,7 @@ static void test_rings_outside_ram(void)
 static void test_ring_unreadable_at_runtime(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
     uint64_t saved = h->ram_size;

@@ -65,7 +65,7 @@ static void test_rkey_isolation(void)
     struct rnic_sge s;
     struct rnic_cqe c;
 
-    test_host_enable(h, 6);
+    tv_enable(h, 6);
     net_init(h, &a, 10, 0);
     net_init(h, &b, 20, 2);
     /* same QPNs in both (own QPN spaces) */
@@ -106,7 +106,7 @@ static void test_lkey_isolation(void)
     struct rnic_sge s;
     struct rnic_cqe c;
 
-    test_host_enable(h, 6);
+    tv_enable(h, 6);
     net_init(h, &a, 10, 0);
     net_init(h, &b, 20, 2);
     s = tv_sge(a.buf, 100, a.mr);       /* A's lkey on B's QP */
@@ -133,7 +133,7 @@ static void test_path_isolation(void)
     struct rnic_sge s;
     struct rnic_cqe c;
 
-    test_host_enable(h, 6);
+    tv_enable(h, 6);
     net_init(h, &a, 10, 0);
     net_init(h, &b, 20, 2);
     z = tv_qp(h, RNIC_QPT_RC, b.pd, b.cq, b.cq, NULL, 4, 0);
@@ -187,7 +187,7 @@ static void test_dereg_isolation(void)
     Net a, b;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
 
-    test_host_enable(h, 6);
+    tv_enable(h, 6);
     net_init(h, &a, 10, 0);
     net_init(h, &b, 20, 2);
     c.destroy.handle = a.mr;

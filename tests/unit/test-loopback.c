@@ -60,7 +60,7 @@ static void do_send(uint8_t mtu, uint32_t len)
 
     tv_path_mtu = mtu;
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     s = tv_sge(p->bufa + 3, len, p->mra);
     r = tv_sge(p->bufb + 5000, len + 100, p->mrb);
     fill(h, p->bufa, TV_BUF_SIZE, 3);
@@ -92,7 +92,7 @@ static void test_send_sizes(void)
 static void test_send_imm_solicited(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(7, RNIC_WR_SEND_IMM,
                                RNIC_WQE_SIGNALED | RNIC_WQE_SOLICITED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 2000, p->mra);
@@ -134,7 +134,7 @@ static void test_send_imm_solicited(void)
 static void test_arm_next_and_eq(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 64, p->mra);
     unsigned irq0 = h->irqs[1];
@@ -176,7 +176,7 @@ static void test_arm_next_and_eq(void)
 static void test_multi_sge(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 5);
     struct rnic_sge s[5], r[4];
     uint8_t expect[6000], *got;
@@ -211,7 +211,7 @@ static void test_multi_sge(void)
 static void test_inline(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND,
                                RNIC_WQE_SIGNALED | RNIC_WQE_INLINE, 0);
     struct rnic_sge r = tv_sge(p->bufb, 4096, p->mrb);
@@ -247,7 +247,7 @@ static void test_write(void)
     /* every size with the host mapping guest memory, and bouncing */
     for (i = 0; i < 2 * G_N_ELEMENTS(sizes); i++) {
         TvPair *p = tv_pair_new(NULL);
-        TestHost *h = p->h;
+        TestHost *h = p->d;
         uint32_t len = sizes[i % G_N_ELEMENTS(sizes)];
         struct rnic_sq_wqe w = wqe(i, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
         struct rnic_sge s = tv_sge(p->bufa, len, p->mra);
@@ -270,7 +270,7 @@ static void test_write(void)
 static void test_write_imm(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(5, RNIC_WR_RDMA_WRITE_IMM, RNIC_WQE_SIGNALED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 5000, p->mra);
     struct rnic_cqe c;
@@ -300,7 +300,7 @@ static void test_read(void)
 
     for (i = 0; i < G_N_ELEMENTS(sizes); i++) {
         TvPair *p = tv_pair_new(NULL);
-        TestHost *h = p->h;
+        TestHost *h = p->d;
         uint32_t len = sizes[i];
         struct rnic_sq_wqe w = wqe(i, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 2);
         struct rnic_sge s[2] = {
@@ -332,7 +332,7 @@ static void test_read(void)
 static void test_atomics(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(1, RNIC_WR_ATOMIC_FETCH_ADD, RNIC_WQE_SIGNALED,
                                1);
     struct rnic_sge s = tv_sge(p->bufa + 64, 8, p->mra);
@@ -371,7 +371,7 @@ static void test_atomics(void)
 static void test_unsignaled(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w = wqe(0, RNIC_WR_RDMA_WRITE, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     struct rnic_cqe c[8];
@@ -405,7 +405,7 @@ static void test_sig_all(void)
     struct rnic_sge s;
     struct rnic_admin_cqe r;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     tv_gid(h, 0, ctx, 1);
     tv_gid_bytes(gid, ctx, 1);
@@ -464,7 +464,7 @@ static void do_fence(bool fence)
 
     tv_path_mtu = RNIC_MTU_256;
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     s = tv_sge(p->bufa, len, p->mra);
     t = tv_sge(p->bufa + len - tail, tail, p->mra);
     fill(h, p->bufb, len, 99);
@@ -500,7 +500,7 @@ static void test_fence(void)
 static void test_mixed_stream(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_cqe c[64];
     int round, i, got;
 

@@ -60,12 +60,12 @@ static void test_stag_allocation(void)
     int i;
 
     for (i = 0; i < 200; i++) {
-        uint32_t s = tv_reg_mr(p->h, p->pd, p->bufa, 4096, RNIC_ACCESS_ALL, 0,
+        uint32_t s = tv_reg_mr(p->d, p->pd, p->bufa, 4096, RNIC_ACCESS_ALL, 0,
                                NULL);
-        uint32_t t = tv_reg_mr(q->h, q->pd, q->bufa, 4096, RNIC_ACCESS_ALL, 0,
+        uint32_t t = tv_reg_mr(q->d, q->pd, q->bufa, 4096, RNIC_ACCESS_ALL, 0,
                                NULL);
 
-        g_assert_cmphex(RNIC_STAG_KEY(s), ==, 0x5a);
+        g_assert_cmphex(RNIC_STAG_KEY(s), ==, TV_MR_KEY);
         g_assert_cmpuint(RNIC_STAG_INDEX(s), !=, 0);
         g_assert_false(g_hash_table_contains(seen,
                                              GUINT_TO_POINTER(RNIC_STAG_INDEX(s))));
@@ -89,11 +89,11 @@ static void test_stag_allocation(void)
 static void test_translate(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    RnicEngine *e = p->h->engine;
+    RnicEngine *e = p->d->engine;
     RnicNetCtx *ctx = rnic_netctx_lookup(e, p->ctx);
     RnicPd *pd = rnic_pd_lookup(e, p->pd);
-    RnicPd *pd2 = rnic_pd_lookup(e, tv_pd(p->h, p->ctx, 0));
-    uint32_t ro = tv_reg_mr(p->h, p->pd, p->bufb + 100, 5000,
+    RnicPd *pd2 = rnic_pd_lookup(e, tv_pd(p->d, p->ctx, 0));
+    uint32_t ro = tv_reg_mr(p->d, p->pd, p->bufb + 100, 5000,
                             RNIC_ACCESS_REMOTE_READ, 0, NULL);
     RnicDmaSeg segs[8];
     uint32_t nsegs = 0;
@@ -154,7 +154,7 @@ static void test_translate(void)
 static void test_level2_scattered(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint32_t npages = 700, i;
     uint64_t pool = test_alloc(h, (uint64_t)npages * 4096, 4096);
     uint64_t dir = test_alloc(h, 2 * 8, 8);
@@ -205,7 +205,7 @@ static void test_level2_scattered(void)
 static void test_level0_contiguous(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint64_t region = test_alloc(h, 3 * 4096, 4096);
     struct rnic_admin_cmd c = reg_cmd(p->pd, 0x1000 + 5, 3 * 4096 - 5, region,
                                       3, 0, RNIC_ACCESS_ALL);
@@ -226,7 +226,7 @@ static void test_level0_contiguous(void)
 static void test_bad_registrations(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint64_t pbl = test_alloc(h, 8 * 4, 8);
     uint64_t *pages = test_ptr(h, pbl);
     struct rnic_admin_cmd c;
@@ -299,10 +299,10 @@ static void test_table_full(void)
     cfg.max_mr = 6;
     p = tv_pair_new(&cfg);              /* registers 2 */
     for (i = 0; i < 4; i++) {
-        g_assert_cmpuint(tv_reg_mr(p->h, p->pd, p->bufa, 4096, 0, 0, &st), !=,
+        g_assert_cmpuint(tv_reg_mr(p->d, p->pd, p->bufa, 4096, 0, 0, &st), !=,
                          0);
     }
-    g_assert_cmpuint(tv_reg_mr(p->h, p->pd, p->bufa, 4096, 0, 0, &st), ==, 0);
+    g_assert_cmpuint(tv_reg_mr(p->d, p->pd, p->bufa, 4096, 0, 0, &st), ==, 0);
     g_assert_cmpuint(st, ==, RNIC_ST_NO_RESOURCES);
     tv_pair_free(p);
 }
@@ -310,7 +310,7 @@ static void test_table_full(void)
 static void test_dereg(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
     struct rnic_admin_cmd d = { .opcode = RNIC_CMD_DEALLOC_PD };
     uint32_t pd2 = tv_pd(h, p->ctx, 0);
@@ -373,7 +373,7 @@ static uint8_t dereg_flags(TestHost *h, uint32_t stag, uint32_t ctx,
 static void test_dereg_any_key(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 4, 0x40);
     uint32_t newkey = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x41);
     struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
@@ -431,7 +431,7 @@ static struct rnic_sq_wqe fastreg_wqe(TestHost *h, uint64_t wr_id,
 static void test_fast_reg(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 8, 0x10);
     uint32_t stag2 = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x11);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
@@ -450,7 +450,7 @@ static void test_fast_reg(void)
     tv_pair_free(p);
 
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     stag = alloc_mr(h, p->pd, 8, 0x10);
     stag2 = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x11);
     target = test_alloc(h, 4 * 4096, 4096);
@@ -484,7 +484,7 @@ static void test_fast_reg(void)
 static void test_fast_reg_limits(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 2, 0x10);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
     /* more pages than allocated for */
@@ -504,7 +504,7 @@ static void test_fast_reg_limits(void)
 static void test_local_inv(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 4, 0x20);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
     struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0x5000, target, 4,
@@ -528,7 +528,7 @@ static void test_local_inv(void)
     tv_pair_free(p);
 
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     stag = alloc_mr(h, p->pd, 4, 0x20);
     target = test_alloc(h, 4 * 4096, 4096);
     fr = fastreg_wqe(h, 1, stag, 0x5000, target, 4, RNIC_ACCESS_LOCAL_WRITE |
@@ -548,7 +548,7 @@ static void test_local_inv(void)
     /* a normal MR cannot be invalidated */
     tv_pair_free(p);
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     inv.imm_or_inv = p->mrb;
     tv_post_send(h, p->b, &inv, NULL, NULL);
     expect_status(h, p->cqb, 2, RNIC_WC_LOC_PROT_ERR);
@@ -558,7 +558,7 @@ static void test_local_inv(void)
 static void test_send_with_inv(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 4, 0x30);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
     struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0x9000, target, 4,
@@ -592,7 +592,7 @@ static void test_send_with_inv(void)
 
     /* invalidating an STag that is not a fast-reg MR: invalid request */
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     r = tv_sge(p->bufb, 64, p->mrb);
     s = tv_sge(p->bufa, 64, p->mra);
     tv_post_recv(h, p->b, 10, &r, 1);
@@ -606,7 +606,7 @@ static void test_send_with_inv(void)
 static void test_reglog_bounded(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     RnicEngine *e = h->engine;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
     uint32_t stag = alloc_mr(h, p->pd, 1, 1);

@@ -35,7 +35,7 @@ static void dev_init_host(Dev *d, TestHost *h)
     uint32_t i;
 
     d->h = h;
-    test_host_enable(h, 6);
+    tv_enable(h, 6);
     for (i = 0; i < 3; i++) {
         d->ctx[i] = tv_net_ctx(h, vlans[i]);
         tv_gid(h, 2 * i, d->ctx[i], 1);
@@ -643,7 +643,7 @@ static void test_migration_roundtrip(void)
     /* a device without multi-network PDs writes the old sections only */
     {
         TvPair *p = tv_pair_new(NULL);
-        GByteArray *old = save(p->h);
+        GByteArray *old = save(p->d);
 
         g_assert_false(image_has_section(old, 12));
         g_assert_false(image_has_section(old, 13));

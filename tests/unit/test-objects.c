@@ -36,7 +36,7 @@ static void test_net_ctx(void)
     rnic_engine_config_defaults(&cfg);
     cfg.max_net_ctx = 3;
     h = test_host_new(&cfg);
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     a = tv_net_ctx(h, 0);
     b = tv_net_ctx(h, 100);
     g_assert_cmpuint(a, !=, b);
@@ -88,7 +88,7 @@ static void test_uctx(void)
     rnic_engine_config_defaults(&cfg);
     cfg.db_pages = 4;
     h = test_host_new(&cfg);
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     u1 = tv_uctx(h);
     u2 = tv_uctx(h);
@@ -150,7 +150,7 @@ static void test_gids(void)
     struct rnic_admin_cmd c;
     uint32_t ctx;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     tv_gid(h, 0, ctx, 1);
     c = cmd(RNIC_CMD_ADD_GID, 0);
@@ -191,7 +191,7 @@ static void test_queues_and_refs(void)
     TvSrq *srq;
     TvQp *qp;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     pd = tv_pd(h, ctx, 0);
     eq = tv_eq(h, 4, 1, RNIC_EQ_ASYNC, NULL);
@@ -259,7 +259,7 @@ static void test_limits(void)
     cfg.max_pd = 1;
     cfg.max_qp = 2;
     h = test_host_new(&cfg);
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ctx = tv_net_ctx(h, 0);
     pd = tv_pd(h, ctx, 0);
     c = cmd(RNIC_CMD_ALLOC_PD, 0);
@@ -303,7 +303,7 @@ static void test_qpn_spaces(void)
     TvCq *cq;
     TvQp *qa, *qb, *ga, *gb;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     ca = tv_net_ctx(h, 10);
     cb = tv_net_ctx(h, 20);
     pa = tv_pd(h, ca, 0);
@@ -348,7 +348,7 @@ static void test_qpn_spaces(void)
 static void test_resize_cq(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w;
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
     struct rnic_admin_cmd c = cmd(RNIC_CMD_RESIZE_CQ, 0);
@@ -397,7 +397,7 @@ static void test_resize_cq(void)
 static void test_cq_overrun(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_sq_wqe w;
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
     struct rnic_eqe *eqe = test_ptr(h, p->eq_ring);
@@ -433,7 +433,7 @@ static void test_query_device_port(void)
     uint64_t buf;
     struct rnic_device_attr *a;
 
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     buf = test_alloc(h, 4096, 64);
     c.query.addr = buf;
     c.query.len = 4096;
@@ -450,11 +450,11 @@ static void test_query_device_port(void)
 static void test_disable_clears(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
 
     g_assert_cmpint(test_reg_write(h, RNIC_REG_DEV_CTRL, 0), ==, 0);
     h->aq = 0;
-    test_host_enable(h, 5);
+    tv_enable(h, 5);
     /* handles and VLAN 0 are free again */
     g_assert_cmpuint(tv_net_ctx(h, 0), ==, p->ctx);
     g_assert_cmpuint(tv_pd(h, p->ctx, 0), ==, p->pd);

@@ -26,7 +26,7 @@ typedef struct Fixture {
 static void fixture_init(Fixture *f)
 {
     f->h = test_host_new(NULL);
-    test_host_enable(f->h, 6);
+    tv_enable(f->h, 6);
     f->ctx = tv_net_ctx(f->h, 0);
     tv_gid(f->h, 0, f->ctx, 1);
     f->pd = tv_pd(f->h, f->ctx, 0);
@@ -312,7 +312,7 @@ static void test_bad_values(void)
 static void test_sqd_drained_and_comm_est(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_qp_attr a;
     struct rnic_sq_wqe w;
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
@@ -350,7 +350,7 @@ static void test_sqd_drained_and_comm_est(void)
 
     /* COMM_EST: the first request reaching a QP still in RTR */
     p = tv_pair_new(NULL);
-    h = p->h;
+    h = p->d;
     eqe = test_ptr(h, p->eq_ring);
     s = tv_sge(p->bufa, 8, p->mra);
     a.qp_state = RNIC_QPS_RESET;

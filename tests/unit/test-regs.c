@@ -3,7 +3,7 @@
  * Engine unit tests: BAR0 registers, reset, interrupts, doorbell recording.
  */
 #include <string.h>
-#include "rnic-test-host.h"
+#include "rnic-test-verbs.h"
 
 static void test_identity(void)
 {
@@ -113,12 +113,12 @@ static void test_admin_nop_and_query(void)
     uint64_t buf;
     int i;
 
-    test_host_enable(h, 2);
+    tv_enable(h, 2);
     /* more commands than ring entries: exercises wrap and phase */
     for (i = 0; i < 11; i++) {
         memset(&cmd, 0, sizeof(cmd));
         cmd.opcode = RNIC_CMD_NOP;
-        cqe = test_admin(h, &cmd);
+        cqe = tv_admin(h, &cmd);
         g_assert_cmpuint(cqe.status, ==, RNIC_ST_OK);
     }
     g_assert_cmpuint(h->irqs[0], ==, 11);
@@ -128,7 +128,7 @@ static void test_admin_nop_and_query(void)
     cmd.opcode = RNIC_CMD_QUERY_DEVICE;
     cmd.query.addr = buf;
     cmd.query.len = sizeof(*attr);
-    cqe = test_admin(h, &cmd);
+    cqe = tv_admin(h, &cmd);
     g_assert_cmpuint(cqe.status, ==, RNIC_ST_OK);
     attr = test_ptr(h, buf);
     g_assert_cmphex(attr->abi_version, ==, RNIC_ABI_VERSION);
@@ -137,13 +137,13 @@ static void test_admin_nop_and_query(void)
 
     /* result buffer too small, outside RAM, unknown opcode */
     cmd.query.len = 8;
-    g_assert_cmpuint(test_admin(h, &cmd).status, ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(tv_admin(h, &cmd).status, ==, RNIC_ST_BAD_PARAM);
     cmd.query.len = sizeof(*attr);
     cmd.query.addr = h->ram_size - 8;
-    g_assert_cmpuint(test_admin(h, &cmd).status, ==, RNIC_ST_DMA_ERROR);
+    g_assert_cmpuint(tv_admin(h, &cmd).status, ==, RNIC_ST_DMA_ERROR);
     memset(&cmd, 0, sizeof(cmd));
     cmd.opcode = 0xee;
-    g_assert_cmpuint(test_admin(h, &cmd).status, ==, RNIC_ST_BAD_OPCODE);
+    g_assert_cmpuint(tv_admin(h, &cmd).status, ==, RNIC_ST_BAD_OPCODE);
     g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_ADMIN_ERRORS), ==, 3);
 
     memset(&cmd, 0, sizeof(cmd));
@@ -151,10 +151,10 @@ static void test_admin_nop_and_query(void)
     cmd.query.addr = buf;
     cmd.query.len = sizeof(struct rnic_port_attr);
     cmd.query.handle = 1;
-    g_assert_cmpuint(test_admin(h, &cmd).status, ==, RNIC_ST_OK);
+    g_assert_cmpuint(tv_admin(h, &cmd).status, ==, RNIC_ST_OK);
     g_assert_cmpuint(((struct rnic_port_attr *)test_ptr(h, buf))->state, ==, 4);
     cmd.query.handle = 2;
-    g_assert_cmpuint(test_admin(h, &cmd).status, ==, RNIC_ST_BAD_HANDLE);
+    g_assert_cmpuint(tv_admin(h, &cmd).status, ==, RNIC_ST_BAD_HANDLE);
     test_host_free(h);
 }
 
@@ -162,7 +162,7 @@ static void test_admin_bad_tail(void)
 {
     TestHost *h = test_host_new(NULL);
 
-    test_host_enable(h, 2);
+    tv_enable(h, 2);
     /* more than 4 entries ahead: refused, nothing executed */
     g_assert_cmpint(test_reg_write(h, RNIC_REG_AQ_TAIL, 5), ==, RNIC_ACCESS_BAD_VALUE);
     test_host_run(h);
@@ -199,7 +199,7 @@ static void test_doorbell_validation(void)
     g_assert_cmpint(rnic_engine_doorbell(h->engine, 0, RNIC_DB_SQ,
                                          rnic_db_value(1, 0, 1)), ==,
                     RNIC_ACCESS_NOT_NOW);
-    test_host_enable(h, 3);
+    tv_enable(h, 3);
     g_assert_cmpint(rnic_engine_doorbell(h->engine, h->cfg.db_pages, RNIC_DB_SQ,
                                          rnic_db_value(1, 0, 1)), ==,
                     RNIC_ACCESS_BAD_DOORBELL);

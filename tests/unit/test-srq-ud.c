@@ -42,7 +42,7 @@ static bool has_event(TestHost *h, uint64_t ring, uint8_t type,
 static void test_srq_shared(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     TvSrq *srq = tv_srq(h, p->pd, 4, 0, 0);
     TvCq *cq = tv_cq(h, 6, p->eq, 0);
     TvQp *r1 = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 4, 0);
@@ -113,7 +113,7 @@ static void test_srq_shared(void)
 static void test_srq_limit(void)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     TvSrq *srq = tv_srq(h, p->pd, 4, 0, 0);
     TvCq *cq = tv_cq(h, 6, p->eq, 0);
     TvQp *r = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 4, 0);
@@ -172,7 +172,7 @@ typedef struct UdFixture {
 static void ud_init(UdFixture *f, uint8_t type)
 {
     f->h = test_host_new(NULL);
-    test_host_enable(f->h, 6);
+    tv_enable(f->h, 6);
     f->ctx = tv_net_ctx(f->h, 7);
     tv_gid(f->h, 0, f->ctx, 1);
     tv_gid(f->h, 1, f->ctx, 2);

@@ -22,8 +22,8 @@ static void test_roundtrip(void)
     GByteArray *img;
     char *err = NULL;
 
-    test_host_enable(src, 4);
-    test_admin(src, &cmd);
+    tv_enable(src, 4);
+    tv_admin(src, &cmd);
     test_reg_write(src, RNIC_REG_SCRATCH, 0x12345678);
     test_reg_write(src, RNIC_REG_MAC_HI, 0xbeef);
     test_host_advance(src, 7000000);
@@ -48,7 +48,7 @@ static void test_roundtrip(void)
     dst->next_cmd_id = src->next_cmd_id;
     memcpy(dst->ram, src->ram, src->ram_size);
     cmd.opcode = RNIC_CMD_NOP;
-    g_assert_cmpuint(test_admin(dst, &cmd).status, ==, RNIC_ST_OK);
+    g_assert_cmpuint(tv_admin(dst, &cmd).status, ==, RNIC_ST_OK);
     g_byte_array_unref(img);
     test_host_free(src);
     test_host_free(dst);
@@ -62,7 +62,7 @@ static void test_corrupt(void)
     char *err = NULL;
     size_t cut;
 
-    test_host_enable(src, 4);
+    tv_enable(src, 4);
     img = save(src);
     /* every truncation fails cleanly */
     for (cut = 0; cut < img->len; cut++) {
@@ -111,20 +111,20 @@ static TvPair *pair_move(TvPair *p, TestHost *to)
     TvPair *q = g_new(TvPair, 1);
 
     *q = *p;
-    q->h = to;
+    q->d = to;
     q->cqa = g_memdup2(p->cqa, sizeof(*p->cqa));
     q->cqb = g_memdup2(p->cqb, sizeof(*p->cqb));
     q->a = g_memdup2(p->a, sizeof(*p->a));
     q->b = g_memdup2(p->b, sizeof(*p->b));
     q->a->scq = q->a->rcq = q->cqa;
     q->b->scq = q->b->rcq = q->cqb;
-    to->aq = p->h->aq;
-    to->acq = p->h->acq;
-    to->aq_log2 = p->h->aq_log2;
-    to->aq_tail = p->h->aq_tail;
-    to->acq_head = p->h->acq_head;
-    to->next_cmd_id = p->h->next_cmd_id;
-    to->alloc_next = p->h->alloc_next;
+    to->aq = p->d->aq;
+    to->acq = p->d->acq;
+    to->aq_log2 = p->d->aq_log2;
+    to->aq_tail = p->d->aq_tail;
+    to->acq_head = p->d->acq_head;
+    to->next_cmd_id = p->d->next_cmd_id;
+    to->alloc_next = p->d->alloc_next;
     return q;
 }
 
@@ -217,7 +217,7 @@ static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
                            uint64_t *l0_region)
 {
     TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->h;
+    TestHost *h = p->d;
     struct rnic_admin_cmd c;
     struct rnic_sq_wqe w;
     struct rnic_sge s, r;
@@ -311,7 +311,7 @@ static void test_objects_roundtrip(void)
     uint32_t fr, l0;
     uint64_t l0_region;
     TvPair *p = busy_device(&fr, &l0, &l0_region);
-    TestHost *src = p->h;
+    TestHost *src = p->d;
     TestHost *dst = test_host_new(NULL);
     GByteArray *img = save(src);
     struct rnic_cqe c[8];
@@ -403,14 +403,14 @@ static void test_objects_fuzz(void)
     uint64_t l0_region;
     TvPair *p = busy_device(&fr, &l0, &l0_region);
     TestHost *dst = test_host_new(NULL);
-    GByteArray *img = save(p->h);
+    GByteArray *img = save(p->d);
     GRand *rand = g_rand_new_with_seed(1234);
     uint8_t *copy = g_malloc(img->len);
     unsigned ok = 0, i;
     size_t cut;
     char *err;
 
-    memcpy(dst->ram, p->h->ram, p->h->ram_size);
+    memcpy(dst->ram, p->d->ram, p->d->ram_size);
     for (cut = 0; cut < img->len; cut += 7) {
         err = NULL;
         g_assert_false(rnic_engine_load(dst->engine, img->data, cut, &err));

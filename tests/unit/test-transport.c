@@ -48,7 +48,7 @@ static void fix_init(Fix *f)
     f->tx = g_array_new(FALSE, TRUE, sizeof(Captured));
     f->h->engine->wire_tap = tap;
     f->h->engine->wire_tap_opaque = f;
-    test_host_enable(f->h, 6);
+    tv_enable(f->h, 6);
     f->ctx = tv_net_ctx(f->h, 0);
     tv_gid(f->h, 0, f->ctx, 1);
     tv_gid_bytes(f->local, f->ctx, 1);

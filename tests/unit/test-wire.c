@@ -219,7 +219,7 @@ static void node_init(Node *n, uint8_t host)
     cfg.mac[5] = host;
     n->h = test_host_new(&cfg);
     memcpy(n->mac, cfg.mac, 6);
-    test_host_enable(n->h, 6);
+    tv_enable(n->h, 6);
     n->ctx[0] = tv_net_ctx(n->h, 0);
     n->ctx[1] = tv_net_ctx(n->h, 100);
     tv_gid(n->h, 0, n->ctx[0], host);
