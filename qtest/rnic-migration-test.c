@@ -308,47 +308,6 @@ static void assert_regs_equal(GArray *x, GArray *y)
                     y->data, y->len * sizeof(uint32_t));
 }
 
-static void fill(QRnic *d, uint64_t addr, size_t len, uint8_t seed)
-{
-    g_autofree uint8_t *b = g_malloc(len);
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        b[i] = seed + i * 13 + (i >> 8);
-    }
-    qtest_memwrite(rnic_qts(d), addr, b, len);
-}
-
-static void assert_same(QRnic *d, uint64_t x, uint64_t y, size_t len)
-{
-    g_autofree uint8_t *bx = g_malloc(len);
-    g_autofree uint8_t *by = g_malloc(len);
-
-    qtest_memread(rnic_qts(d), x, bx, len);
-    qtest_memread(rnic_qts(d), y, by, len);
-    g_assert_cmpmem(bx, len, by, len);
-}
-
-static struct rnic_sq_wqe wqe(uint8_t opcode, uint64_t wr_id, uint8_t nsge)
-{
-    return (struct rnic_sq_wqe) {
-        .wr_id = wr_id, .opcode = opcode, .flags = RNIC_WQE_SIGNALED,
-        .num_sge = nsge,
-    };
-}
-
-static void expect_cqe(QRnic *d, TvCq *cq, uint64_t wr_id, uint8_t opcode,
-                       uint8_t status)
-{
-    struct rnic_cqe c = tv_wait_cqe(d, cq);
-
-    g_assert_cmpuint(c.wr_id, ==, wr_id);
-    g_assert_cmpuint(c.status, ==, status);
-    if (status == RNIC_WC_SUCCESS) {
-        g_assert_cmpuint(c.opcode, ==, opcode);
-    }
-}
-
 /* Step the clock a while: no CQE may appear. */
 static void expect_no_cqe(QRnic *d, TvCq *cq)
 {
@@ -381,33 +340,33 @@ static void pair_traffic(QRnic *d, TvPair *p, uint8_t seed)
     struct rnic_sq_wqe w;
     struct rnic_sge sg, rg;
 
-    fill(d, p->bufa, 9000, seed);
+    tv_fill(d, p->bufa, 9000, seed);
     sg = tv_sge(p->bufa, 9000, p->mra);
-    w = wqe(RNIC_WR_RDMA_WRITE, 1000 + seed, 1);
+    w = tv_wqe(1000 + seed, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = p->bufb + 1000;
     w.rdma.rkey = p->mrb;
     tv_post_send(d, p->a, &w, &sg, NULL);
-    expect_cqe(d, p->cqa, 1000 + seed, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    assert_same(d, p->bufa, p->bufb + 1000, 9000);
+    tv_expect_cqe(d, p->cqa, 1000 + seed, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(d, p->bufa, p->bufb + 1000, 9000);
 
-    fill(d, p->bufb + 20000, 5000, seed + 1);
+    tv_fill(d, p->bufb + 20000, 5000, seed + 1);
     sg = tv_sge(p->bufa + 20000, 5000, p->mra);
-    w = wqe(RNIC_WR_RDMA_READ, 2000 + seed, 1);
+    w = tv_wqe(2000 + seed, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = p->bufb + 20000;
     w.rdma.rkey = p->mrb;
     tv_post_send(d, p->a, &w, &sg, NULL);
-    expect_cqe(d, p->cqa, 2000 + seed, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
-    assert_same(d, p->bufa + 20000, p->bufb + 20000, 5000);
+    tv_expect_cqe(d, p->cqa, 2000 + seed, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_assert_same(d, p->bufa + 20000, p->bufb + 20000, 5000);
 
     rg = tv_sge(p->bufb + 40000, 3000, p->mrb);
     tv_post_recv(d, p->b, 3000 + seed, &rg, 1);
-    fill(d, p->bufa + 40000, 3000, seed + 2);
+    tv_fill(d, p->bufa + 40000, 3000, seed + 2);
     sg = tv_sge(p->bufa + 40000, 3000, p->mra);
-    w = wqe(RNIC_WR_SEND, 4000 + seed, 1);
+    w = tv_wqe(4000 + seed, RNIC_WR_SEND, 1);
     tv_post_send(d, p->a, &w, &sg, NULL);
-    expect_cqe(d, p->cqa, 4000 + seed, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    expect_cqe(d, p->cqb, 3000 + seed, RNIC_WC_RECV, RNIC_WC_SUCCESS);
-    assert_same(d, p->bufa + 40000, p->bufb + 40000, 3000);
+    tv_expect_cqe(d, p->cqa, 4000 + seed, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, p->cqb, 3000 + seed, RNIC_WC_RECV, RNIC_WC_SUCCESS);
+    tv_assert_same(d, p->bufa + 40000, p->bufb + 40000, 3000);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -454,7 +413,7 @@ static void fast_reg(QRnic *d, World *w, uint32_t stag, uint64_t iova,
                      uint64_t region, uint32_t pages, uint64_t wr_id)
 {
     uint64_t pbl = qv_alloc(d, 8 * pages, 8);
-    struct rnic_sq_wqe x = wqe(RNIC_WR_REG_MR, wr_id, 0);
+    struct rnic_sq_wqe x = tv_wqe(wr_id, RNIC_WR_REG_MR, 0);
     uint32_t i;
 
     for (i = 0; i < pages; i++) {
@@ -469,7 +428,7 @@ static void fast_reg(QRnic *d, World *w, uint32_t stag, uint64_t iova,
     x.reg.npages = pages;
     x.reg.page_shift = 12;
     tv_post_send(d, w->p.b, &x, NULL, NULL);
-    expect_cqe(d, w->p.cqb, wr_id, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->p.cqb, wr_id, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
 }
 
 static void world_init(QRnic *d, World *w)
@@ -594,10 +553,10 @@ static void world_init(QRnic *d, World *w)
     fast_reg(d, w, w->fr_valid, 0x7000000, w->fr_region, 4, 51);
     w->fr_inval = RNIC_STAG(RNIC_STAG_INDEX(w->fr_inval), 0x43);
     fast_reg(d, w, w->fr_inval, 0x8000000, w->fr_region, 2, 52);
-    x = wqe(RNIC_WR_LOCAL_INV, 53, 0);
+    x = tv_wqe(53, RNIC_WR_LOCAL_INV, 0);
     x.imm_or_inv = w->fr_inval;
     tv_post_send(d, w->p.b, &x, NULL, NULL);
-    expect_cqe(d, w->p.cqb, 53, RNIC_WC_LOCAL_INV, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->p.cqb, 53, RNIC_WC_LOCAL_INV, RNIC_WC_SUCCESS);
 
     /* the Ethernet function's rings (configured, idle) */
     rnic_reg_write(d, RNIC_REG_ETH_TX_BASE_LO,
@@ -616,16 +575,16 @@ static void world_init(QRnic *d, World *w)
         rg = tv_sge(w->bufd + 4096 * i, 4096, w->mrd);
         tv_post_srq(d, w->srq, 600 + i, &rg, 1);
     }
-    fill(d, w->bufc, 2000, 77);
+    tv_fill(d, w->bufc, 2000, 77);
     sg = tv_sge(w->bufc, 2000, w->mrc);
-    x = wqe(RNIC_WR_SEND, 61, 1);
+    x = tv_wqe(61, RNIC_WR_SEND, 1);
     tv_post_send(d, w->c, &x, &sg, NULL);
-    expect_cqe(d, w->cqc, 61, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    expect_cqe(d, w->cqd, 600, RNIC_WC_RECV, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->cqc, 61, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->cqd, 600, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     /* two send completions of a stay unconsumed across the migration */
     for (i = 0; i < 2; i++) {
         sg = tv_sge(w->p.bufa, 100, w->p.mra);
-        x = wqe(RNIC_WR_RDMA_WRITE, 70 + i, 1);
+        x = tv_wqe(70 + i, RNIC_WR_RDMA_WRITE, 1);
         x.rdma.remote_addr = w->p.bufb + 60000;
         x.rdma.rkey = w->p.mrb;
         tv_post_send(d, w->p.a, &x, &sg, NULL);
@@ -662,8 +621,8 @@ static void world_check(QRnic *d, World *w)
     uint8_t page[4096], want[4096];
 
     /* the completions the driver had not consumed are still there */
-    expect_cqe(d, w->p.cqa, 70, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    expect_cqe(d, w->p.cqa, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->p.cqa, 70, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->p.cqa, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     g_assert_false(tv_poll(d, w->p.cqa, &c, 1));
 
     /* the rkeys issued before the migration: WRITE, READ, SEND, atomic */
@@ -673,66 +632,66 @@ static void world_check(QRnic *d, World *w)
     g_assert_cmpuint(e.type, ==, RNIC_EQE_COMPLETION);
     qtest_writeq(rnic_qts(d), w->p.bufb + 64, 1000);
     sg = tv_sge(w->p.bufa + 64, 8, w->p.mra);
-    x = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 80, 1);
+    x = tv_wqe(80, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     x.atomic.remote_addr = w->p.bufb + 64;
     x.atomic.rkey = w->p.mrb;
     x.atomic.compare_add = 5;
     tv_post_send(d, w->p.a, &x, &sg, NULL);
-    expect_cqe(d, w->p.cqa, 80, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->p.cqa, 80, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(rnic_qts(d), w->p.bufa + 64), ==, 1000);
     g_assert_cmpuint(qtest_readq(rnic_qts(d), w->p.bufb + 64), ==, 1005);
 
     /* the two-level region: a READ across page boundaries */
     for (i = 0; i < 3; i++) {
-        fill(d, w->l2buf + 4096ull * l2_page(100 + i), 4096, 30 + i);
+        tv_fill(d, w->l2buf + 4096ull * l2_page(100 + i), 4096, 30 + i);
     }
     sg = tv_sge(w->p.bufa + 8192, 3 * 4096 - 200, w->p.mra);
-    x = wqe(RNIC_WR_RDMA_READ, 81, 1);
+    x = tv_wqe(81, RNIC_WR_RDMA_READ, 1);
     x.rdma.remote_addr = 0x5000000 + 100 * 4096 + 100;
     x.rdma.rkey = w->mr_l2;
     tv_post_send(d, w->p.a, &x, &sg, NULL);
-    expect_cqe(d, w->p.cqa, 81, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->p.cqa, 81, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
     qtest_memread(rnic_qts(d), w->p.bufa + 8192 + 4096 - 100, page, 4096);
     qtest_memread(rnic_qts(d), w->l2buf + 4096ull * l2_page(101), want, 4096);
     g_assert_cmpmem(page, 4096, want, 4096);
 
     /* the contiguous region */
-    fill(d, w->contig, 8192, 40);
+    tv_fill(d, w->contig, 8192, 40);
     sg = tv_sge(w->p.bufa + 30000, 8192, w->p.mra);
-    x = wqe(RNIC_WR_RDMA_READ, 82, 1);
+    x = tv_wqe(82, RNIC_WR_RDMA_READ, 1);
     x.rdma.remote_addr = 0x300000;
     x.rdma.rkey = w->mr_contig;
     tv_post_send(d, w->p.a, &x, &sg, NULL);
-    expect_cqe(d, w->p.cqa, 82, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
-    assert_same(d, w->p.bufa + 30000, w->contig, 8192);
+    tv_expect_cqe(d, w->p.cqa, 82, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_assert_same(d, w->p.bufa + 30000, w->contig, 8192);
 
     /* the fast-registered rkey */
-    fill(d, w->p.bufa, 6000, 50);
+    tv_fill(d, w->p.bufa, 6000, 50);
     sg = tv_sge(w->p.bufa, 6000, w->p.mra);
-    x = wqe(RNIC_WR_RDMA_WRITE, 83, 1);
+    x = tv_wqe(83, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = 0x7000000 + 3000;
     x.rdma.rkey = w->fr_valid;
     tv_post_send(d, w->p.a, &x, &sg, NULL);
-    expect_cqe(d, w->p.cqa, 83, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    assert_same(d, w->p.bufa, w->fr_region + 3000, 6000);
+    tv_expect_cqe(d, w->p.cqa, 83, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(d, w->p.bufa, w->fr_region + 3000, 6000);
 
     /* VLAN 100: the SRQ's second receive takes a SEND */
-    fill(d, w->bufc, 3000, 60);
+    tv_fill(d, w->bufc, 3000, 60);
     sg = tv_sge(w->bufc, 3000, w->mrc);
-    x = wqe(RNIC_WR_SEND, 84, 1);
+    x = tv_wqe(84, RNIC_WR_SEND, 1);
     tv_post_send(d, w->c, &x, &sg, NULL);
-    expect_cqe(d, w->cqc, 84, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, w->cqc, 84, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     c = tv_wait_cqe(d, w->cqd);
     g_assert_cmpuint(c.wr_id, ==, 601);
     g_assert_cmpuint(c.qp_num, ==, w->dq->qpn);
-    assert_same(d, w->bufc, w->bufd + 4096, 3000);
+    tv_assert_same(d, w->bufc, w->bufd + 4096, 3000);
 
     /* UD, by QPN and Q_Key */
     rg = tv_sge(w->p.bufb + 50000, 40 + 500, w->p.mrb);
     tv_post_recv(d, w->ud2, 90, &rg, 1);
-    fill(d, w->p.bufa + 50000, 500, 70);
+    tv_fill(d, w->p.bufa + 50000, 500, 70);
     sg = tv_sge(w->p.bufa + 50000, 500, w->p.mra);
-    x = wqe(RNIC_WR_SEND, 91, 1);
+    x = tv_wqe(91, RNIC_WR_SEND, 1);
     x.ud.remote_qpn = w->ud2->qpn;
     x.ud.remote_qkey = 0x2222;
     qv_gid_bytes(x.ud.av.dgid, 0, 2);
@@ -748,7 +707,7 @@ static void world_check(QRnic *d, World *w)
             g_assert_cmpuint(c.wr_id, ==, 91);
         }
     }
-    assert_same(d, w->p.bufa + 50000, w->p.bufb + 50000 + 40, 500);
+    tv_assert_same(d, w->p.bufa + 50000, w->p.bufb + 50000 + 40, 500);
 
     /* the admin queue goes on; a new STag collides with none */
     v = qv_alloc(d, 4096, 4096);
@@ -759,18 +718,18 @@ static void world_check(QRnic *d, World *w)
 
     /* still per network: a key of VLAN 0 means nothing on VLAN 100 */
     sg = tv_sge(w->bufc, 100, w->mrc);
-    x = wqe(RNIC_WR_RDMA_WRITE, 92, 1);
+    x = tv_wqe(92, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = w->p.bufb;
     x.rdma.rkey = w->p.mrb;
     tv_post_send(d, w->c, &x, &sg, NULL);
-    expect_cqe(d, w->cqc, 92, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(d, w->cqc, 92, 0, RNIC_WC_REM_ACCESS_ERR);
     /* and the invalidated fast-reg rkey stayed invalid */
-    x = wqe(RNIC_WR_RDMA_WRITE, 93, 1);
+    x = tv_wqe(93, RNIC_WR_RDMA_WRITE, 1);
     sg = tv_sge(w->p.bufa, 100, w->p.mra);
     x.rdma.remote_addr = 0x8000000;
     x.rdma.rkey = w->fr_inval;
     tv_post_send(d, w->p.a, &x, &sg, NULL);
-    expect_cqe(d, w->p.cqa, 93, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(d, w->p.cqa, 93, 0, RNIC_WC_REM_ACCESS_ERR);
 }
 
 static void test_objects(void)
@@ -864,25 +823,25 @@ static void test_multi_net(void)
     after = tables(vm);
     g_assert_cmpstr(after, ==, before);
     /* VLAN 5: the PD's rkey writes */
-    fill(d, buf, 4096, 0x77);
+    tv_fill(d, buf, 4096, 0x77);
     sg = tv_sge(buf, 4096, mr);
-    w = wqe(RNIC_WR_RDMA_WRITE, 71, 1);
+    w = tv_wqe(71, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = buf + 2 * 4096;
     w.rdma.rkey = mr;
     tv_post_send(d, qa, &w, &sg, NULL);
-    expect_cqe(d, cq, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    assert_same(d, buf, buf + 2 * 4096, 4096);
+    tv_expect_cqe(d, cq, 71, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(d, buf, buf + 2 * 4096, 4096);
     /* untagged: unknown there, also after the migration */
     q0a = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
     q0b = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
     tv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
     tv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
     sg = tv_sge(buf + 4 * 4096, 16, mr0);
-    w = wqe(RNIC_WR_RDMA_WRITE, 72, 1);
+    w = tv_wqe(72, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = buf;
     w.rdma.rkey = mr;
     tv_post_send(d, q0a, &w, &sg, NULL);
-    expect_cqe(d, cq, 72, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(d, cq, 72, 0, RNIC_WC_REM_ACCESS_ERR);
     g_free(cq);
     g_free(qa);
     g_free(qb);
@@ -916,8 +875,8 @@ static void test_pending_wqes(void)
     pair_init(d, &p);
     counter = p.bufb + 60000;
     qtest_writeq(vm->qts, counter, 7);
-    fill(d, p.bufa, 40000, 5);
-    fill(d, p.bufb + 45000, 6000, 9);
+    tv_fill(d, p.bufa, 40000, 5);
+    tv_fill(d, p.bufb + 45000, 6000, 9);
     qtest_memset(vm->qts, p.bufb, 0, 40000);
     /* b's completions notify: no interrupt may come before 'cont' */
     tv_cq_arm(d, p.cqb, RNIC_DB_ARM_NEXT);
@@ -930,22 +889,22 @@ static void test_pending_wqes(void)
         rg = tv_sge(p.bufb + 20000 + 1024 * i, 1024, p.mrb);
         tv_post_recv(d, p.b, 100 + i, &rg, 1);
         sg = tv_sge(p.bufa + 1024 * i, 1024, p.mra);
-        x = wqe(RNIC_WR_SEND, 200 + i, 1);
+        x = tv_wqe(200 + i, RNIC_WR_SEND, 1);
         tv_post_send(d, p.a, &x, &sg, NULL);
     }
     sg = tv_sge(p.bufa, 19000, p.mra);
-    x = wqe(RNIC_WR_RDMA_WRITE, 300, 1);
+    x = tv_wqe(300, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = p.bufb;
     x.rdma.rkey = p.mrb;
     tv_post_send(d, p.a, &x, &sg, NULL);
     sg = tv_sge(p.bufa + 45000, 6000, p.mra);
-    x = wqe(RNIC_WR_RDMA_READ, 301, 1);
+    x = tv_wqe(301, RNIC_WR_RDMA_READ, 1);
     x.rdma.remote_addr = p.bufb + 45000;
     x.rdma.rkey = p.mrb;
     tv_post_send(d, p.a, &x, &sg, NULL);
     for (i = 0; i < 3; i++) {
         sg = tv_sge(p.bufa + 62000 + 8 * i, 8, p.mra);
-        x = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 400 + i, 1);
+        x = tv_wqe(400 + i, RNIC_WR_ATOMIC_FETCH_ADD, 1);
         x.atomic.remote_addr = counter;
         x.atomic.rkey = p.mrb;
         x.atomic.compare_add = 100;
@@ -974,13 +933,13 @@ static void test_pending_wqes(void)
     qtest_qmp_eventwait(vm->qts, "RESUME");
     g_assert_true(rnic_msix_wait(d, VEC_COMP));
     for (i = 0; i < 4; i++) {
-        expect_cqe(d, p.cqa, 200 + i, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-        expect_cqe(d, p.cqb, 100 + i, RNIC_WC_RECV, RNIC_WC_SUCCESS);
+        tv_expect_cqe(d, p.cqa, 200 + i, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+        tv_expect_cqe(d, p.cqb, 100 + i, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     }
-    expect_cqe(d, p.cqa, 300, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    expect_cqe(d, p.cqa, 301, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, p.cqa, 300, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, p.cqa, 301, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
     for (i = 0; i < 3; i++) {
-        expect_cqe(d, p.cqa, 400 + i, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
+        tv_expect_cqe(d, p.cqa, 400 + i, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
         g_assert_cmpuint(qtest_readq(vm->qts, p.bufa + 62000 + 8 * i), ==,
                          7 + 100 * i);
     }
@@ -990,9 +949,9 @@ static void test_pending_wqes(void)
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 307);
     /* nine send WQEs and four receive WQEs */
     g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes + 9 + 4);
-    assert_same(d, p.bufa, p.bufb + 20000, 4096);
-    assert_same(d, p.bufa, p.bufb, 19000);
-    assert_same(d, p.bufa + 45000, p.bufb + 45000, 6000);
+    tv_assert_same(d, p.bufa, p.bufb + 20000, 4096);
+    tv_assert_same(d, p.bufa, p.bufb, 19000);
+    tv_assert_same(d, p.bufa + 45000, p.bufb + 45000, 6000);
     tv_pair_fini(&p);
     mig_done(vm);
 }
@@ -1020,7 +979,7 @@ static void test_stopped_timers(void)
     qv_gid_bytes(nowhere, 0, 99);
     tv_rc_connect(d, r, 0, nowhere, 0x77);      /* 67 ms, 7 retries */
     sg = tv_sge(p.bufa, 100, p.mra);
-    x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
+    x = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = 0x1000;
     x.rdma.rkey = 0x1234;
     tv_post_send(d, r, &x, &sg, NULL);
@@ -1071,16 +1030,16 @@ static void test_back_and_forth(void)
         g_free(t0);
         t0 = tables(vm);
         /* a WRITE posted right before the migration, no clock step */
-        fill(&vm->d, p.bufa, 30000, 20 + hop);
+        tv_fill(&vm->d, p.bufa, 30000, 20 + hop);
         sg = tv_sge(p.bufa, 30000, p.mra);
-        x = wqe(RNIC_WR_RDMA_WRITE, 500 + hop, 1);
+        x = tv_wqe(500 + hop, RNIC_WR_RDMA_WRITE, 1);
         x.rdma.remote_addr = p.bufb + 30000;
         x.rdma.rkey = p.mrb;
         tv_post_send(&vm->d, p.a, &x, &sg, NULL);
         vm = mig_migrate(vm, NULL, true);
-        expect_cqe(&vm->d, p.cqa, 500 + hop, RNIC_WC_RDMA_WRITE,
-                   RNIC_WC_SUCCESS);
-        assert_same(&vm->d, p.bufa, p.bufb + 30000, 30000);
+        tv_expect_cqe(&vm->d, p.cqa, 500 + hop, RNIC_WC_RDMA_WRITE,
+                      RNIC_WC_SUCCESS);
+        tv_assert_same(&vm->d, p.bufa, p.bufb + 30000, 30000);
         t1 = tables(vm);
         /* only the PSNs of that one WRITE may have moved */
         g_assert_cmpuint(strlen(t1), >=, strlen(t0) - 8);
@@ -1488,7 +1447,7 @@ static void test_reset(void)
     pair_init(&vm->d, &p);
     /* work in flight when the reset comes */
     sg = tv_sge(p.bufa, 40000, p.mra);
-    x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
+    x = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = p.bufb;
     x.rdma.rkey = p.mrb;
     tv_post_send(&vm->d, p.a, &x, &sg, NULL);
@@ -1679,9 +1638,9 @@ static void peer_traffic(bool lossy)
     qtest_writeq(a->qts, counter, 0);
 
     /* the connection works before the migration */
-    fill(&b->d, pb.buf, 4096, 1);
+    tv_fill(&b->d, pb.buf, 4096, 1);
     sg = tv_sge(pb.buf, 4096, pb.mr);
-    x = wqe(RNIC_WR_RDMA_WRITE, 1, 1);
+    x = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = pa.buf;
     x.rdma.rkey = pa.mr;
     tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
@@ -1705,19 +1664,19 @@ static void peer_traffic(bool lossy)
         sg = tv_sge(pb.buf + 128 * 1024 + 4096 * i, 4096, pb.mr);
         tv_post_recv(&b->d, pb.qp, 700 + i, &sg, 1);
     }
-    fill(&a->d, pa.buf + 100 * 1024, PEER_SENDS * 2000, 3);
+    tv_fill(&a->d, pa.buf + 100 * 1024, PEER_SENDS * 2000, 3);
     for (i = 0; i < PEER_SENDS; i++) {
         sg = tv_sge(pa.buf + 100 * 1024 + 2000 * i, 2000, pa.mr);
-        x = wqe(RNIC_WR_SEND, 600 + i, 1);
+        x = tv_wqe(600 + i, RNIC_WR_SEND, 1);
         tv_post_send(&a->d, pa.qp, &x, &sg, NULL);
     }
     /* B's WRITEs, READs and atomics at A's rkey */
-    fill(&b->d, pb.buf, PEER_WRITES * 4096, 2);
-    fill(&a->d, pa.buf + 160 * 1024, PEER_READS * 4096, 4);
+    tv_fill(&b->d, pb.buf, PEER_WRITES * 4096, 2);
+    tv_fill(&a->d, pa.buf + 160 * 1024, PEER_READS * 4096, 4);
     nb = 0;
     for (i = 0; i < PEER_WRITES; i++, nb++) {
         sg = tv_sge(pb.buf + 4096 * i, 4096, pb.mr);
-        x = wqe(RNIC_WR_RDMA_WRITE, 100 + i, 1);
+        x = tv_wqe(100 + i, RNIC_WR_RDMA_WRITE, 1);
         x.rdma.remote_addr = pa.buf + 4096 * i;
         x.rdma.rkey = pa.mr;
         tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
@@ -1726,14 +1685,14 @@ static void peer_traffic(bool lossy)
 
             for (k = 0; k < PEER_READS; k++, nb++) {
                 sg = tv_sge(pb.buf + 192 * 1024 + 4096 * k, 4096, pb.mr);
-                x = wqe(RNIC_WR_RDMA_READ, 200 + k, 1);
+                x = tv_wqe(200 + k, RNIC_WR_RDMA_READ, 1);
                 x.rdma.remote_addr = pa.buf + 160 * 1024 + 4096 * k;
                 x.rdma.rkey = pa.mr;
                 tv_post_send(&b->d, pb.qp, &x, &sg, NULL);
             }
             for (k = 0; k < PEER_ADDS; k++, nb++) {
                 sg = tv_sge(pb.buf + 240 * 1024 + 8 * k, 8, pb.mr);
-                x = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 300 + k, 1);
+                x = tv_wqe(300 + k, RNIC_WR_ATOMIC_FETCH_ADD, 1);
                 x.atomic.remote_addr = counter;
                 x.atomic.rkey = pa.mr;
                 x.atomic.compare_add = 1;
@@ -1839,9 +1798,9 @@ static void peer_traffic(bool lossy)
     t = tables(a);
     mrs_after = mr_lines(t);
     g_assert_cmpstr(mrs_after, ==, mrs_before);
-    fill(&b->d, pb.buf, 8192, 9);
+    tv_fill(&b->d, pb.buf, 8192, 9);
     sg = tv_sge(pb.buf, 8192, pb.mr);
-    x = wqe(RNIC_WR_RDMA_WRITE, 900, 1);
+    x = tv_wqe(900, RNIC_WR_RDMA_WRITE, 1);
     x.rdma.remote_addr = pa.buf + 8192;
     x.rdma.rkey = pa.mr;
     tv_post_send(&b->d, pb.qp, &x, &sg, NULL);

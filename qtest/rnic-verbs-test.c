@@ -30,47 +30,6 @@ static void loop_init(TvPair *l, QRnic *d)
     tv_pair_init(d, l, 1, RNIC_EQ_ASYNC, 6, 5, BUF_SIZE);
 }
 
-static void fill(QRnic *d, uint64_t addr, size_t len, uint8_t seed)
-{
-    g_autofree uint8_t *b = g_malloc(len);
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        b[i] = seed + i * 7;
-    }
-    qtest_memwrite(rnic_qts(d), addr, b, len);
-}
-
-static void assert_same(QRnic *d, uint64_t x, uint64_t y, size_t len)
-{
-    g_autofree uint8_t *bx = g_malloc(len);
-    g_autofree uint8_t *by = g_malloc(len);
-
-    qtest_memread(rnic_qts(d), x, bx, len);
-    qtest_memread(rnic_qts(d), y, by, len);
-    g_assert_cmpmem(bx, len, by, len);
-}
-
-static struct rnic_sq_wqe wqe(uint8_t opcode, uint64_t wr_id, uint8_t nsge)
-{
-    return (struct rnic_sq_wqe) {
-        .wr_id = wr_id, .opcode = opcode, .flags = RNIC_WQE_SIGNALED,
-        .num_sge = nsge,
-    };
-}
-
-static void expect_cqe(QRnic *d, TvCq *cq, uint64_t wr_id, uint8_t opcode,
-                       uint8_t status)
-{
-    struct rnic_cqe c = tv_wait_cqe(d, cq);
-
-    g_assert_cmpuint(c.wr_id, ==, wr_id);
-    g_assert_cmpuint(c.status, ==, status);
-    if (status == RNIC_WC_SUCCESS) {
-        g_assert_cmpuint(c.opcode, ==, opcode);
-    }
-}
-
 /* ---------------------------------------------------------------- */
 
 static void test_admin_objects(void *obj, void *data, QGuestAllocator *alloc)
@@ -276,7 +235,7 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
     struct rnic_cqe c;
 
     loop_init(&l, obj);
-    fill(l.d, l.bufa, 3000, 1);
+    tv_fill(l.d, l.bufa, 3000, 1);
     /* three gather SGEs into two scatter SGEs */
     rs[0] = tv_sge(l.bufb, 1000, l.mrb);
     rs[1] = tv_sge(l.bufb + 8192, 4000, l.mrb);
@@ -284,10 +243,10 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
     sg[0] = tv_sge(l.bufa, 500, l.mra);
     sg[1] = tv_sge(l.bufa + 500, 1500, l.mra);
     sg[2] = tv_sge(l.bufa + 2000, 1000, l.mra);
-    w = wqe(RNIC_WR_SEND_IMM, 11, 3);
+    w = tv_wqe(11, RNIC_WR_SEND_IMM, 3);
     w.imm_or_inv = cpu_to_be32(0xfeedf00d);
     tv_post_send(l.d, l.a, &w, sg, NULL);
-    expect_cqe(l.d, l.cqa, 11, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 11, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     c = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(c.wr_id, ==, 77);
     g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
@@ -295,17 +254,17 @@ static void test_loop_send_recv(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(c.byte_len, ==, 3000);
     g_assert_true(c.flags & RNIC_CQE_WITH_IMM);
     g_assert_cmphex(be32_to_cpu(c.imm_or_inv), ==, 0xfeedf00d);
-    assert_same(l.d, l.bufa, l.bufb, 1000);
-    assert_same(l.d, l.bufa + 1000, l.bufb + 8192, 2000);
+    tv_assert_same(l.d, l.bufa, l.bufb, 1000);
+    tv_assert_same(l.d, l.bufa + 1000, l.bufb + 8192, 2000);
 
     /* inline send */
     tv_post_recv(l.d, l.b, 78, rs, 1);
-    w = wqe(RNIC_WR_SEND, 12, 0);
+    w = tv_wqe(12, RNIC_WR_SEND, 0);
     w.flags |= RNIC_WQE_INLINE;
     w.inline_len = 100;
     tv_post_send(l.d, l.a, &w, NULL, "0123456789abcdefghijklmnopqrstuvwxyz"
                  "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz");
-    expect_cqe(l.d, l.cqa, 12, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 12, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     c = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(c.byte_len, ==, 100);
     {
@@ -326,64 +285,64 @@ static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
 
     loop_init(&l, obj);
     /* WRITE of 20000 bytes (20 MTU-sized packets) */
-    fill(l.d, l.bufa, 20000, 3);
+    tv_fill(l.d, l.bufa, 20000, 3);
     sg = tv_sge(l.bufa, 20000, l.mra);
-    w = wqe(RNIC_WR_RDMA_WRITE, 21, 1);
+    w = tv_wqe(21, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = l.bufb + 100;
     w.rdma.rkey = l.mrb;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 21, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    assert_same(l.d, l.bufa, l.bufb + 100, 20000);
+    tv_expect_cqe(l.d, l.cqa, 21, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa, l.bufb + 100, 20000);
 
     /* WRITE with immediate consumes a receive */
     tv_post_recv(l.d, l.b, 90, NULL, 0);
-    w = wqe(RNIC_WR_RDMA_WRITE_IMM, 22, 1);
+    w = tv_wqe(22, RNIC_WR_RDMA_WRITE_IMM, 1);
     w.rdma.remote_addr = l.bufb + 30000;
     w.rdma.rkey = l.mrb;
     w.imm_or_inv = cpu_to_be32(42);
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 22, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 22, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     c = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(c.opcode, ==, RNIC_WC_RECV_RDMA_WITH_IMM);
     g_assert_cmpuint(be32_to_cpu(c.imm_or_inv), ==, 42);
     g_assert_cmpuint(c.byte_len, ==, 20000);
-    assert_same(l.d, l.bufa, l.bufb + 30000, 20000);
+    tv_assert_same(l.d, l.bufa, l.bufb + 30000, 20000);
 
     /* READ back into A */
-    fill(l.d, l.bufb + 50000, 5000, 9);
+    tv_fill(l.d, l.bufb + 50000, 5000, 9);
     sg = tv_sge(l.bufa + 40000, 5000, l.mra);
-    w = wqe(RNIC_WR_RDMA_READ, 23, 1);
+    w = tv_wqe(23, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = l.bufb + 50000;
     w.rdma.rkey = l.mrb;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 23, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
-    assert_same(l.d, l.bufa + 40000, l.bufb + 50000, 5000);
+    tv_expect_cqe(l.d, l.cqa, 23, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa + 40000, l.bufb + 50000, 5000);
 
     /* atomics on an aligned u64 of B */
     qtest_writeq(rnic_qts(l.d), l.bufb + 64, 1000);
     sg = tv_sge(l.bufa + 64, 8, l.mra);
-    w = wqe(RNIC_WR_ATOMIC_FETCH_ADD, 24, 1);
+    w = tv_wqe(24, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     w.atomic.remote_addr = l.bufb + 64;
     w.atomic.rkey = l.mrb;
     w.atomic.compare_add = 5;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 24, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 24, RNIC_WC_FETCH_ADD, RNIC_WC_SUCCESS);
     g_assert_cmpuint(qtest_readq(rnic_qts(l.d), l.bufa + 64), ==, 1000);
     g_assert_cmpuint(qtest_readq(rnic_qts(l.d), l.bufb + 64), ==, 1005);
-    w = wqe(RNIC_WR_ATOMIC_CMP_SWP, 25, 1);
+    w = tv_wqe(25, RNIC_WR_ATOMIC_CMP_SWP, 1);
     w.atomic.remote_addr = l.bufb + 64;
     w.atomic.rkey = l.mrb;
     w.atomic.compare_add = 1005;
     w.atomic.swap = 0xabcdef;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 25, RNIC_WC_COMP_SWAP, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 25, RNIC_WC_COMP_SWAP, RNIC_WC_SUCCESS);
     v = qtest_readq(rnic_qts(l.d), l.bufb + 64);
     g_assert_cmphex(v, ==, 0xabcdef);
     /* misaligned atomic: remote invalid request */
     w.wr_id = 26;
     w.atomic.remote_addr = l.bufb + 65;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 26, 0, RNIC_WC_REM_INV_REQ_ERR);
+    tv_expect_cqe(l.d, l.cqa, 26, 0, RNIC_WC_REM_INV_REQ_ERR);
 }
 
 static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
@@ -399,16 +358,16 @@ static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
     sg = tv_sge(l.bufb, 64, l.mrb);
     tv_post_recv(l.d, l.b, 1, &sg, 1);
     sg = tv_sge(l.bufa, 64, l.mra);
-    w = wqe(RNIC_WR_SEND, 2, 1);
+    w = tv_wqe(2, RNIC_WR_SEND, 1);
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqb, 1, RNIC_WC_RECV, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqb, 1, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     g_assert_true(rnic_msix_wait(l.d, 1));
     qtest_memread(rnic_qts(l.d), l.eq_ring, &e, sizeof(e));
     g_assert_cmpuint(e.type, ==, RNIC_EQE_COMPLETION);
     g_assert_cmpuint(le32_to_cpu(e.handle), ==, l.cqb->handle);
     g_assert_cmpuint(e.owner & 1, ==, 1);
     /* not armed again: no further event */
-    expect_cqe(l.d, l.cqa, 2, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 2, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     g_assert_false(rnic_msix_fired(l.d, 1));
 }
 
@@ -443,17 +402,17 @@ static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
         sg = tv_sge(l.bufb + i * 1024, 1024, l.mrb);
         tv_post_srq(l.d, srq, 100 + i, &sg, 1);
     }
-    fill(l.d, l.bufa, 4096, 5);
+    tv_fill(l.d, l.bufa, 4096, 5);
     for (i = 0; i < 4; i++) {
         sg = tv_sge(l.bufa + i * 1024, 1024, l.mra);
-        w = wqe(RNIC_WR_SEND, i, 1);
+        w = tv_wqe(i, RNIC_WR_SEND, 1);
         tv_post_send(l.d, l.a, &w, &sg, NULL);
-        expect_cqe(l.d, l.cqa, i, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+        tv_expect_cqe(l.d, l.cqa, i, RNIC_WC_SEND, RNIC_WC_SUCCESS);
         c = tv_wait_cqe(l.d, cq);
         g_assert_cmpuint(c.wr_id, ==, 100 + i);
         g_assert_cmpuint(c.qp_num, ==, s->qpn);
     }
-    assert_same(l.d, l.bufa, l.bufb, 4096);
+    tv_assert_same(l.d, l.bufa, l.bufb, 4096);
     g_free(srq);
     g_free(cq);
     g_free(s);
@@ -481,7 +440,7 @@ static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     pbl = qv_alloc(l.d, 16, 8);
     qtest_memwrite(rnic_qts(l.d), pbl, pages, 16);
     stag = RNIC_STAG(RNIC_STAG_INDEX(fr), 0x42);
-    w = wqe(RNIC_WR_REG_MR, 31, 0);
+    w = tv_wqe(31, RNIC_WR_REG_MR, 0);
     w.reg.iova = 0x7000000;
     w.reg.length = 8192;
     w.reg.pbl_addr = pbl;
@@ -490,32 +449,32 @@ static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
     w.reg.npages = 2;
     w.reg.page_shift = 12;
     tv_post_send(l.d, l.b, &w, NULL, NULL);
-    expect_cqe(l.d, l.cqb, 31, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqb, 31, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
     /* A writes through the new rkey at iova 0x7000000 + 4000 */
-    fill(l.d, l.bufa, 200, 8);
+    tv_fill(l.d, l.bufa, 200, 8);
     sg = tv_sge(l.bufa, 200, l.mra);
-    w = wqe(RNIC_WR_RDMA_WRITE, 32, 1);
+    w = tv_wqe(32, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x7000000 + 4000;
     w.rdma.rkey = stag;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 32, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    assert_same(l.d, l.bufa, region + 4000, 200);
+    tv_expect_cqe(l.d, l.cqa, 32, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa, region + 4000, 200);
     /* SEND with invalidate: B's receive reports the invalidated STag */
     tv_post_recv(l.d, l.b, 33, NULL, 0);
-    w = wqe(RNIC_WR_SEND_INV, 34, 0);
+    w = tv_wqe(34, RNIC_WR_SEND_INV, 0);
     w.imm_or_inv = stag;
     tv_post_send(l.d, l.a, &w, NULL, NULL);
-    expect_cqe(l.d, l.cqa, 34, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 34, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     e = tv_wait_cqe(l.d, l.cqb);
     g_assert_cmpuint(e.status, ==, RNIC_WC_SUCCESS);
     g_assert_true(e.flags & RNIC_CQE_WITH_INV);
     g_assert_cmphex(e.imm_or_inv, ==, stag);
     /* now the rkey is dead: remote access error, both QPs to error */
-    w = wqe(RNIC_WR_RDMA_WRITE, 35, 1);
+    w = tv_wqe(35, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x7000000;
     w.rdma.rkey = stag;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 35, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(l.d, l.cqa, 35, 0, RNIC_WC_REM_ACCESS_ERR);
 }
 
 static void test_loop_isolation(void *obj, void *data, QGuestAllocator *alloc)
@@ -529,20 +488,20 @@ static void test_loop_isolation(void *obj, void *data, QGuestAllocator *alloc)
     loop_init(&l, obj);
     sg = tv_sge(l.bufa, 64, l.mra);
     /* wrong 8-bit key, right index */
-    w = wqe(RNIC_WR_RDMA_WRITE, 41, 1);
+    w = tv_wqe(41, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = l.bufb;
     w.rdma.rkey = RNIC_STAG(RNIC_STAG_INDEX(l.mrb), 0x5b);
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 41, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(l.d, l.cqa, 41, 0, RNIC_WC_REM_ACCESS_ERR);
 
     /* one byte beyond the region */
     loop_init(&l, obj);
     sg = tv_sge(l.bufa, 64, l.mra);
-    w = wqe(RNIC_WR_RDMA_WRITE, 42, 1);
+    w = tv_wqe(42, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = l.bufb + BUF_SIZE - 63;
     w.rdma.rkey = l.mrb;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 42, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(l.d, l.cqa, 42, 0, RNIC_WC_REM_ACCESS_ERR);
 
     /* an MR without remote write refuses a remote write */
     loop_init(&l, obj);
@@ -550,11 +509,11 @@ static void test_loop_isolation(void *obj, void *data, QGuestAllocator *alloc)
     ro = tv_reg_mr(l.d, l.pd, robuf, 4096,
                    RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ, 0, NULL);
     sg = tv_sge(l.bufa, 64, l.mra);
-    w = wqe(RNIC_WR_RDMA_WRITE, 43, 1);
+    w = tv_wqe(43, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = robuf;
     w.rdma.rkey = ro;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 43, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(l.d, l.cqa, 43, 0, RNIC_WC_REM_ACCESS_ERR);
 }
 
 /* An rkey of network context A means nothing in network context B. */
@@ -591,11 +550,11 @@ static void test_net_ctx_isolation(void *obj, void *data, QGuestAllocator *alloc
     tv_rc_connect(d, qb, 2, gid_b, qa->qpn);
     sg = tv_sge(buf + 4096, 16, mr_b);
     /* context A's rkey (valid there) is refused in context B */
-    w = wqe(RNIC_WR_RDMA_WRITE, 51, 1);
+    w = tv_wqe(51, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = buf;
     w.rdma.rkey = mr_a;
     tv_post_send(d, qa, &w, &sg, NULL);
-    expect_cqe(d, ca, 51, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(d, ca, 51, 0, RNIC_WC_REM_ACCESS_ERR);
     g_free(ca);
     g_free(cb);
     g_free(qa);
@@ -645,25 +604,25 @@ static void test_multi_net_pd(void *obj, void *data, QGuestAllocator *alloc)
     tv_rc_connect(d, qa, 2, g7b, qb->qpn);
     tv_rc_connect(d, qb, 3, g7a, qa->qpn);
     /* VLAN 7: the PD's key moves data */
-    fill(d, buf, 256, 0x31);
+    tv_fill(d, buf, 256, 0x31);
     sg = tv_sge(buf, 256, mr);
-    w = wqe(RNIC_WR_RDMA_WRITE, 61, 1);
+    w = tv_wqe(61, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = buf + 4096;
     w.rdma.rkey = mr;
     tv_post_send(d, qa, &w, &sg, NULL);
-    expect_cqe(d, cq, 61, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
-    assert_same(d, buf, buf + 4096, 256);
+    tv_expect_cqe(d, cq, 61, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(d, buf, buf + 4096, 256);
     /* untagged: the same key finds nothing */
     q0a = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3, 0);
     q0b = tv_qp(d, RNIC_QPT_RC, pd0, cq, cq, NULL, 3, 0);
     tv_rc_connect(d, q0a, 0, g0b, q0b->qpn);
     tv_rc_connect(d, q0b, 1, g0a, q0a->qpn);
     sg = tv_sge(buf + 2 * 4096, 16, mr0);
-    w = wqe(RNIC_WR_RDMA_WRITE, 62, 1);
+    w = tv_wqe(62, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = buf;
     w.rdma.rkey = mr;
     tv_post_send(d, q0a, &w, &sg, NULL);
-    expect_cqe(d, cq, 62, 0, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_cqe(d, cq, 62, 0, RNIC_WC_REM_ACCESS_ERR);
     /* deregistration: not through VLAN 7's replica; through the PD's table */
     c.destroy.handle = mr;
     c.destroy.net_ctx = ctx7;
@@ -688,18 +647,18 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
 
     loop_init(&l, obj);
     /* unknown opcode: local QP operation error, QP to ERR */
-    w = wqe(0x7f, 61, 0);
+    w = tv_wqe(61, 0x7f, 0);
     tv_post_send(l.d, l.a, &w, NULL, NULL);
-    expect_cqe(l.d, l.cqa, 61, 0, RNIC_WC_LOC_QP_OP_ERR);
+    tv_expect_cqe(l.d, l.cqa, 61, 0, RNIC_WC_LOC_QP_OP_ERR);
 
     /* a bad lkey: local protection error */
     loop_init(&l, obj);
     sg = tv_sge(l.bufa, 64, l.mra ^ 0x100);
-    w = wqe(RNIC_WR_RDMA_WRITE, 62, 1);
+    w = tv_wqe(62, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = l.bufb;
     w.rdma.rkey = l.mrb;
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 62, 0, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_cqe(l.d, l.cqa, 62, 0, RNIC_WC_LOC_PROT_ERR);
 
     /* receives posted, then the QP goes to ERR: all flushed */
     loop_init(&l, obj);
@@ -709,7 +668,7 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
     }
     g_assert_cmpuint(tv_modify(l.d, l.b, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
     for (i = 0; i < 3; i++) {
-        expect_cqe(l.d, l.cqb, 70 + i, 0, RNIC_WC_WR_FLUSH_ERR);
+        tv_expect_cqe(l.d, l.cqb, 70 + i, 0, RNIC_WC_WR_FLUSH_ERR);
     }
 
     /* a doorbell index beyond the ring is refused; the QP stays usable */
@@ -718,10 +677,10 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
     sg = tv_sge(l.bufb, 64, l.mrb);
     tv_post_recv(l.d, l.b, 80, &sg, 1);
     sg = tv_sge(l.bufa, 64, l.mra);
-    w = wqe(RNIC_WR_SEND, 81, 1);
+    w = tv_wqe(81, RNIC_WR_SEND, 1);
     tv_post_send(l.d, l.a, &w, &sg, NULL);
-    expect_cqe(l.d, l.cqa, 81, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    expect_cqe(l.d, l.cqb, 80, RNIC_WC_RECV, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqa, 81, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(l.d, l.cqb, 80, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     /* a doorbell for a queue that does not exist */
     rnic_doorbell(l.d, 0, RNIC_DB_SQ, rnic_db_value(4000, 0, 1));
     rnic_doorbell(l.d, 0, RNIC_DB_RQ, rnic_db_value(4000, 0, 1));
@@ -752,29 +711,29 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     tv_ud_ready(d, u2, 0x2222);
     buf = qv_alloc(d, 8192, 4096);
     mr = tv_reg_mr(d, pd, buf, 8192, ALL_RIGHTS, 0, NULL);
-    fill(d, buf, 256, 4);
+    tv_fill(d, buf, 256, 4);
     sg = tv_sge(buf + 4096, 40 + 256, mr);
     tv_post_recv(d, u2, 5, &sg, 1);
     sg = tv_sge(buf, 256, mr);
-    w = wqe(RNIC_WR_SEND, 6, 1);
+    w = tv_wqe(6, RNIC_WR_SEND, 1);
     w.ud.remote_qpn = u2->qpn;
     w.ud.remote_qkey = 0x2222;
     qv_gid_bytes(w.ud.av.dgid, 0, 2);
     w.ud.av.sgid_index = 0;
     w.ud.av.hop_limit = 64;
     tv_post_send(d, u1, &w, &sg, NULL);
-    expect_cqe(d, cq1, 6, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, cq1, 6, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     c = tv_wait_cqe(d, cq2);
     g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.src_qp, ==, u1->qpn);
     g_assert_cmpuint(c.byte_len, ==, 40 + 256);
     g_assert_true(c.flags & RNIC_CQE_GRH);
-    assert_same(d, buf, buf + 4096 + 40, 256);
+    tv_assert_same(d, buf, buf + 4096 + 40, 256);
     /* a wrong Q_Key is dropped silently: the next receive stays posted */
     w.ud.remote_qkey = 0x3333;
     w.wr_id = 7;
     tv_post_send(d, u1, &w, &sg, NULL);
-    expect_cqe(d, cq1, 7, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    tv_expect_cqe(d, cq1, 7, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     qtest_clock_step(rnic_qts(d), 1000000);
     g_assert_false(tv_poll(d, cq2, &c, 1));
     g_free(cq1);

@@ -263,16 +263,6 @@ static void wv_pair_free(WvPair *p)
     g_free(p->b);
 }
 
-static struct rnic_sq_wqe wv_wqe(uint64_t wr_id, uint8_t opcode, uint8_t nsge)
-{
-    struct rnic_sq_wqe w = {
-        .wr_id = wr_id, .opcode = opcode, .flags = RNIC_WQE_SIGNALED,
-        .num_sge = nsge,
-    };
-
-    return w;
-}
-
 static void pattern(uint8_t *p, size_t len, uint32_t seed)
 {
     size_t i;
@@ -379,7 +369,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
      */
     wv_fill(a, a->buf, len, 1);
     s[0] = tv_sge(a->buf, len, mr);
-    w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = b->buf + 0x100000;
     w.rdma.rkey = rmr;
     tv_post_send(&a->d, p.a, &w, s, NULL);
@@ -388,7 +378,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
 
     /* WRITE with immediate: consumes a receive at B */
     tv_post_recv(&b->d, p.b, 0x201, NULL, 0);
-    w = wv_wqe(2, RNIC_WR_RDMA_WRITE_IMM, 1);
+    w = tv_wqe(2, RNIC_WR_RDMA_WRITE_IMM, 1);
     w.rdma.remote_addr = b->buf + 0x110000;
     w.rdma.rkey = rmr;
     w.imm_or_inv = cpu_to_be32(0xfeedf00d);
@@ -404,7 +394,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     s[1] = tv_sge(a->buf + 0x20000, 3000, mr);
     r = tv_sge(b->buf + 0x120000, 20000, rmr);
     tv_post_recv(&b->d, p.b, 0x202, &r, 1);
-    w = wv_wqe(3, RNIC_WR_SEND, 2);
+    w = tv_wqe(3, RNIC_WR_SEND, 2);
     tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 3, RNIC_WC_SEND, len + 3000);
     wv_expect(b, 0x202, RNIC_WC_RECV, len + 3000);
@@ -412,7 +402,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     wv_check(b, b->buf + 0x120000 + len, 3000, 2);
     r = tv_sge(b->buf + 0x130000, 4096, rmr);
     tv_post_recv(&b->d, p.b, 0x203, &r, 1);
-    w = wv_wqe(4, RNIC_WR_SEND_IMM, 1);
+    w = tv_wqe(4, RNIC_WR_SEND_IMM, 1);
     w.imm_or_inv = cpu_to_be32(0x01020304);
     s[0].length = cpu_to_le32(777);
     tv_post_send(&a->d, p.a, &w, s, NULL);
@@ -424,7 +414,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     /* inline SEND the other way */
     r = tv_sge(a->buf + 0x140000, 100, mr);
     tv_post_recv(&a->d, p.a, 0x101, &r, 1);
-    w = wv_wqe(5, RNIC_WR_SEND, 0);
+    w = tv_wqe(5, RNIC_WR_SEND, 0);
     w.flags |= RNIC_WQE_INLINE;
     w.inline_len = cpu_to_le32(41);
     tv_post_send(&b->d, p.b, &w, NULL,
@@ -442,7 +432,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     /* RDMA READ */
     wv_fill(b, b->buf + 0x150000, len, 3);
     r = tv_sge(a->buf + 0x150000, len, mr);
-    w = wv_wqe(6, RNIC_WR_RDMA_READ, 1);
+    w = tv_wqe(6, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = b->buf + 0x150000;
     w.rdma.rkey = rmr;
     tv_post_send(&a->d, p.a, &w, &r, NULL);
@@ -452,14 +442,14 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     /* atomics on a word of B */
     qtest_writeq(b->qts, b->buf + 0x160000, 1000);
     r = tv_sge(a->buf + 0x160000, 8, mr);
-    w = wv_wqe(7, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+    w = tv_wqe(7, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     w.atomic.remote_addr = b->buf + 0x160000;
     w.atomic.rkey = rmr;
     w.atomic.compare_add = 24;
     tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 7, RNIC_WC_FETCH_ADD, 8);
     g_assert_cmpuint(qtest_readq(a->qts, a->buf + 0x160000), ==, 1000);
-    w = wv_wqe(8, RNIC_WR_ATOMIC_CMP_SWP, 1);
+    w = tv_wqe(8, RNIC_WR_ATOMIC_CMP_SWP, 1);
     w.atomic.remote_addr = b->buf + 0x160000;
     w.atomic.rkey = rmr;
     w.atomic.compare_add = 1024;
@@ -481,7 +471,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     pbl = qv_alloc(&b->d, 16, 8);
     qtest_memwrite(b->qts, pbl, pages, 16);
     stag = RNIC_STAG(RNIC_STAG_INDEX(fr), 0x42);
-    w = wv_wqe(0x210, RNIC_WR_REG_MR, 0);
+    w = tv_wqe(0x210, RNIC_WR_REG_MR, 0);
     w.reg.iova = cpu_to_le64(0x7000000);
     w.reg.length = cpu_to_le64(8192);
     w.reg.pbl_addr = cpu_to_le64(pbl);
@@ -493,14 +483,14 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     tv_post_send(&b->d, p.b, &w, NULL, NULL);
     wv_expect(b, 0x210, RNIC_WC_REG_MR, 0);
     s[0] = tv_sge(a->buf, 300, mr);
-    w = wv_wqe(9, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(9, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x7000000 + 4000;
     w.rdma.rkey = stag;
     tv_post_send(&a->d, p.a, &w, s, NULL);
     wv_expect(a, 9, RNIC_WC_RDMA_WRITE, 300);
     wv_check(b, region + 4000, 300, 1);
     tv_post_recv(&b->d, p.b, 0x211, NULL, 0);
-    w = wv_wqe(10, RNIC_WR_SEND_INV, 0);
+    w = tv_wqe(10, RNIC_WR_SEND_INV, 0);
     w.imm_or_inv = cpu_to_le32(stag);
     tv_post_send(&a->d, p.a, &w, NULL, NULL);
     wv_expect(a, 10, RNIC_WC_SEND, 0);
@@ -508,7 +498,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     g_assert_true(c.flags & RNIC_CQE_WITH_INV);
     g_assert_cmphex(le32_to_cpu(c.imm_or_inv), ==, stag);
     /* the invalidated rkey is refused: NAK, both QPs to error */
-    w = wv_wqe(11, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(11, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x7000000;
     w.rdma.rkey = stag;
     tv_post_send(&a->d, p.a, &w, s, NULL);
@@ -540,7 +530,7 @@ static void ud_verbs(WVm *a, WVm *b)
     s = tv_sge(a->buf + 0x200000, 900, a->mr[0]);
     r = tv_sge(b->buf + 0x200000, 2048, b->mr[0]);
     tv_post_recv(&b->d, ub, 0x301, &r, 1);
-    w = wv_wqe(20, RNIC_WR_SEND_IMM, 1);
+    w = tv_wqe(20, RNIC_WR_SEND_IMM, 1);
     w.imm_or_inv = cpu_to_be32(0x11);
     w.ud.remote_qpn = cpu_to_le32(ub->qpn);
     w.ud.remote_qkey = cpu_to_le32(0x5555);
@@ -568,7 +558,7 @@ static void ud_verbs(WVm *a, WVm *b)
     r = tv_sge(b->buf + 0x210000, 512, b->mr[1]);
     tv_post_recv(&b->d, gsi, 0x302, &r, 1);
     s = tv_sge(a->buf + 0x200000, 256, a->mr[1]);
-    w = wv_wqe(21, RNIC_WR_SEND, 1);
+    w = tv_wqe(21, RNIC_WR_SEND, 1);
     w.ud.remote_qpn = cpu_to_le32(1);
     w.ud.remote_qkey = cpu_to_le32(0x80010000);
     w.ud.av.sgid_index = 1;
@@ -672,14 +662,14 @@ static void test_three_vms(void)
         WVm *peer = vm[i + 1];
 
         s = tv_sge(vm[0]->buf + i * 0x100000, len, vm[0]->mr[0]);
-        w = wv_wqe(0x10 + i, RNIC_WR_RDMA_WRITE, 1);
+        w = tv_wqe(0x10 + i, RNIC_WR_RDMA_WRITE, 1);
         w.rdma.remote_addr = peer->buf + 0x100000;
         w.rdma.rkey = peer->mr[0];
         tv_post_send(&vm[0]->d, p[i].a, &w, &s, NULL);
-        w = wv_wqe(0x20 + i, RNIC_WR_SEND, 1);
+        w = tv_wqe(0x20 + i, RNIC_WR_SEND, 1);
         tv_post_send(&vm[0]->d, p[i].a, &w, &s, NULL);
         rs = tv_sge(vm[0]->buf + 0x400000 + i * 0x100000, len, vm[0]->mr[0]);
-        w = wv_wqe(0x30 + i, RNIC_WR_RDMA_READ, 1);
+        w = tv_wqe(0x30 + i, RNIC_WR_RDMA_READ, 1);
         w.rdma.remote_addr = peer->buf + 0x200000;
         w.rdma.rkey = peer->mr[0];
         tv_post_send(&vm[0]->d, p[i].a, &w, &rs, NULL);
@@ -696,7 +686,7 @@ static void test_three_vms(void)
     }
     for (i = 1; i < 3; i++) {
         s = tv_sge(vm[0]->buf, 1000, vm[0]->mr[0]);
-        w = wv_wqe(0x40 + i, RNIC_WR_SEND, 1);
+        w = tv_wqe(0x40 + i, RNIC_WR_SEND, 1);
         w.ud.remote_qpn = cpu_to_le32(ud[i]->qpn);
         w.ud.remote_qkey = cpu_to_le32(0x77);
         wv_gid(w.ud.av.dgid, vm[i], 0);
@@ -801,7 +791,7 @@ static void test_capture(void)
      * WRITE_FIRST/MIDDLE/LAST, WRITE_ONLY_IMM, READ request/responses
      * FIRST/MIDDLE/LAST and ONLY, atomics, SEND_FIRST/LAST_IMM, UD
      */
-    w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
     tv_post_send(&a->d, p.a, &w, &s, NULL);
@@ -812,14 +802,14 @@ static void test_capture(void)
     wv_expect(a, 10, RNIC_WC_RDMA_WRITE, 100);
     s.length = cpu_to_le32(3000);
     tv_post_recv(&b->d, p.b, 2, NULL, 0);
-    w = wv_wqe(2, RNIC_WR_RDMA_WRITE_IMM, 0);
+    w = tv_wqe(2, RNIC_WR_RDMA_WRITE_IMM, 0);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
     tv_post_send(&a->d, p.a, &w, NULL, NULL);
     wv_expect(a, 2, RNIC_WC_RDMA_WRITE, 0);
     wv_expect(b, 2, RNIC_WC_RECV_RDMA_WITH_IMM, 0);
     r = tv_sge(a->buf + 0x10000, 3000, a->mr[0]);
-    w = wv_wqe(3, RNIC_WR_RDMA_READ, 1);
+    w = tv_wqe(3, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = b->buf;
     w.rdma.rkey = b->mr[0];
     tv_post_send(&a->d, p.a, &w, &r, NULL);
@@ -829,7 +819,7 @@ static void test_capture(void)
     tv_post_send(&a->d, p.a, &w, &r, NULL);
     wv_expect(a, 4, RNIC_WC_RDMA_READ, 100);
     r = tv_sge(a->buf + 0x20000, 8, a->mr[0]);
-    w = wv_wqe(5, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+    w = tv_wqe(5, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     w.atomic.remote_addr = b->buf + 0x30000;
     w.atomic.rkey = b->mr[0];
     tv_post_send(&a->d, p.a, &w, &r, NULL);
@@ -840,13 +830,13 @@ static void test_capture(void)
     wv_expect(a, 6, RNIC_WC_COMP_SWAP, 8);
     r = tv_sge(b->buf + 0x40000, 4096, b->mr[0]);
     tv_post_recv(&b->d, p.b, 7, &r, 1);
-    w = wv_wqe(7, RNIC_WR_SEND_IMM, 1);
+    w = tv_wqe(7, RNIC_WR_SEND_IMM, 1);
     tv_post_send(&a->d, p.a, &w, &s, NULL);
     wv_expect(a, 7, RNIC_WC_SEND, 3000);
     wv_expect(b, 7, RNIC_WC_RECV, 3000);
     tv_post_recv(&b->d, p.b, 8, &r, 1);
     s.length = cpu_to_le32(500);
-    w = wv_wqe(8, RNIC_WR_SEND, 1);
+    w = tv_wqe(8, RNIC_WR_SEND, 1);
     tv_post_send(&a->d, p.a, &w, &s, NULL);
     wv_expect(a, 8, RNIC_WC_SEND, 500);
     wv_expect(b, 8, RNIC_WC_RECV, 500);
@@ -859,7 +849,7 @@ static void test_capture(void)
         tv_ud_ready(&a->d, ua, 9);
         tv_ud_ready(&b->d, ub, 9);
         tv_post_recv(&b->d, ub, 9, &r, 1);
-        w = wv_wqe(9, RNIC_WR_SEND, 1);
+        w = tv_wqe(9, RNIC_WR_SEND, 1);
         w.ud.remote_qpn = cpu_to_le32(ub->qpn);
         w.ud.remote_qkey = cpu_to_le32(9);
         wv_gid(w.ud.av.dgid, b, 0);
@@ -1025,14 +1015,14 @@ static void test_faults(void)
             switch (k % 5) {
             case 0:         /* WRITE A.src[k] -> B.dst[k] */
                 s = tv_sge(a->buf + F_SRC(k), f_len(k), a->mr[0]);
-                w = wv_wqe(k, RNIC_WR_RDMA_WRITE, 1);
+                w = tv_wqe(k, RNIC_WR_RDMA_WRITE, 1);
                 w.rdma.remote_addr = b->buf + F_DST(nops, k);
                 w.rdma.rkey = b->mr[0];
                 tv_post_send(&a->d, p.a, &w, &s, NULL);
                 break;
             case 1:         /* READ B.src[k] -> A.dst[k] */
                 r = tv_sge(a->buf + F_DST(nops, k), f_len(k), a->mr[0]);
-                w = wv_wqe(k, RNIC_WR_RDMA_READ, 1);
+                w = tv_wqe(k, RNIC_WR_RDMA_READ, 1);
                 w.rdma.remote_addr = b->buf + F_SRC(k);
                 w.rdma.rkey = b->mr[0];
                 tv_post_send(&a->d, p.a, &w, &r, NULL);
@@ -1041,13 +1031,13 @@ static void test_faults(void)
                 r = tv_sge(b->buf + F_DST(nops, k), F_SLOT, b->mr[0]);
                 tv_post_recv(&b->d, p.b, k, &r, 1);
                 s = tv_sge(a->buf + F_SRC(k), f_len(k), a->mr[0]);
-                w = wv_wqe(k, RNIC_WR_SEND, 1);
+                w = tv_wqe(k, RNIC_WR_SEND, 1);
                 tv_post_send(&a->d, p.a, &w, &s, NULL);
                 g_array_append_val(sends, k);
                 break;
             case 3:         /* FETCH_ADD k */
                 r = tv_sge(a->buf + F_RES(nops, k), 8, a->mr[0]);
-                w = wv_wqe(k, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+                w = tv_wqe(k, RNIC_WR_ATOMIC_FETCH_ADD, 1);
                 w.atomic.remote_addr = b->buf + F_CTR(nops);
                 w.atomic.rkey = b->mr[0];
                 w.atomic.compare_add = k;
@@ -1055,7 +1045,7 @@ static void test_faults(void)
                 break;
             default:        /* CMP_SWP previous -> k: only in order */
                 r = tv_sge(a->buf + F_RES(nops, k), 8, a->mr[0]);
-                w = wv_wqe(k, RNIC_WR_ATOMIC_CMP_SWP, 1);
+                w = tv_wqe(k, RNIC_WR_ATOMIC_CMP_SWP, 1);
                 w.atomic.remote_addr = b->buf + F_CTR(nops) + 8;
                 w.atomic.rkey = b->mr[0];
                 w.atomic.compare_add = cas;
@@ -1170,7 +1160,7 @@ static void test_retry_exceeded(void)
     lossy_boot(&l, 1);
     p = wv_rc_pair(l.a, l.b, 0, &path, 4);
     s = tv_sge(l.a->buf, 2000, l.a->mr[0]);
-    w = wv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = l.b->buf;
     w.rdma.rkey = l.b->mr[0];
     tv_post_send(&l.a->d, p.a, &w, &s, NULL);
@@ -1212,7 +1202,7 @@ static void test_rnr_exceeded(void)
     lossy_boot(&l, 2);
     p = wv_rc_pair(l.a, l.b, 0, &path, 4);
     s = tv_sge(l.a->buf, 100, l.a->mr[0]);
-    w = wv_wqe(1, RNIC_WR_SEND, 1);
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
     tv_post_send(&l.a->d, p.a, &w, &s, NULL);
     c = wv_wait(l.a);
     g_assert_cmpuint(c.wr_id, ==, 1);
@@ -1890,7 +1880,7 @@ static double perf_bw(WVm *a, WVm *b, WvPair *p, uint8_t op, uint32_t size,
                       double secs)
 {
     const unsigned depth = 64, batch = 16, sig = 16;
-    struct rnic_sq_wqe w = wv_wqe(0, op, 1);
+    struct rnic_sq_wqe w = tv_wqe(0, op, 1);
     struct rnic_sge s = tv_sge(a->buf, size, a->mr[0]);
     /* receives fit any size (some may be left over from a smaller run) */
     struct rnic_sge r = tv_sge(b->buf, 1u << 20, b->mr[0]);
@@ -1956,7 +1946,7 @@ static int cmp_double(const void *a, const void *b)
 /* Round trip of one small operation, driven by the test (median, us). */
 static double perf_lat(WVm *a, WVm *b, WvPair *p, uint8_t op, unsigned iters)
 {
-    struct rnic_sq_wqe w = wv_wqe(0, op, 1);
+    struct rnic_sq_wqe w = tv_wqe(0, op, 1);
     struct rnic_sge s = tv_sge(a->buf, 64, a->mr[0]);
     g_autofree double *t = g_new(double, iters);
     unsigned i;

@@ -130,6 +130,32 @@ struct rnic_cqe tv_poll_one(RvDev *d, TvCq *cq);
 struct rnic_cqe tv_wait_cqe(RvDev *d, TvCq *cq);
 void tv_cq_arm(RvDev *d, TvCq *cq, uint32_t flags);
 
+/* A send WQE; the rest 0 (opcode: RNIC_WR_*, flags: RNIC_WQE_*). */
+static inline struct rnic_sq_wqe tv_wqe_flags(uint64_t wr_id, uint8_t opcode,
+                                              uint8_t flags, uint8_t num_sge)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = wr_id, .opcode = opcode, .flags = flags, .num_sge = num_sge,
+    };
+
+    return w;
+}
+
+/* A signaled send WQE. */
+static inline struct rnic_sq_wqe tv_wqe(uint64_t wr_id, uint8_t opcode,
+                                        uint8_t num_sge)
+{
+    return tv_wqe_flags(wr_id, opcode, RNIC_WQE_SIGNALED, num_sge);
+}
+
+/* Wait for the next CQE of 'cq' (tv_wait_cqe) and check it. */
+void tv_expect_cqe(RvDev *d, TvCq *cq, uint64_t wr_id, uint8_t opcode,
+                   uint8_t status);
+/* Fill guest memory with a pattern that depends on 'seed' and the offset. */
+void tv_fill(RvDev *d, uint64_t addr, size_t len, uint8_t seed);
+/* Assert that [x, x + len) and [y, y + len) hold the same bytes. */
+void tv_assert_same(RvDev *d, uint64_t x, uint64_t y, size_t len);
+
 /*
  * A loopback pair, the fixture of most tests: network context 'ctx'
  * (VLAN 0) with GIDs 0 and 1 (::ffff:10.0.0.1 and .2), a PD, an EQ, a CQ

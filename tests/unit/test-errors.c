@@ -7,19 +7,6 @@
 #include <string.h>
 #include "rnic-test-verbs.h"
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t flags,
-                              uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = flags;
-    w.num_sge = num_sge;
-    return w;
-}
-
 static struct rnic_cqe expect_status(TestHost *h, TvCq *cq, uint64_t wr_id,
                                      uint8_t status)
 {
@@ -68,7 +55,7 @@ static void expect_remote_access_error(TvPair *p, uint32_t rkey, uint64_t va,
                                        uint32_t len)
 {
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, len, p->mra);
     unsigned errors = h->guest_errors;
 
@@ -114,7 +101,7 @@ static void test_remote_access(void)
     /* the exact region works (control) */
     p = tv_pair_new(NULL);
     {
-        struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+        struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
         struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
 
         w.rdma.remote_addr = p->bufb + TV_BUF_SIZE - 100;
@@ -129,7 +116,7 @@ static void test_remote_read_access(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     uint32_t wo;
 
@@ -148,7 +135,7 @@ static void test_local_protection(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa + TV_BUF_SIZE - 10, 11, p->mra);
 
     /* local SGE one byte beyond its region */
@@ -163,7 +150,7 @@ static void test_local_protection(void)
     {
         uint32_t ro = tv_reg_mr(h, p->pd, p->bufa, 4096, 0, 0, NULL);
 
-        w = wqe(2, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+        w = tv_wqe(2, RNIC_WR_RDMA_READ, 1);
         s = tv_sge(p->bufa, 100, ro);
         w.rdma.remote_addr = p->bufb;
         w.rdma.rkey = p->mrb;
@@ -180,7 +167,7 @@ static void test_local_protection(void)
         uint32_t other = tv_reg_mr(h, pd2, p->bufa, 4096, RNIC_ACCESS_ALL, 0,
                                    NULL);
 
-        w = wqe(3, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+        w = tv_wqe(3, RNIC_WR_SEND, 1);
         s = tv_sge(p->bufa, 100, other);
         tv_post_send(h, p->a, &w, &s, NULL);
         expect_status(h, p->cqa, 3, RNIC_WC_LOC_PROT_ERR);
@@ -213,10 +200,9 @@ static void test_bad_wqes(void)
     for (i = 0; i < G_N_ELEMENTS(bad); i++) {
         TvPair *p = tv_pair_new(NULL);
         TestHost *h = p->d;
-        struct rnic_sq_wqe w = wqe(100 + i, bad[i].opcode, bad[i].flags,
-                                   bad[i].num_sge);
-        struct rnic_sq_wqe ok = wqe(200, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED,
-                                    1);
+        struct rnic_sq_wqe w = tv_wqe_flags(100 + i, bad[i].opcode,
+                                            bad[i].flags, bad[i].num_sge);
+        struct rnic_sq_wqe ok = tv_wqe(200, RNIC_WR_RDMA_WRITE, 1);
         struct rnic_sge s[29];
         unsigned errors = h->guest_errors;
         uint8_t data[8] = { 0 };
@@ -256,7 +242,7 @@ static void test_huge_length(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 3);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 3);
     struct rnic_sge s[3] = {
         tv_sge(p->bufa, 0x80000000u, p->mra),
         tv_sge(p->bufa, 0x80000000u, p->mra),
@@ -272,7 +258,7 @@ static void test_recv_too_small(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 3000, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 2999, p->mrb);
 
@@ -295,7 +281,7 @@ static void test_misaligned_atomic(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_ATOMIC_CMP_SWP, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_ATOMIC_CMP_SWP, 1);
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
 
     w.atomic.remote_addr = p->bufb + 4;
@@ -310,7 +296,7 @@ static void test_remote_op_error(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     /*
      * a receive buffer with a bad lkey: the responder's local protection
@@ -329,7 +315,7 @@ static void test_flush(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(0, RNIC_WR_SEND, 0, 1);
+    struct rnic_sq_wqe w = tv_wqe_flags(0, RNIC_WR_SEND, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 10, p->mrb);
     struct rnic_qp_attr a;
@@ -381,7 +367,7 @@ static void test_rnr_retry(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 500, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 500, p->mrb);
 
@@ -407,7 +393,7 @@ static void test_rnr_exceeded(void)
 {
     TvPair *p;
     TestHost *h;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s;
     int i;
 
@@ -433,7 +419,7 @@ static void test_retry_exceeded(void)
     uint64_t buf;
     TvCq *cq;
     TvQp *qp;
-    struct rnic_sq_wqe w = wqe(5, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(5, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s;
     int i;
 
@@ -506,7 +492,7 @@ static void test_bad_doorbells(void)
                      errs + 6);
     /* nothing was posted: a valid post still works */
     {
-        struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+        struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
         struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
 
         w.rdma.remote_addr = p->bufb;
@@ -586,7 +572,7 @@ static void test_ring_unreadable_at_runtime(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
     uint64_t saved = h->ram_size;
 

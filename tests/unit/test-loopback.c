@@ -7,29 +7,6 @@
 #include <string.h>
 #include "rnic-test-verbs.h"
 
-static void fill(TestHost *h, uint64_t addr, uint32_t len, uint8_t seed)
-{
-    uint8_t *p = test_ptr(h, addr);
-    uint32_t i;
-
-    for (i = 0; i < len; i++) {
-        p[i] = (uint8_t)(seed + i * 7 + (i >> 8));
-    }
-}
-
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t flags,
-                              uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = flags;
-    w.num_sge = num_sge;
-    return w;
-}
-
 static void expect_cqe(TestHost *h, TvCq *cq, uint64_t wr_id, uint8_t opcode,
                        uint8_t status, uint32_t byte_len)
 {
@@ -55,7 +32,7 @@ static void do_send(uint8_t mtu, uint32_t len)
 {
     TvPair *p;
     TestHost *h;
-    struct rnic_sq_wqe w = wqe(0x1111, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(0x1111, RNIC_WR_SEND, 1);
     struct rnic_sge s, r;
 
     tv_path_mtu = mtu;
@@ -63,7 +40,7 @@ static void do_send(uint8_t mtu, uint32_t len)
     h = p->d;
     s = tv_sge(p->bufa + 3, len, p->mra);
     r = tv_sge(p->bufb + 5000, len + 100, p->mrb);
-    fill(h, p->bufa, TV_BUF_SIZE, 3);
+    tv_fill(h, p->bufa, TV_BUF_SIZE, 3);
     tv_post_recv(h, p->b, 0x2222, &r, 1);
     tv_post_send(h, p->a, &w, &s, NULL);
     expect_cqe(h, p->cqb, 0x2222, RNIC_WC_RECV, RNIC_WC_SUCCESS, len);
@@ -93,8 +70,8 @@ static void test_send_imm_solicited(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(7, RNIC_WR_SEND_IMM,
-                               RNIC_WQE_SIGNALED | RNIC_WQE_SOLICITED, 1);
+    struct rnic_sq_wqe w = tv_wqe_flags(7, RNIC_WR_SEND_IMM, RNIC_WQE_SIGNALED |
+                                        RNIC_WQE_SOLICITED, 1);
     struct rnic_sge s = tv_sge(p->bufa, 2000, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 4000, p->mrb);
     unsigned irq0 = h->irqs[1];
@@ -102,7 +79,7 @@ static void test_send_imm_solicited(void)
     struct rnic_cqe c;
 
     w.imm_or_inv = g_htonl(0xdeadbeef);
-    fill(h, p->bufa, 2000, 9);
+    tv_fill(h, p->bufa, 2000, 9);
     /* solicited-only arm: an unsolicited SEND does not notify ... */
     tv_cq_arm(h, p->cqb, RNIC_DB_ARM_SOLICITED);
     tv_post_recv(h, p->b, 1, &r, 1);
@@ -135,7 +112,7 @@ static void test_arm_next_and_eq(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, 64, p->mra);
     unsigned irq0 = h->irqs[1];
 
@@ -177,14 +154,14 @@ static void test_multi_sge(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 5);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 5);
     struct rnic_sge s[5], r[4];
     uint8_t expect[6000], *got;
     uint32_t off = 0, i;
     static const uint32_t slen[5] = { 1, 4095, 0, 1000, 904 };
     static const uint32_t rlen[4] = { 3000, 7, 0, 4000 };
 
-    fill(h, p->bufa, TV_BUF_SIZE, 77);
+    tv_fill(h, p->bufa, TV_BUF_SIZE, 77);
     for (i = 0; i < 5; i++) {
         s[i] = tv_sge(p->bufa + 10000 * i + 13, slen[i], p->mra);
         memcpy(expect + off, test_ptr(h, s[i].addr), slen[i]);
@@ -212,8 +189,8 @@ static void test_inline(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND,
-                               RNIC_WQE_SIGNALED | RNIC_WQE_INLINE, 0);
+    struct rnic_sq_wqe w = tv_wqe_flags(1, RNIC_WR_SEND,
+                                        RNIC_WQE_SIGNALED | RNIC_WQE_INLINE, 0);
     struct rnic_sge r = tv_sge(p->bufb, 4096, p->mrb);
     uint8_t data[200];
     uint32_t i;
@@ -229,7 +206,8 @@ static void test_inline(void)
     g_assert_cmpmem(test_ptr(h, p->bufb), sizeof(data), data, sizeof(data));
 
     /* inline RDMA WRITE */
-    w = wqe(3, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED | RNIC_WQE_INLINE, 0);
+    w = tv_wqe_flags(3, RNIC_WR_RDMA_WRITE,
+                     RNIC_WQE_SIGNALED | RNIC_WQE_INLINE, 0);
     w.inline_len = 100;
     w.rdma.remote_addr = p->bufb + 7777;
     w.rdma.rkey = p->mrb;
@@ -249,11 +227,11 @@ static void test_write(void)
         TvPair *p = tv_pair_new(NULL);
         TestHost *h = p->d;
         uint32_t len = sizes[i % G_N_ELEMENTS(sizes)];
-        struct rnic_sq_wqe w = wqe(i, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+        struct rnic_sq_wqe w = tv_wqe(i, RNIC_WR_RDMA_WRITE, 1);
         struct rnic_sge s = tv_sge(p->bufa, len, p->mra);
 
         h->map_disabled = i >= G_N_ELEMENTS(sizes);
-        fill(h, p->bufa, TV_BUF_SIZE, i);
+        tv_fill(h, p->bufa, TV_BUF_SIZE, i);
         w.rdma.remote_addr = p->bufb + (len < TV_BUF_SIZE ? 17 : 0);
         w.rdma.rkey = p->mrb;
         tv_post_send(h, p->a, &w, &s, NULL);
@@ -271,11 +249,11 @@ static void test_write_imm(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(5, RNIC_WR_RDMA_WRITE_IMM, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(5, RNIC_WR_RDMA_WRITE_IMM, 1);
     struct rnic_sge s = tv_sge(p->bufa, 5000, p->mra);
     struct rnic_cqe c;
 
-    fill(h, p->bufa, 5000, 1);
+    tv_fill(h, p->bufa, 5000, 1);
     w.imm_or_inv = g_htonl(0x12345678);
     w.rdma.remote_addr = p->bufb + 100;
     w.rdma.rkey = p->mrb;
@@ -302,7 +280,7 @@ static void test_read(void)
         TvPair *p = tv_pair_new(NULL);
         TestHost *h = p->d;
         uint32_t len = sizes[i];
-        struct rnic_sq_wqe w = wqe(i, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 2);
+        struct rnic_sq_wqe w = tv_wqe(i, RNIC_WR_RDMA_READ, 2);
         struct rnic_sge s[2] = {
             tv_sge(p->bufa, len / 3, p->mra),
             tv_sge(p->bufa + 300000 - (len > 300000 ? 300000 : 0),
@@ -313,7 +291,7 @@ static void test_read(void)
             w.num_sge = 1;
             s[0] = tv_sge(p->bufa, len, p->mra);
         }
-        fill(h, p->bufb, TV_BUF_SIZE, 100 + i);
+        tv_fill(h, p->bufb, TV_BUF_SIZE, 100 + i);
         w.rdma.remote_addr = p->bufb;
         w.rdma.rkey = p->mrb;
         tv_post_send(h, p->a, &w, s, NULL);
@@ -333,8 +311,7 @@ static void test_atomics(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_ATOMIC_FETCH_ADD, RNIC_WQE_SIGNALED,
-                               1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     struct rnic_sge s = tv_sge(p->bufa + 64, 8, p->mra);
     uint64_t *target = test_ptr(h, p->bufb + 4088);
     uint64_t *result = test_ptr(h, p->bufa + 64);
@@ -349,7 +326,7 @@ static void test_atomics(void)
     g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 1234);
 
     /* compare-and-swap: no match leaves the target alone */
-    w = wqe(2, RNIC_WR_ATOMIC_CMP_SWP, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(2, RNIC_WR_ATOMIC_CMP_SWP, 1);
     w.atomic.remote_addr = p->bufb + 4088;
     w.atomic.rkey = p->mrb;
     w.atomic.compare_add = 1;
@@ -372,7 +349,7 @@ static void test_unsignaled(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = wqe(0, RNIC_WR_RDMA_WRITE, 0, 1);
+    struct rnic_sq_wqe w = tv_wqe_flags(0, RNIC_WR_RDMA_WRITE, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     struct rnic_cqe c[8];
     int i;
@@ -401,7 +378,7 @@ static void test_sig_all(void)
     TvQp qp;
     uint64_t buf;
     uint32_t mr;
-    struct rnic_sq_wqe w = wqe(42, RNIC_WR_RDMA_WRITE, 0, 1);
+    struct rnic_sq_wqe w = tv_wqe_flags(42, RNIC_WR_RDMA_WRITE, 0, 1);
     struct rnic_sge s;
     struct rnic_admin_cqe r;
 
@@ -436,7 +413,7 @@ static void test_sig_all(void)
     tv_rc_connect(h, &qp, 0, gid, qp.qpn);
     buf = test_alloc(h, 8192, 4096);
     mr = tv_reg_mr(h, pd, buf, 8192, RNIC_ACCESS_ALL, 0, NULL);
-    fill(h, buf, 100, 1);
+    tv_fill(h, buf, 100, 1);
     s = tv_sge(buf, 100, mr);
     w.rdma.remote_addr = buf + 4096;
     w.rdma.rkey = mr;
@@ -457,9 +434,10 @@ static void do_fence(bool fence)
     TvPair *p;
     TestHost *h;
     uint32_t len = 65536, tail = 4096;
-    struct rnic_sq_wqe rd = wqe(1, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
-    struct rnic_sq_wqe wr = wqe(2, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED |
-                                (fence ? RNIC_WQE_FENCE : 0), 1);
+    struct rnic_sq_wqe rd = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
+    struct rnic_sq_wqe wr = tv_wqe_flags(2, RNIC_WR_RDMA_WRITE,
+                                         RNIC_WQE_SIGNALED |
+                                         (fence ? RNIC_WQE_FENCE : 0), 1);
     struct rnic_sge s, t;
 
     tv_path_mtu = RNIC_MTU_256;
@@ -467,7 +445,7 @@ static void do_fence(bool fence)
     h = p->d;
     s = tv_sge(p->bufa, len, p->mra);
     t = tv_sge(p->bufa + len - tail, tail, p->mra);
-    fill(h, p->bufb, len, 99);
+    tv_fill(h, p->bufb, len, 99);
     rd.rdma.remote_addr = p->bufb;
     rd.rdma.rkey = p->mrb;
     wr.rdma.remote_addr = p->bufb + 131072;
@@ -504,8 +482,8 @@ static void test_mixed_stream(void)
     struct rnic_cqe c[64];
     int round, i, got;
 
-    fill(h, p->bufa, TV_BUF_SIZE, 5);
-    fill(h, p->bufb, TV_BUF_SIZE, 6);
+    tv_fill(h, p->bufa, TV_BUF_SIZE, 5);
+    tv_fill(h, p->bufb, TV_BUF_SIZE, 6);
     for (round = 0; round < 20; round++) {
         for (i = 0; i < 32; i++) {
             uint32_t len = 1 + (round * 977 + i * 131) % 9000;
@@ -516,16 +494,16 @@ static void test_mixed_stream(void)
 
             switch (i % 3) {
             case 0:
-                w = wqe(i, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+                w = tv_wqe(i, RNIC_WR_SEND, 1);
                 tv_post_recv(h, p->b, i, &r, 1);
                 break;
             case 1:
-                w = wqe(i, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+                w = tv_wqe(i, RNIC_WR_RDMA_WRITE, 1);
                 w.rdma.remote_addr = p->bufb + off;
                 w.rdma.rkey = p->mrb;
                 break;
             default:
-                w = wqe(i, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+                w = tv_wqe(i, RNIC_WR_RDMA_READ, 1);
                 w.rdma.remote_addr = p->bufb + off;
                 w.rdma.rkey = p->mrb;
                 break;

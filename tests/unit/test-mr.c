@@ -8,19 +8,6 @@
 #include "rnic-test-verbs.h"
 #include "rnic-engine-int.h"
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t flags,
-                              uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = flags;
-    w.num_sge = num_sge;
-    return w;
-}
-
 static struct rnic_cqe expect_status(TestHost *h, TvCq *cq, uint64_t wr_id,
                                      uint8_t status)
 {
@@ -162,7 +149,7 @@ static void test_level2_scattered(void)
     uint64_t iova = 0x7f0000000000ull + 0x123;
     uint64_t len = (uint64_t)(npages - 1) * 4096;
     struct rnic_admin_cmd c;
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s;
     uint32_t stag;
     uint8_t *src;
@@ -209,7 +196,7 @@ static void test_level0_contiguous(void)
     uint64_t region = test_alloc(h, 3 * 4096, 4096);
     struct rnic_admin_cmd c = reg_cmd(p->pd, 0x1000 + 5, 3 * 4096 - 5, region,
                                       3, 0, RNIC_ACCESS_ALL);
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     struct rnic_sge s = tv_sge(p->bufa, 3 * 4096 - 5, p->mra);
     uint32_t stag = tv_cmd_ok(h, &c);
 
@@ -315,7 +302,7 @@ static void test_dereg(void)
     struct rnic_admin_cmd d = { .opcode = RNIC_CMD_DEALLOC_PD };
     uint32_t pd2 = tv_pd(h, p->ctx, 0);
     uint32_t stag = tv_reg_mr(h, pd2, p->bufb, 4096, RNIC_ACCESS_ALL, 0, NULL);
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
 
     d.destroy.handle = pd2;
@@ -377,7 +364,7 @@ static void test_dereg_any_key(void)
     uint32_t stag = alloc_mr(h, p->pd, 4, 0x40);
     uint32_t newkey = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x41);
     struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
-    struct rnic_sq_wqe w = wqe(7, RNIC_WR_REG_MR, RNIC_WQE_SIGNALED, 0);
+    struct rnic_sq_wqe w = tv_wqe(7, RNIC_WR_REG_MR, 0);
     struct rnic_cqe c;
 
     g_assert_cmphex(test_reg_read(h, RNIC_REG_CAPS_LO) &
@@ -410,7 +397,7 @@ static struct rnic_sq_wqe fastreg_wqe(TestHost *h, uint64_t wr_id,
                                       uint64_t base, uint32_t npages,
                                       uint32_t access)
 {
-    struct rnic_sq_wqe w = wqe(wr_id, RNIC_WR_REG_MR, RNIC_WQE_SIGNALED, 0);
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_REG_MR, 0);
     uint64_t pbl = test_alloc(h, 8 * npages, 8);
     uint64_t *l = test_ptr(h, pbl);
     uint32_t i;
@@ -442,7 +429,7 @@ static void test_fast_reg(void)
     g_assert_cmphex(RNIC_STAG_KEY(stag), ==, 0x10);
     memset(test_ptr(h, p->bufa), 0xab, 4096);
     /* not registered yet: a remote write fails */
-    w = wqe(1, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x40000000;
     w.rdma.rkey = stag;
     tv_post_send(h, p->a, &w, &s, NULL);
@@ -466,7 +453,7 @@ static void test_fast_reg(void)
     g_assert_cmpint(rnic_mr_resolve(rnic_netctx_lookup(h->engine, p->ctx),
                                     stag, NULL, 0x40000000, 1, 0,
                                     &(RnicMr *){ NULL }), ==, RNIC_XLATE_KEY);
-    w = wqe(3, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x40000000 + 4096;
     w.rdma.rkey = stag2;
     tv_post_send(h, p->a, &w, &s, NULL);
@@ -510,8 +497,8 @@ static void test_local_inv(void)
     struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0x5000, target, 4,
                                         RNIC_ACCESS_LOCAL_WRITE |
                                         RNIC_ACCESS_REMOTE_READ);
-    struct rnic_sq_wqe inv = wqe(2, RNIC_WR_LOCAL_INV, RNIC_WQE_SIGNALED, 0);
-    struct rnic_sq_wqe rd = wqe(3, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe inv = tv_wqe(2, RNIC_WR_LOCAL_INV, 0);
+    struct rnic_sq_wqe rd = tv_wqe(3, RNIC_WR_RDMA_READ, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     struct rnic_cqe c;
 
@@ -564,8 +551,8 @@ static void test_send_with_inv(void)
     struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0x9000, target, 4,
                                         RNIC_ACCESS_LOCAL_WRITE |
                                         RNIC_ACCESS_REMOTE_WRITE);
-    struct rnic_sq_wqe si = wqe(2, RNIC_WR_SEND_INV, RNIC_WQE_SIGNALED, 1);
-    struct rnic_sq_wqe w = wqe(3, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe si = tv_wqe(2, RNIC_WR_SEND_INV, 1);
+    struct rnic_sq_wqe w = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, 64, p->mra);
     struct rnic_sge r = tv_sge(p->bufb, 64, p->mrb);
     struct rnic_cqe c;
@@ -621,7 +608,7 @@ static void test_reglog_bounded(void)
     for (i = 0; i < 300; i++) {
         uint32_t s2 = RNIC_STAG(RNIC_STAG_INDEX(stag), i);
         struct rnic_sq_wqe fr = fastreg_wqe(h, i, s2, 0, target, 1, 0);
-        struct rnic_sq_wqe inv = wqe(i, RNIC_WR_LOCAL_INV, 0, 0);
+        struct rnic_sq_wqe inv = tv_wqe_flags(i, RNIC_WR_LOCAL_INV, 0, 0);
 
         inv.imm_or_inv = s2;
         fr.flags = 0;

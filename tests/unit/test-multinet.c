@@ -94,23 +94,11 @@ static void destroy_qp(Dev *d, TvQp *qp)
     g_free(qp);
 }
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = num_sge;
-    return w;
-}
-
 /* RDMA WRITE of 64 bytes from 'src' (lkey) to (va, rkey); the CQE status. */
 static uint8_t rdma_write(Dev *d, TvQp *qp, uint64_t src, uint32_t lkey,
                           uint64_t va, uint32_t rkey)
 {
-    struct rnic_sq_wqe w = wqe(0x77, RNIC_WR_RDMA_WRITE, 1);
+    struct rnic_sq_wqe w = tv_wqe(0x77, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(src, 64, lkey);
     struct rnic_cqe c;
 
@@ -126,7 +114,7 @@ static uint8_t rdma_write(Dev *d, TvQp *qp, uint64_t src, uint32_t lkey,
 static struct rnic_sq_wqe fast_reg_wqe(uint64_t wr_id, uint32_t stag,
                                        uint64_t pbl)
 {
-    struct rnic_sq_wqe w = wqe(wr_id, RNIC_WR_REG_MR, 0);
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_REG_MR, 0);
 
     w.reg.iova = 0x100000;
     w.reg.length = 4 * 4096;
@@ -349,7 +337,7 @@ static void test_two_nets_fast_reg_invalidate(void)
     /* SEND_WITH_INV from VLAN 20's x to y: invalid in VLAN 10 as well */
     tv_post_recv(d.h, y20, 9, &(struct rnic_sge){ d.buf + 16384, 64, d.mr },
                  1);
-    w = wqe(2, RNIC_WR_SEND_INV, 1);
+    w = tv_wqe(2, RNIC_WR_SEND_INV, 1);
     w.imm_or_inv = fr2;
     s = tv_sge(d.buf, 16, d.mr);
     tv_post_send(d.h, x20, &w, &s, NULL);
@@ -366,7 +354,7 @@ static void test_two_nets_fast_reg_invalidate(void)
     tv_post_send(d.h, y20, &w, NULL, NULL);
     g_assert_cmpuint(tv_poll_one(d.h, d.cq).status, ==, RNIC_WC_SUCCESS);
     g_assert_cmpint(resolve(&d, 1, fr3, 0x100000), ==, RNIC_XLATE_OK);
-    w = wqe(4, RNIC_WR_LOCAL_INV, 0);
+    w = tv_wqe(4, RNIC_WR_LOCAL_INV, 0);
     w.imm_or_inv = fr3;
     tv_post_send(d.h, y10, &w, NULL, NULL);
     g_assert_cmpuint(tv_poll_one(d.h, d.cq).status, ==, RNIC_WC_SUCCESS);
@@ -455,7 +443,7 @@ static void test_ud_gsi_all_nets(void)
     memset(test_ptr(d.h, d.buf), 0x42, 32);
     s = tv_sge(d.buf, 32, d.mr);        /* lkey of the unbound PD: fine */
     for (i = 0; i < 2; i++) {
-        w = wqe(100 + i, RNIC_WR_SEND, 1);
+        w = tv_wqe(100 + i, RNIC_WR_SEND, 1);
         w.ud.remote_qpn = i ? peer20->qpn : peer10->qpn;
         w.ud.remote_qkey = 0x1111;
         w.ud.av.sgid_index = i ? 4 : 2;
@@ -535,7 +523,7 @@ static void test_bad_input(void)
                          RNIC_ST_OK);
     }
     {
-        struct rnic_sq_wqe w = wqe(0x99, RNIC_WR_RDMA_WRITE, 1);
+        struct rnic_sq_wqe w = tv_wqe(0x99, RNIC_WR_RDMA_WRITE, 1);
         struct rnic_sge s = tv_sge(d.buf, 64, d.mr);
 
         tv_post_send(d.h, z, &w, &s, NULL);

@@ -8,19 +8,6 @@
 #include "rnic-test-verbs.h"
 #include "rnic-packet.h"
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t flags,
-                              uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = flags;
-    w.num_sge = num_sge;
-    return w;
-}
-
 static bool has_event(TestHost *h, uint64_t ring, uint8_t type,
                       uint32_t handle, uint32_t *data)
 {
@@ -49,7 +36,7 @@ static void test_srq_shared(void)
     TvQp *r2 = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 4, 0);
     TvQp *s2 = tv_qp(h, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0);
     uint8_t gid0[16], gid1[16];
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
     struct rnic_cqe c[4];
     int i;
@@ -118,7 +105,7 @@ static void test_srq_limit(void)
     TvCq *cq = tv_cq(h, 6, p->eq, 0);
     TvQp *r = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 4, 0);
     uint8_t gid0[16], gid1[16];
-    struct rnic_sq_wqe w = wqe(1, RNIC_WR_SEND, 0, 1);
+    struct rnic_sq_wqe w = tv_wqe_flags(1, RNIC_WR_SEND, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
     struct rnic_sge rs = tv_sge(p->bufb, 100, p->mrb);
     struct rnic_admin_cmd m = { .opcode = RNIC_CMD_MODIFY_SRQ };
@@ -203,7 +190,7 @@ static void ud_fini(UdFixture *f)
 static struct rnic_sq_wqe ud_wqe(UdFixture *f, uint64_t wr_id, uint32_t qpn,
                                  uint32_t qkey, uint8_t dst_host)
 {
-    struct rnic_sq_wqe w = wqe(wr_id, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_SEND, 1);
 
     w.ud.remote_qpn = qpn;
     w.ud.remote_qkey = qkey;
@@ -331,7 +318,7 @@ static void test_ud_lengths(void)
     g_assert_cmpuint(c.wr_id, ==, 9);
     g_assert_cmpuint(c.status, ==, RNIC_WC_LOC_LEN_ERR);
     /* UD QPs do not do RDMA */
-    w = wqe(3, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     tv_post_send(f.h, f.x, &w, &s, NULL);
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.status, ==, RNIC_WC_LOC_QP_OP_ERR);

@@ -92,19 +92,6 @@ static void test_corrupt(void)
     test_host_free(dst);
 }
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t flags,
-                              uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = flags;
-    w.num_sge = num_sge;
-    return w;
-}
-
 /* The driver's view of a pair, moved to another host. */
 static TvPair *pair_move(TvPair *p, TestHost *to)
 {
@@ -258,7 +245,7 @@ static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
     for (i = 0; i < 8; i++) {
         l[i] = GUINT64_TO_LE(target + (7 - i) * 4096);
     }
-    w = wqe(1, RNIC_WR_REG_MR, RNIC_WQE_SIGNALED, 0);
+    w = tv_wqe(1, RNIC_WR_REG_MR, 0);
     w.reg.iova = 0x900000;
     w.reg.length = 8 * 4096;
     w.reg.pbl_addr = pbl;
@@ -271,7 +258,7 @@ static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
     *fr_stag = w.reg.stag;
     w.reg.stag = inv;
     tv_post_send(h, p->b, &w, NULL, NULL);
-    w = wqe(2, RNIC_WR_LOCAL_INV, RNIC_WQE_SIGNALED, 0);
+    w = tv_wqe(2, RNIC_WR_LOCAL_INV, 0);
     w.imm_or_inv = inv;
     tv_post_send(h, p->b, &w, NULL, NULL);
     g_assert_cmpuint(tv_poll_one(h, p->cqb).status, ==, RNIC_WC_SUCCESS);
@@ -282,7 +269,7 @@ static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
         s = tv_sge(p->bufa, 3000, p->mra);
         r = tv_sge(p->bufb + 100000, 3000, p->mrb);
         tv_post_recv(h, p->b, 100 + i, &r, 1);
-        w = wqe(10 + i, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+        w = tv_wqe(10 + i, RNIC_WR_SEND, 1);
         tv_post_send(h, p->a, &w, &s, NULL);
     }
     /* leave 3 send completions unconsumed, consume the receives */
@@ -297,7 +284,7 @@ static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
     tv_post_recv(h, p->a, 77, &r, 1);
     memset(test_ptr(h, p->bufa + 300000), 0x5e, 700);
     s = tv_sge(p->bufa + 300000, 700, p->mra);
-    w = wqe(20, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(20, RNIC_WR_SEND, 1);
     tv_post_send(h, p->a, &w, &s, NULL);
     /* b's CQ armed, nothing pending: no interrupt yet */
     i = h->irqs[1];
@@ -353,12 +340,12 @@ static void test_objects_roundtrip(void)
     /* the STags the peer holds still work: fast-reg'd, contiguous */
     memset(test_ptr(dst, q->bufa), 0x99, 5000);
     s = tv_sge(q->bufa, 5000, q->mra);
-    w = wqe(30, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(30, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x900000 + 4096 + 10;
     w.rdma.rkey = fr;
     tv_post_send(dst, q->a, &w, &s, NULL);
     g_assert_cmpuint(tv_poll_one(dst, q->cqa).status, ==, RNIC_WC_SUCCESS);
-    w = wqe(31, RNIC_WR_RDMA_READ, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(31, RNIC_WR_RDMA_READ, 1);
     memset(test_ptr(dst, l0_region), 0x17, 8192);
     w.rdma.remote_addr = 0x300000;
     w.rdma.rkey = l0;
@@ -369,7 +356,7 @@ static void test_objects_roundtrip(void)
                     test_ptr(dst, l0_region), 8192);
     /* the receive posted on a before migration is consumed by b's SEND */
     s = tv_sge(q->bufb, 400, q->mrb);
-    w = wqe(40, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1);
+    w = tv_wqe(40, RNIC_WR_SEND, 1);
     tv_post_send(dst, q->b, &w, &s, NULL);
     g_assert_cmpint(tv_poll(dst, q->cqa, c, 8), ==, 1);
     g_assert_cmpuint(c[0].wr_id, ==, 77);

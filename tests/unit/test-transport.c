@@ -110,18 +110,6 @@ static void inject_aeth(Fix *f, uint8_t op, uint32_t psn, uint8_t syndrome,
     inject(f, op, psn, data, len, &x);
 }
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = num_sge;
-    return w;
-}
-
 static void expect_aeth(Captured *c, uint32_t psn, uint8_t syndrome)
 {
     g_assert_cmphex(c->pkt.bth.opcode, ==, RNIC_OP_RC_ACKNOWLEDGE);
@@ -331,7 +319,7 @@ static void test_req_nak_go_back(void)
         mem[i] = i * 3;
     }
     s = tv_sge(f.buf, 3000, f.mr);
-    w = wqe(1, RNIC_WR_SEND, 1);
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 3);
     g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_FIRST);
@@ -365,7 +353,7 @@ static void test_req_timeout(void)
 
     fix_init(&f);
     s = tv_sge(f.buf, 100, f.mr);
-    w = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = 0x1000;
     w.rdma.rkey = 0x4242;
     tv_post_send(f.h, f.qp, &w, &s, NULL);
@@ -399,7 +387,7 @@ static void test_req_read_loss(void)
         memset(resp[i], 0x10 + i, sizeof(resp[i]));
     }
     s = tv_sge(f.buf, 3000, f.mr);
-    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = 0x700000;
     w.rdma.rkey = 0x99;
     tv_post_send(f.h, f.qp, &w, &s, NULL);
@@ -442,7 +430,7 @@ static void test_req_coalesced_ack(void)
     fix_init(&f);
     s = tv_sge(f.buf, 10, f.mr);
     for (i = 0; i < 3; i++) {
-        w = wqe(i, RNIC_WR_RDMA_WRITE, 1);
+        w = tv_wqe(i, RNIC_WR_RDMA_WRITE, 1);
         tv_write_send(f.h, f.qp, &w, &s, NULL);
     }
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
@@ -484,7 +472,7 @@ static void test_req_doorbell_inline(void)
     pmtu = 128u << tv_path_mtu;
     f.h->run_now = true;
     s = tv_sge(f.buf, 10, f.mr);
-    w = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     tv_write_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
     g_assert_cmpuint(f.tx->len, ==, 1);
@@ -492,14 +480,14 @@ static void test_req_doorbell_inline(void)
 
     /* 80 packets: 64 now, the rest in the scheduled run */
     s = tv_sge(f.buf, 80 * pmtu, f.mr);
-    w = wqe(2, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(2, RNIC_WR_RDMA_WRITE, 1);
     tv_write_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
     g_assert_cmpuint(f.tx->len, ==, 1 + 64);
     g_assert_true(f.h->scheduled);
     /* run pending: this one waits behind it */
     s = tv_sge(f.buf, 10, f.mr);
-    w = wqe(3, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     tv_write_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
     g_assert_cmpuint(f.tx->len, ==, 1 + 64);
@@ -511,7 +499,7 @@ static void test_req_doorbell_inline(void)
 
     /* the host says not now (VM stopped): nothing until the run */
     f.h->run_now = false;
-    w = wqe(4, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(4, RNIC_WR_RDMA_WRITE, 1);
     tv_write_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
     g_assert_cmpuint(f.tx->len, ==, 1 + 80 + 1);
@@ -538,11 +526,11 @@ static void test_req_implicit_nak(void)
 
     fix_init(&f);
     s = tv_sge(f.buf, 100, f.mr);
-    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = 0x1000;
     w.rdma.rkey = 0x10;
     tv_write_send(f.h, f.qp, &w, &s, NULL);
-    w = wqe(2, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(2, RNIC_WR_RDMA_WRITE, 1);
     tv_write_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
     test_host_run(f.h);
@@ -563,7 +551,7 @@ static void test_req_rnr_nak(void)
 
     fix_init(&f);
     s = tv_sge(f.buf, 10, f.mr);
-    w = wqe(1, RNIC_WR_SEND, 1);
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 1);
     /* RNR NAK with timer code 3 (30 us) */
@@ -598,7 +586,7 @@ static void test_req_fatal_naks(void)
 
         fix_init(&f);
         s = tv_sge(f.buf, 10, f.mr);
-        w = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+        w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
         tv_write_send(f.h, f.qp, &w, &s, NULL);
         w.wr_id = 2;
         tv_write_send(f.h, f.qp, &w, &s, NULL);
@@ -622,7 +610,7 @@ static void test_req_bad_response(void)
 
     fix_init(&f);
     s = tv_sge(f.buf, 100, f.mr);
-    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     /* 64 bytes for a 100-byte READ */
     inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data, 64);

@@ -470,18 +470,6 @@ static void fill(TestHost *h, uint64_t addr, uint32_t len, uint32_t seed)
     }
 }
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint32_t nsge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = nsge;
-    return w;
-}
-
 static void expect(const struct rnic_cqe *c, uint64_t wr_id, uint8_t opcode,
                    uint32_t len)
 {
@@ -515,7 +503,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     s = tv_sge(a->buf[ctx], len, a->mr[ctx]);
     r = tv_sge(b->buf[ctx] + 100000, len + 10, b->mr[ctx]);
     tv_post_recv(b->h, p.b, 0x100, &r, 1);
-    q = wqe(1, RNIC_WR_SEND_IMM, 1);
+    q = tv_wqe(1, RNIC_WR_SEND_IMM, 1);
     q.imm_or_inv = g_htonl(0x11223344);
     tv_post_send(a->h, p.a, &q, &s, NULL);
     /* the first frame on the wire: tagged with the context's VLAN */
@@ -543,7 +531,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     /* RDMA WRITE, then WRITE with immediate */
     fill(a->h, a->buf[ctx] + 20000, len, 2);
     s = tv_sge(a->buf[ctx] + 20000, len, a->mr[ctx]);
-    q = wqe(2, RNIC_WR_RDMA_WRITE, 1);
+    q = tv_wqe(2, RNIC_WR_RDMA_WRITE, 1);
     q.rdma.remote_addr = b->buf[ctx] + 200000;
     q.rdma.rkey = b->mr[ctx];
     tv_post_send(a->h, p.a, &q, &s, NULL);
@@ -552,7 +540,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     g_assert_cmpmem(test_ptr(b->h, b->buf[ctx] + 200000), len,
                     test_ptr(a->h, a->buf[ctx] + 20000), len);
     tv_post_recv(b->h, p.b, 0x101, NULL, 0);
-    q = wqe(3, RNIC_WR_RDMA_WRITE_IMM, 1);
+    q = tv_wqe(3, RNIC_WR_RDMA_WRITE_IMM, 1);
     q.rdma.remote_addr = b->buf[ctx] + 300000;
     q.rdma.rkey = b->mr[ctx];
     q.imm_or_inv = g_htonl(0xabcd);
@@ -568,7 +556,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     /* RDMA READ */
     fill(b->h, b->buf[ctx] + 400000, len, 3);
     r = tv_sge(a->buf[ctx] + 40000, len, a->mr[ctx]);
-    q = wqe(4, RNIC_WR_RDMA_READ, 1);
+    q = tv_wqe(4, RNIC_WR_RDMA_READ, 1);
     q.rdma.remote_addr = b->buf[ctx] + 400000;
     q.rdma.rkey = b->mr[ctx];
     tv_post_send(a->h, p.a, &q, &r, NULL);
@@ -581,7 +569,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     v = test_ptr(b->h, b->buf[ctx] + 500000);
     *v = GUINT64_TO_LE(40);
     r = tv_sge(a->buf[ctx] + 60000, 8, a->mr[ctx]);
-    q = wqe(5, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+    q = tv_wqe(5, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     q.atomic.remote_addr = b->buf[ctx] + 500000;
     q.atomic.rkey = b->mr[ctx];
     q.atomic.compare_add = 2;
@@ -590,7 +578,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     expect(&c, 5, RNIC_WC_FETCH_ADD, 8);
     g_assert_cmpuint(*(uint64_t *)test_ptr(a->h, a->buf[ctx] + 60000), ==, 40);
     g_assert_cmpuint(GUINT64_FROM_LE(*v), ==, 42);
-    q = wqe(6, RNIC_WR_ATOMIC_CMP_SWP, 1);
+    q = tv_wqe(6, RNIC_WR_ATOMIC_CMP_SWP, 1);
     q.atomic.remote_addr = b->buf[ctx] + 500000;
     q.atomic.rkey = b->mr[ctx];
     q.atomic.compare_add = 42;
@@ -604,7 +592,7 @@ static void do_verbs(int ctx, uint8_t mtu, bool map)
     /* inline SEND the other way round */
     r = tv_sge(a->buf[ctx] + 70000, 100, a->mr[ctx]);
     tv_post_recv(a->h, p.a, 0x200, &r, 1);
-    q = wqe(7, RNIC_WR_SEND, 0);
+    q = tv_wqe(7, RNIC_WR_SEND, 0);
     q.flags |= RNIC_WQE_INLINE;
     q.inline_len = 37;
     tv_post_send(b->h, p.b, &q, NULL, "inline data across the RoCEv2 wire!!");
@@ -698,7 +686,7 @@ static void test_ipv6(void)
     }
     fill(w.n[0].h, w.n[0].buf[0], 3000, 9);
     s = tv_sge(w.n[0].buf[0], 3000, w.n[0].mr[0]);
-    q = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    q = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     q.rdma.remote_addr = w.n[1].buf[0] + 8192;
     q.rdma.rkey = w.n[1].mr[0];
     tv_post_send(w.n[0].h, qa, &q, &s, NULL);
@@ -743,7 +731,7 @@ static void test_ud_gsi(void)
     s = tv_sge(a->buf[0], 500, a->mr[0]);
     r = tv_sge(b->buf[0], 1000, b->mr[0]);
     tv_post_recv(b->h, ub, 0x300, &r, 1);
-    q = wqe(1, RNIC_WR_SEND_IMM, 1);
+    q = tv_wqe(1, RNIC_WR_SEND_IMM, 1);
     q.imm_or_inv = g_htonl(99);
     q.ud.remote_qpn = ub->qpn;
     q.ud.remote_qkey = 0x1234;
@@ -798,7 +786,7 @@ static void test_ud_gsi(void)
         tv_ud_ready(a->h, ua1, RNIC_GSI_QKEY);
         s = tv_sge(a->buf[1], 256, a->mr[1]);
         fill(a->h, a->buf[1], 256, 5);
-        q = wqe(3, RNIC_WR_SEND, 1);
+        q = tv_wqe(3, RNIC_WR_SEND, 1);
         q.ud.remote_qpn = 1;
         q.ud.remote_qkey = RNIC_GSI_QKEY;
         q.ud.av.sgid_index = 1;
@@ -870,14 +858,14 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
             switch (k % 5) {
             case 0:         /* WRITE A[off] -> B[1 MiB + off] */
                 s = tv_sge(a->buf[0] + off, len, a->mr[0]);
-                q = wqe(k, RNIC_WR_RDMA_WRITE, 1);
+                q = tv_wqe(k, RNIC_WR_RDMA_WRITE, 1);
                 q.rdma.remote_addr = b->buf[0] + NODE_BUF / 2 + off;
                 q.rdma.rkey = b->mr[0];
                 tv_write_send(a->h, p.a, &q, &s, NULL);
                 break;
             case 1:         /* READ B[off] -> A[1 MiB + off] */
                 r = tv_sge(a->buf[0] + NODE_BUF / 2 + off, len, a->mr[0]);
-                q = wqe(k, RNIC_WR_RDMA_READ, 1);
+                q = tv_wqe(k, RNIC_WR_RDMA_READ, 1);
                 q.rdma.remote_addr = b->buf[0] + off;
                 q.rdma.rkey = b->mr[0];
                 tv_write_send(a->h, p.a, &q, &r, NULL);
@@ -887,14 +875,14 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
                 r = tv_sge(b->buf[0] + NODE_BUF / 2 + 600000 +
                            (k % 32) * 8192, 8192, b->mr[0]);
                 tv_post_recv(b->h, p.b, k, &r, 1);
-                q = wqe(k, RNIC_WR_SEND, 1);
+                q = tv_wqe(k, RNIC_WR_SEND, 1);
                 tv_write_send(a->h, p.a, &q, &s, NULL);
                 g_array_append_val(sends, k);
                 break;
             case 3:         /* FETCH_ADD k on B's counter */
                 r = tv_sge(a->buf[0] + NODE_BUF / 2 + 900000 + (k % 64) * 8,
                            8, a->mr[0]);
-                q = wqe(k, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+                q = tv_wqe(k, RNIC_WR_ATOMIC_FETCH_ADD, 1);
                 q.atomic.remote_addr = b->buf[0] + NODE_BUF - 16;
                 q.atomic.rkey = b->mr[0];
                 q.atomic.compare_add = k;
@@ -903,7 +891,7 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
             default:        /* CMP_SWP: k-1 -> k, succeeds only in order */
                 r = tv_sge(a->buf[0] + NODE_BUF / 2 + 901000 + (k % 64) * 8,
                            8, a->mr[0]);
-                q = wqe(k, RNIC_WR_ATOMIC_CMP_SWP, 1);
+                q = tv_wqe(k, RNIC_WR_ATOMIC_CMP_SWP, 1);
                 q.atomic.remote_addr = b->buf[0] + NODE_BUF - 8;
                 q.atomic.rkey = b->mr[0];
                 q.atomic.compare_add = cas;
@@ -1022,7 +1010,7 @@ static void test_window(void)
     p = rc_pair(&w, 0, RNIC_MTU_1024, 10, 7, 7);
     fill(w.n[0].h, w.n[0].buf[0], 1u << 20, 3);
     s = tv_sge(w.n[0].buf[0], 1u << 20, w.n[0].mr[0]);
-    q = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    q = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     q.rdma.remote_addr = w.n[1].buf[0];
     q.rdma.rkey = w.n[1].mr[0];
     tv_post_send(w.n[0].h, p.a, &q, &s, NULL);
@@ -1030,11 +1018,11 @@ static void test_window(void)
     g_assert_cmpuint(w.n[0].h->frames->len, ==, 128);
     /* a READ takes its response PSNs: the WQE behind it waits */
     r = tv_sge(w.n[0].buf[0] + (1u << 20), 200 * 1024, w.n[0].mr[0]);
-    q = wqe(2, RNIC_WR_RDMA_READ, 1);
+    q = tv_wqe(2, RNIC_WR_RDMA_READ, 1);
     q.rdma.remote_addr = w.n[1].buf[0];
     q.rdma.rkey = w.n[1].mr[0];
     tv_post_send(w.n[0].h, p.a, &q, &r, NULL);
-    q = wqe(3, RNIC_WR_RDMA_WRITE, 1);
+    q = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     q.rdma.remote_addr = w.n[1].buf[0];
     q.rdma.rkey = w.n[1].mr[0];
     s.length = 100;
@@ -1066,7 +1054,7 @@ static void test_retry_exceeded(void)
     p = rc_pair(&w, 0, RNIC_MTU_1024, 8, 3, 7);
     w.blackhole = true;
     s = tv_sge(w.n[0].buf[0], 5000, w.n[0].mr[0]);
-    q = wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    q = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     q.rdma.remote_addr = w.n[1].buf[0];
     q.rdma.rkey = w.n[1].mr[0];
     tv_post_send(w.n[0].h, p.a, &q, &s, NULL);
@@ -1098,7 +1086,7 @@ static void test_rnr_exceeded(void)
     wire_init(&w);
     p = rc_pair(&w, 0, RNIC_MTU_1024, 8, 7, 2);
     s = tv_sge(w.n[0].buf[0], 100, w.n[0].mr[0]);
-    q = wqe(1, RNIC_WR_SEND, 1);
+    q = tv_wqe(1, RNIC_WR_SEND, 1);
     tv_post_send(w.n[0].h, p.a, &q, &s, NULL);
     c = wire_wait_one(&w, 0);
     g_assert_cmpuint(c.wr_id, ==, 1);
