@@ -1431,6 +1431,17 @@ static void raw_no_answer(Raw *t)
     g_assert_false(raw_recv(t, &h, 50));
 }
 
+/* Send 'h': dropped for receive error 'stat', no answer. */
+static void raw_send_dropped(Raw *t, const RnicRoceHdr *h, unsigned stat)
+{
+    Snap sn;
+
+    snap(t, &sn);
+    raw_send(t, h);
+    raw_no_answer(t);
+    raw_delta(t, &sn, stat, 1);
+}
+
 /* Guard pages intact, the registered page as expected. */
 static void raw_check_memory(Raw *t, const uint8_t *target)
 {
@@ -1550,46 +1561,31 @@ static void test_malformed(void)
     raw_delta(&t, &sn, RNIC_STAT_RX_ERR_ICRC, 1);
 
     /* no such QPN */
-    snap(&t, &sn);
     h = v;
     h.dest_qp = 0x777;
-    raw_send(&t, &h);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_QPN, 1);
+    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_QPN);
 
     /* a VLAN without network context */
-    snap(&t, &sn);
     h = v;
     h.vlan_present = true;
     h.vlan_id = 7;
-    raw_send(&t, &h);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_NET, 1);
+    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_NET);
 
     /* VLAN 5 (a context) to the GID of context 0 */
-    snap(&t, &sn);
     h = v;
     h.vlan_present = true;
     h.vlan_id = 5;
-    raw_send(&t, &h);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_GID, 1);
+    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_GID);
 
     /* another P_Key */
-    snap(&t, &sn);
     h = v;
     h.pkey = 0x1234;
-    raw_send(&t, &h);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_PKEY, 1);
+    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_PKEY);
 
     /* from an address that is not the QP's peer */
-    snap(&t, &sn);
     h = v;
     h.sgid[15] = PEER_HOST - 1;
-    raw_send(&t, &h);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_ADDR, 1);
+    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_ADDR);
 
     /* UD opcode to an RC QP, UC opcode, CNP */
     snap(&t, &sn);

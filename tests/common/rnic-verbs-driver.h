@@ -148,6 +148,11 @@ static inline struct rnic_sq_wqe tv_wqe(uint64_t wr_id, uint8_t opcode,
     return tv_wqe_flags(wr_id, opcode, RNIC_WQE_SIGNALED, num_sge);
 }
 
+/* The next CQE of 'cq' is there now (tv_poll_one): check it, return it. */
+struct rnic_cqe tv_expect_status(RvDev *d, TvCq *cq, uint64_t wr_id,
+                                 uint8_t status);
+/* No CQE in 'cq' now. */
+void tv_expect_no_cqe(RvDev *d, TvCq *cq);
 /* Wait for the next CQE of 'cq' (tv_wait_cqe) and check it. */
 void tv_expect_cqe(RvDev *d, TvCq *cq, uint64_t wr_id, uint8_t opcode,
                    uint8_t status);

@@ -7,23 +7,6 @@
 #include <string.h>
 #include "rnic-test-verbs.h"
 
-static struct rnic_cqe expect_status(TestHost *h, TvCq *cq, uint64_t wr_id,
-                                     uint8_t status)
-{
-    struct rnic_cqe c = tv_poll_one(h, cq);
-
-    g_assert_cmphex(c.wr_id, ==, wr_id);
-    g_assert_cmpuint(c.status, ==, status);
-    return c;
-}
-
-static void expect_no_cqe(TestHost *h, TvCq *cq)
-{
-    struct rnic_cqe c;
-
-    g_assert_cmpint(tv_poll(h, cq, &c, 1), ==, 0);
-}
-
 static uint8_t qp_state(TestHost *h, TvQp *qp)
 {
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_QUERY_QP, .uctx = qp->uctx };
@@ -62,7 +45,7 @@ static void expect_remote_access_error(TvPair *p, uint32_t rkey, uint64_t va,
     w.rdma.remote_addr = va;
     w.rdma.rkey = rkey;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
     g_assert_cmpuint(qp_state(h, p->a), ==, RNIC_QPS_ERR);
     g_assert_cmpuint(qp_state(h, p->b), ==, RNIC_QPS_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_ACCESS_ERR, p->b->handle));
@@ -107,7 +90,7 @@ static void test_remote_access(void)
         w.rdma.remote_addr = p->bufb + TV_BUF_SIZE - 100;
         w.rdma.rkey = p->mrb;
         tv_post_send(p->d, p->a, &w, &s, NULL);
-        expect_status(p->d, p->cqa, 1, RNIC_WC_SUCCESS);
+        tv_expect_status(p->d, p->cqa, 1, RNIC_WC_SUCCESS);
     }
     tv_pair_free(p);
 }
@@ -126,7 +109,7 @@ static void test_remote_read_access(void)
     w.rdma.remote_addr = p->bufb;
     w.rdma.rkey = wo;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_ACCESS_ERR, p->b->handle));
     tv_pair_free(p);
 }
@@ -140,7 +123,7 @@ static void test_local_protection(void)
 
     /* local SGE one byte beyond its region */
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_LOC_PROT_ERR);
     g_assert_cmpuint(qp_state(h, p->a), ==, RNIC_QPS_ERR);
     tv_pair_free(p);
 
@@ -155,7 +138,7 @@ static void test_local_protection(void)
         w.rdma.remote_addr = p->bufb;
         w.rdma.rkey = p->mrb;
         tv_post_send(h, p->a, &w, &s, NULL);
-        expect_status(h, p->cqa, 2, RNIC_WC_LOC_PROT_ERR);
+        tv_expect_status(h, p->cqa, 2, RNIC_WC_LOC_PROT_ERR);
     }
     tv_pair_free(p);
 
@@ -170,7 +153,7 @@ static void test_local_protection(void)
         w = tv_wqe(3, RNIC_WR_SEND, 1);
         s = tv_sge(p->bufa, 100, other);
         tv_post_send(h, p->a, &w, &s, NULL);
-        expect_status(h, p->cqa, 3, RNIC_WC_LOC_PROT_ERR);
+        tv_expect_status(h, p->cqa, 3, RNIC_WC_LOC_PROT_ERR);
     }
     tv_pair_free(p);
 }
@@ -230,8 +213,8 @@ static void test_bad_wqes(void)
         tv_write_send(h, p->a, &ok, s, NULL);
         g_assert_cmpint(tv_ring_sq(h, p->a), ==, 0);
         /* the bad one completes in error, the next one is flushed */
-        expect_status(h, p->cqa, 100 + i, bad[i].status);
-        expect_status(h, p->cqa, 200, RNIC_WC_WR_FLUSH_ERR);
+        tv_expect_status(h, p->cqa, 100 + i, bad[i].status);
+        tv_expect_status(h, p->cqa, 200, RNIC_WC_WR_FLUSH_ERR);
         g_assert_cmpuint(qp_state(h, p->a), ==, RNIC_QPS_ERR);
         g_assert_cmpuint(h->guest_errors, >, errors);
         tv_pair_free(p);
@@ -250,7 +233,7 @@ static void test_huge_length(void)
     };
 
     tv_post_send(h, p->a, &w, s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_LOC_LEN_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_LOC_LEN_ERR);
     tv_pair_free(p);
 }
 
@@ -270,9 +253,9 @@ static void test_recv_too_small(void)
      * requester sees an invalid request; both QPs in error, the second
      * receive flushed
      */
-    expect_status(h, p->cqb, 55, RNIC_WC_LOC_LEN_ERR);
-    expect_status(h, p->cqb, 56, RNIC_WC_WR_FLUSH_ERR);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
+    tv_expect_status(h, p->cqb, 55, RNIC_WC_LOC_LEN_ERR);
+    tv_expect_status(h, p->cqb, 56, RNIC_WC_WR_FLUSH_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
     g_assert_cmpuint(qp_state(h, p->b), ==, RNIC_QPS_ERR);
     tv_pair_free(p);
 }
@@ -287,7 +270,7 @@ static void test_misaligned_atomic(void)
     w.atomic.remote_addr = p->bufb + 4;
     w.atomic.rkey = p->mrb;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_REQ_ERR, p->b->handle));
     tv_pair_free(p);
 }
@@ -306,8 +289,8 @@ static void test_remote_op_error(void)
 
     tv_post_recv(h, p->b, 9, &r, 1);
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqb, 9, RNIC_WC_LOC_PROT_ERR);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_OP_ERR);
+    tv_expect_status(h, p->cqb, 9, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_OP_ERR);
     tv_pair_free(p);
 }
 
@@ -353,13 +336,13 @@ static void test_flush(void)
     /* posting in ERR: flushed at once */
     w.wr_id = 99;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 99, RNIC_WC_WR_FLUSH_ERR);
+    tv_expect_status(h, p->cqa, 99, RNIC_WC_WR_FLUSH_ERR);
     tv_post_recv(h, p->a, 98, &r, 1);
-    expect_status(h, p->cqa, 98, RNIC_WC_WR_FLUSH_ERR);
+    tv_expect_status(h, p->cqa, 98, RNIC_WC_WR_FLUSH_ERR);
     /* back to RESET and up again: works */
     a.qp_state = RNIC_QPS_RESET;
     g_assert_cmpuint(tv_modify(h, p->a, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
-    expect_no_cqe(h, p->cqa);
+    tv_expect_no_cqe(h, p->cqa);
     tv_pair_free(p);
 }
 
@@ -374,16 +357,16 @@ static void test_rnr_retry(void)
     memset(test_ptr(h, p->bufa), 0x42, 500);
     tv_post_send(h, p->a, &w, &s, NULL);
     /* no receive: RNR NAK, the requester waits (rnr_retry 7 = forever) */
-    expect_no_cqe(h, p->cqa);
+    tv_expect_no_cqe(h, p->cqa);
     g_assert_cmpuint(h->timer_deadline, !=, UINT64_MAX);
     test_host_advance(h, 1000000);
     test_host_advance(h, 1000000);
-    expect_no_cqe(h, p->cqa);
+    tv_expect_no_cqe(h, p->cqa);
     tv_post_recv(h, p->b, 2, &r, 1);
     /* the next retry, at the RNR timer (min_rnr_timer 1: 10 us), lands */
     test_host_advance(h, 20000);
-    expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
-    expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
     g_assert_cmpmem(test_ptr(h, p->bufa), 500, test_ptr(h, p->bufb), 500);
     g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_RETRANSMITS), >, 0);
     tv_pair_free(p);
@@ -406,7 +389,7 @@ static void test_rnr_exceeded(void)
     for (i = 0; i < 5; i++) {
         test_host_advance(h, 20000);
     }
-    expect_status(h, p->cqa, 1, RNIC_WC_RNR_RETRY_EXC_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_RNR_RETRY_EXC_ERR);
     g_assert_cmpuint(qp_state(h, p->a), ==, RNIC_QPS_ERR);
     tv_pair_free(p);
 }
@@ -444,11 +427,11 @@ static void test_retry_exceeded(void)
     g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_TX_FRAMES), ==, 1);
     for (i = 0; i < 3; i++) {
         test_host_advance(h, 10000);
-        expect_no_cqe(h, cq);
+        tv_expect_no_cqe(h, cq);
     }
     /* 1 + retry_cnt transmissions, then the error */
     test_host_advance(h, 10000);
-    expect_status(h, cq, 5, RNIC_WC_RETRY_EXC_ERR);
+    tv_expect_status(h, cq, 5, RNIC_WC_RETRY_EXC_ERR);
     g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_TX_FRAMES), ==, 4);
     g_free(cq);
     g_free(qp);
@@ -498,7 +481,7 @@ static void test_bad_doorbells(void)
         w.rdma.remote_addr = p->bufb;
         w.rdma.rkey = p->mrb;
         tv_post_send(h, p->a, &w, &s, NULL);
-        expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+        tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
     }
     /* a storm of doorbells costs no memory: each names one queue state */
     {
@@ -582,7 +565,7 @@ static void test_ring_unreadable_at_runtime(void)
     g_assert_cmpint(tv_ring_sq(h, p->a), ==, 0);
     test_host_run(h);
     h->ram_size = saved;
-    expect_status(h, p->cqa, 0, RNIC_WC_FATAL_ERR);
+    tv_expect_status(h, p->cqa, 0, RNIC_WC_FATAL_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_FATAL, p->a->handle));
     tv_pair_free(p);
 }

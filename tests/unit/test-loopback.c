@@ -20,13 +20,6 @@ static void expect_cqe(TestHost *h, TvCq *cq, uint64_t wr_id, uint8_t opcode,
     }
 }
 
-static void expect_no_cqe(TestHost *h, TvCq *cq)
-{
-    struct rnic_cqe c;
-
-    g_assert_cmpint(tv_poll(h, cq, &c, 1), ==, 0);
-}
-
 /* SEND of 'len' bytes (one SGE each side), for several sizes and MTUs. */
 static void do_send(uint8_t mtu, uint32_t len)
 {
@@ -240,7 +233,7 @@ static void test_write(void)
                         test_ptr(h, w.rdma.remote_addr), len);
         g_assert_cmpuint(h->maps, ==, 0);
         /* a WRITE consumes no receive and completes nothing remotely */
-        expect_no_cqe(h, p->cqb);
+        tv_expect_no_cqe(h, p->cqb);
         tv_pair_free(p);
     }
 }
@@ -302,7 +295,7 @@ static void test_read(void)
             g_assert_cmpmem(test_ptr(h, s[1].addr), s[1].length,
                             test_ptr(h, p->bufb + s[0].length), s[1].length);
         }
-        expect_no_cqe(h, p->cqb);
+        tv_expect_no_cqe(h, p->cqb);
         tv_pair_free(p);
     }
 }

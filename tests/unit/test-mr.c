@@ -8,16 +8,6 @@
 #include "rnic-test-verbs.h"
 #include "rnic-engine-int.h"
 
-static struct rnic_cqe expect_status(TestHost *h, TvCq *cq, uint64_t wr_id,
-                                     uint8_t status)
-{
-    struct rnic_cqe c = tv_poll_one(h, cq);
-
-    g_assert_cmphex(c.wr_id, ==, wr_id);
-    g_assert_cmpuint(c.status, ==, status);
-    return c;
-}
-
 static struct rnic_admin_cmd reg_cmd(uint32_t pd, uint64_t iova, uint64_t len,
                                      uint64_t pbl, uint32_t npages,
                                      uint8_t levels, uint32_t access)
@@ -174,7 +164,7 @@ static void test_level2_scattered(void)
     w.rdma.remote_addr = iova + 4096 * 5 + 10;
     w.rdma.rkey = stag;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
     /*
      * byte k of the WRITE is region offset 5*4096+10+k, i.e. page
      * (0x123 + offset) / 4096 at (0x123 + offset) % 4096
@@ -204,7 +194,7 @@ static void test_level0_contiguous(void)
     w.rdma.remote_addr = 0x1005;
     w.rdma.rkey = stag;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
     g_assert_cmpmem(test_ptr(h, p->bufa), 3 * 4096 - 5,
                     test_ptr(h, region + 5), 3 * 4096 - 5);
     tv_pair_free(p);
@@ -326,7 +316,7 @@ static void test_dereg(void)
     w.rdma.remote_addr = p->bufb;
     w.rdma.rkey = p->mrb;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
     tv_pair_free(p);
 }
 
@@ -433,7 +423,7 @@ static void test_fast_reg(void)
     w.rdma.remote_addr = 0x40000000;
     w.rdma.rkey = stag;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
     tv_pair_free(p);
 
     p = tv_pair_new(NULL);
@@ -447,7 +437,7 @@ static void test_fast_reg(void)
     fr = fastreg_wqe(h, 2, stag2, 0x40000000, target, 4,
                      RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE);
     tv_post_send(h, p->b, &fr, NULL, NULL);
-    c = expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
+    c = tv_expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.opcode, ==, RNIC_WC_REG_MR);
     /* the old key is dead, the new one works */
     g_assert_cmpint(rnic_mr_resolve(rnic_netctx_lookup(h->engine, p->ctx),
@@ -457,14 +447,14 @@ static void test_fast_reg(void)
     w.rdma.remote_addr = 0x40000000 + 4096;
     w.rdma.rkey = stag2;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 3, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 3, RNIC_WC_SUCCESS);
     g_assert_cmpmem(test_ptr(h, target + 4096), 4096, test_ptr(h, p->bufa),
                     4096);
     /* registering again while valid: local protection error */
     fr = fastreg_wqe(h, 4, stag2, 0x40000000, target, 4,
                      RNIC_ACCESS_LOCAL_WRITE);
     tv_post_send(h, p->b, &fr, NULL, NULL);
-    expect_status(h, p->cqb, 4, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_status(h, p->cqb, 4, RNIC_WC_LOC_PROT_ERR);
     tv_pair_free(p);
 }
 
@@ -479,7 +469,7 @@ static void test_fast_reg_limits(void)
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
 
     tv_post_send(h, p->b, &fr, NULL, NULL);
-    expect_status(h, p->cqb, 1, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_status(h, p->cqb, 1, RNIC_WC_LOC_PROT_ERR);
     c.mr.pd = p->pd;
     c.mr.npages = 0;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_BAD_PARAM);
@@ -503,15 +493,15 @@ static void test_local_inv(void)
     struct rnic_cqe c;
 
     tv_post_send(h, p->b, &fr, NULL, NULL);
-    expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
     rd.rdma.remote_addr = 0x5000;
     rd.rdma.rkey = stag;
     tv_post_send(h, p->a, &rd, &s, NULL);
-    expect_status(h, p->cqa, 3, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 3, RNIC_WC_SUCCESS);
     /* wrong key: refused, QP in error */
     inv.imm_or_inv = stag ^ 0x3;
     tv_post_send(h, p->b, &inv, NULL, NULL);
-    expect_status(h, p->cqb, 2, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_status(h, p->cqb, 2, RNIC_WC_LOC_PROT_ERR);
     tv_pair_free(p);
 
     p = tv_pair_new(NULL);
@@ -521,24 +511,24 @@ static void test_local_inv(void)
     fr = fastreg_wqe(h, 1, stag, 0x5000, target, 4, RNIC_ACCESS_LOCAL_WRITE |
                      RNIC_ACCESS_REMOTE_READ);
     tv_post_send(h, p->b, &fr, NULL, NULL);
-    expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
     s = tv_sge(p->bufa, 100, p->mra);
     inv.imm_or_inv = stag;
     tv_post_send(h, p->b, &inv, NULL, NULL);
-    c = expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
+    c = tv_expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.opcode, ==, RNIC_WC_LOCAL_INV);
     /* invalidated: a READ now fails */
     rd.rdma.remote_addr = 0x5000;
     rd.rdma.rkey = stag;
     tv_post_send(h, p->a, &rd, &s, NULL);
-    expect_status(h, p->cqa, 3, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_status(h, p->cqa, 3, RNIC_WC_REM_ACCESS_ERR);
     /* a normal MR cannot be invalidated */
     tv_pair_free(p);
     p = tv_pair_new(NULL);
     h = p->d;
     inv.imm_or_inv = p->mrb;
     tv_post_send(h, p->b, &inv, NULL, NULL);
-    expect_status(h, p->cqb, 2, RNIC_WC_LOC_PROT_ERR);
+    tv_expect_status(h, p->cqb, 2, RNIC_WC_LOC_PROT_ERR);
     tv_pair_free(p);
 }
 
@@ -558,23 +548,23 @@ static void test_send_with_inv(void)
     struct rnic_cqe c;
 
     tv_post_send(h, p->b, &fr, NULL, NULL);
-    expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
     w.rdma.remote_addr = 0x9000;
     w.rdma.rkey = stag;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 3, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 3, RNIC_WC_SUCCESS);
     /* a tells b "done with your buffer" */
     tv_post_recv(h, p->b, 10, &r, 1);
     si.imm_or_inv = stag;
     tv_post_send(h, p->a, &si, &s, NULL);
-    c = expect_status(h, p->cqb, 10, RNIC_WC_SUCCESS);
+    c = tv_expect_status(h, p->cqb, 10, RNIC_WC_SUCCESS);
     g_assert_true(c.flags & RNIC_CQE_WITH_INV);
     g_assert_cmphex(c.imm_or_inv, ==, stag);
-    expect_status(h, p->cqa, 2, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_SUCCESS);
     /* the STag is dead now */
     w.wr_id = 4;
     tv_post_send(h, p->a, &w, &s, NULL);
-    expect_status(h, p->cqa, 4, RNIC_WC_REM_ACCESS_ERR);
+    tv_expect_status(h, p->cqa, 4, RNIC_WC_REM_ACCESS_ERR);
     tv_pair_free(p);
 
     /* invalidating an STag that is not a fast-reg MR: invalid request */
@@ -585,7 +575,7 @@ static void test_send_with_inv(void)
     tv_post_recv(h, p->b, 10, &r, 1);
     si.imm_or_inv = p->mrb;
     tv_post_send(h, p->a, &si, &s, NULL);
-    expect_status(h, p->cqa, 2, RNIC_WC_REM_INV_REQ_ERR);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_REM_INV_REQ_ERR);
     tv_pair_free(p);
 }
 
