@@ -18,7 +18,7 @@
 #include "qemu/bswap.h"
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
-#include "rnic-qos.h"
+#include "rnic-verbs.h"
 
 #define ETH_VEC         1
 #define ETH_BUF         2048
@@ -99,14 +99,6 @@ static void eth_vm_free(EthVm *vm)
         qtest_quit(vm->qts);
     }
     g_free(vm);
-}
-
-static uint64_t eth_stat(EthVm *vm, unsigned s)
-{
-    uint32_t off = RNIC_REG_STAT_BASE + 8 * s;
-
-    return rnic_reg_read(&vm->d, off) |
-           (uint64_t)rnic_reg_read(&vm->d, off + 4) << 32;
 }
 
 /* Rings of 2^log2 entries, vector ETH_VEC unmasked, then 'ctrl'. */
@@ -322,10 +314,10 @@ static void test_two_vms(void)
     check_rx(b, 3, mac_b, mac_a, 5, 42);
     g_assert_cmphex(eth_rx_frame(b, 4, NULL).status, ==, 0);
     g_assert_true(rnic_msix_wait(&b->d, ETH_VEC));
-    g_assert_cmpuint(eth_stat(b, RNIC_STAT_ETH_RX_FILTERED), ==, 1);
-    g_assert_cmpuint(eth_stat(b, RNIC_STAT_ETH_RX_FRAMES), ==, 4);
-    g_assert_cmpuint(eth_stat(b, RNIC_STAT_ETH_RX_MULTICAST), ==, 1);
-    g_assert_cmpuint(eth_stat(b, RNIC_STAT_ETH_RX_BYTES), ==,
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_FILTERED), ==, 1);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_FRAMES), ==, 4);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_MULTICAST), ==, 1);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_BYTES), ==,
                      1000 + 100 + 1514 + 60);
 
     /* A's descriptors are all written back */
@@ -335,7 +327,7 @@ static void test_two_vms(void)
         g_assert_cmphex(td.status, ==, RNIC_ETH_DESC_DONE);
     }
     g_assert_true(rnic_msix_wait(&a->d, ETH_VEC));
-    g_assert_cmpuint(eth_stat(a, RNIC_STAT_ETH_TX_FRAMES), ==, 5);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_ETH_TX_FRAMES), ==, 5);
 
     /* B -> A */
     make_frame(f, 777, mac_a, mac_b, 6);
@@ -360,7 +352,7 @@ static void test_two_vms(void)
     for (i = 0; i < 7; i++) {
         check_rx(b, 4 + i, mac_b, mac_a, 100 + i, 300 + i);
     }
-    g_assert_cmpuint(eth_stat(b, RNIC_STAT_ETH_RX_FRAMES), ==, 11);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_FRAMES), ==, 11);
 
     eth_vm_free(a);
     eth_vm_free(b);
@@ -398,7 +390,7 @@ static void test_link(void)
     make_frame(f, 200, mac_b, mac_a, 1);
     eth_send(a, f, 200, 1);
     g_assert_true(eth_wait_reg(a, RNIC_REG_ETH_TX_HEAD, 1));
-    g_assert_cmpuint(eth_stat(a, RNIC_STAT_ETH_TX_LINK_DOWN), ==, 1);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_ETH_TX_LINK_DOWN), ==, 1);
     g_usleep(50000);
     g_assert_cmpuint(rnic_reg_read(&b->d, RNIC_REG_ETH_RX_HEAD), ==, 0);
 
@@ -700,7 +692,7 @@ static void perf_run(const char *backend, unsigned len)
     t1 = g_get_monotonic_time();
     secs = (t1 - t0) / 1e6;
     check_rx(b, rx_done - 1, mac_b, mac_a, 1, len);
-    g_assert_cmpuint(eth_stat(b, RNIC_STAT_ETH_RX_FRAMES), ==, total + 1);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_FRAMES), ==, total + 1);
     g_test_maximized_result(total / secs,
                             "%s, %u-byte frames A -> B: %.0f frames/s, "
                             "%.1f MB/s (%u frames in %.2f s)", backend, len,

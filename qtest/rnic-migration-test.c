@@ -265,13 +265,6 @@ static char *tables(MigVm *vm)
     return t;
 }
 
-static uint64_t dev_stat(QRnic *d, unsigned s)
-{
-    uint32_t off = RNIC_REG_STAT_BASE + 8 * s;
-
-    return rnic_reg_read(d, off) | (uint64_t)rnic_reg_read(d, off + 4) << 32;
-}
-
 /* Every readable register that is state (not the heartbeat). */
 static GArray *regs_snapshot(QRnic *d)
 {
@@ -884,7 +877,7 @@ static void test_pending_wqes(void)
 
     qtest_qmp_assert_success(vm->qts, "{ 'execute': 'stop' }");
     qtest_qmp_eventwait(vm->qts, "STOP");
-    wqes = dev_stat(d, RNIC_STAT_WQES);
+    wqes = tv_stat(d, RNIC_STAT_WQES);
     for (i = 0; i < 4; i++) {
         rg = tv_sge(p.bufb + 20000 + 1024 * i, 1024, p.mrb);
         tv_post_recv(d, p.b, 100 + i, &rg, 1);
@@ -913,7 +906,7 @@ static void test_pending_wqes(void)
     /* the stopped source does nothing, however long the clock runs */
     expect_no_cqe(d, p.cqa);
     g_assert_false(tv_poll(d, p.cqb, &c, 1));
-    g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes);
+    g_assert_cmpuint(tv_stat(d, RNIC_STAT_WQES), ==, wqes);
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 7);
 
     vm = mig_migrate(vm, NULL, false);
@@ -922,7 +915,7 @@ static void test_pending_wqes(void)
     assert_run_state(vm->qts, "paused");
     expect_no_cqe(d, p.cqa);
     g_assert_false(tv_poll(d, p.cqb, &c, 1));
-    g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes);
+    g_assert_cmpuint(tv_stat(d, RNIC_STAT_WQES), ==, wqes);
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 7);
     qtest_memread(vm->qts, p.bufb, before_b, sizeof(before_b));
     g_assert_cmpuint(before_b[0] | before_b[1] | before_b[2] | before_b[3], ==,
@@ -948,7 +941,7 @@ static void test_pending_wqes(void)
     g_assert_false(tv_poll(d, p.cqb, &c, 1));
     g_assert_cmpuint(qtest_readq(vm->qts, counter), ==, 307);
     /* nine send WQEs and four receive WQEs */
-    g_assert_cmpuint(dev_stat(d, RNIC_STAT_WQES), ==, wqes + 9 + 4);
+    g_assert_cmpuint(tv_stat(d, RNIC_STAT_WQES), ==, wqes + 9 + 4);
     tv_assert_same(d, p.bufa, p.bufb + 20000, 4096);
     tv_assert_same(d, p.bufa, p.bufb, 19000);
     tv_assert_same(d, p.bufa + 45000, p.bufb + 45000, 6000);
@@ -984,7 +977,7 @@ static void test_stopped_timers(void)
     x.rdma.rkey = 0x1234;
     tv_post_send(d, r, &x, &sg, NULL);
     qtest_clock_step(vm->qts, 1000000);
-    rtx = dev_stat(d, RNIC_STAT_RETRANSMITS);
+    rtx = tv_stat(d, RNIC_STAT_RETRANSMITS);
 
     qtest_qmp_assert_success(vm->qts, "{ 'execute': 'stop' }");
     qtest_qmp_eventwait(vm->qts, "STOP");
@@ -992,7 +985,7 @@ static void test_stopped_timers(void)
         qtest_clock_step(vm->qts, 100000000);   /* 2 s in all */
     }
     g_assert_false(tv_poll(d, p.cqa, &c, 1));
-    g_assert_cmpuint(dev_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx);
+    g_assert_cmpuint(tv_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx);
 
     qtest_qmp_assert_success(vm->qts, "{ 'execute': 'cont' }");
     qtest_qmp_eventwait(vm->qts, "RESUME");
@@ -1003,7 +996,7 @@ static void test_stopped_timers(void)
     }
     g_assert_cmpuint(c.wr_id, ==, 1);
     g_assert_cmpuint(c.status, ==, RNIC_WC_RETRY_EXC_ERR);
-    g_assert_cmpuint(dev_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx + 7);
+    g_assert_cmpuint(tv_stat(d, RNIC_STAT_RETRANSMITS), ==, rtx + 7);
     g_free(r);
     tv_pair_fini(&p);
     mig_done(vm);
@@ -1460,7 +1453,7 @@ static void test_reset(void)
     g_assert_cmphex(rnic_reg_read(&vm->d, RNIC_REG_DEV_STATUS) &
                     (RNIC_STATUS_READY | RNIC_STATUS_FATAL), ==, 0);
     g_assert_cmpuint(rnic_reg_read(&vm->d, RNIC_REG_DEV_CTRL), ==, 0);
-    g_assert_cmpuint(dev_stat(&vm->d, RNIC_STAT_WQES), ==, 0);
+    g_assert_cmpuint(tv_stat(&vm->d, RNIC_STAT_WQES), ==, 0);
     /* the driver's probe again, on the destination */
     vm->d.aq = 0;
     pair_init(&vm->d, &p);
@@ -1703,7 +1696,7 @@ static void peer_traffic(bool lossy)
 
     /* ... and A migrates now, all of it in flight */
     a = mig_complete(a, a2, true, NULL);
-    retrans = dev_stat(&b->d, RNIC_STAT_RETRANSMITS);
+    retrans = tv_stat(&b->d, RNIC_STAT_RETRANSMITS);
     if (relay) {
         RnicRelayStats ab, ba;
 
@@ -1721,12 +1714,12 @@ static void peer_traffic(bool lossy)
     got_a = collect(a, pa.cq, b, PEER_SENDS);
     g_test_message("peer retransmissions during the migration: %" PRIu64
                    ", A' resumed with %" PRIu64,
-                   dev_stat(&b->d, RNIC_STAT_RETRANSMITS) - retrans,
-                   dev_stat(&a->d, RNIC_STAT_RETRANSMITS));
+                   tv_stat(&b->d, RNIC_STAT_RETRANSMITS) - retrans,
+                   tv_stat(&a->d, RNIC_STAT_RETRANSMITS));
     if (relay) {
         /* what was lost came back by retransmission, on both sides */
-        g_assert_cmpuint(dev_stat(&b->d, RNIC_STAT_RETRANSMITS), >, retrans);
-        g_assert_cmpuint(dev_stat(&a->d, RNIC_STAT_RETRANSMITS), >, 0);
+        g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_RETRANSMITS), >, retrans);
+        g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_RETRANSMITS), >, 0);
     }
     /* exactly once: B's send completions in order, one receive each */
     {

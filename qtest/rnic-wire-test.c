@@ -152,14 +152,6 @@ static void wv_quit(WVm *vm)
     g_free(vm);
 }
 
-static uint64_t wv_stat(WVm *vm, unsigned s)
-{
-    uint32_t off = RNIC_REG_STAT_BASE + 8 * s;
-
-    return rnic_reg_read(&vm->d, off) |
-           (uint64_t)rnic_reg_read(&vm->d, off + 4) << 32;
-}
-
 /* Advance every VM's virtual clock (retransmission and RNR timers). */
 static void wv_tick(uint64_t ns)
 {
@@ -298,10 +290,10 @@ static void wv_assert_clean(WVm *vm)
     unsigned s;
 
     for (s = RNIC_STAT_RX_ERR_HEADER; s <= RNIC_STAT_RX_ERR_OPCODE; s++) {
-        g_assert_cmpuint(wv_stat(vm, s), ==, 0);
+        g_assert_cmpuint(tv_stat(&vm->d, s), ==, 0);
     }
-    g_assert_cmpuint(wv_stat(vm, RNIC_STAT_RX_DROPPED), ==, 0);
-    g_assert_cmpuint(wv_stat(vm, RNIC_STAT_TX_DROPPED), ==, 0);
+    g_assert_cmpuint(tv_stat(&vm->d, RNIC_STAT_RX_DROPPED), ==, 0);
+    g_assert_cmpuint(tv_stat(&vm->d, RNIC_STAT_TX_DROPPED), ==, 0);
 }
 
 typedef struct Seg {
@@ -589,13 +581,13 @@ static void test_two_vms(void)
     rc_verbs(a, b, 1, &path_4k);        /* 802.1Q VLAN 100 */
     ud_verbs(a, b);
     /* only the NAKed WRITEs' frames were refused (by the responder) */
-    g_assert_cmpuint(wv_stat(b, RNIC_STAT_RX_ERR_ICRC), ==, 0);
-    g_assert_cmpuint(wv_stat(b, RNIC_STAT_RX_ERR_HEADER), ==, 0);
-    g_assert_cmpuint(wv_stat(a, RNIC_STAT_RX_ERR_ICRC), ==, 0);
-    g_assert_cmpuint(wv_stat(a, RNIC_STAT_TX_DROPPED), ==, 0);
-    g_assert_cmpuint(wv_stat(b, RNIC_STAT_RX_FRAMES), >, 40);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_RX_ERR_ICRC), ==, 0);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_RX_ERR_HEADER), ==, 0);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_RX_ERR_ICRC), ==, 0);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_TX_DROPPED), ==, 0);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_RX_FRAMES), >, 40);
     /* RoCE never reached the Ethernet function's rings */
-    g_assert_cmpuint(wv_stat(b, RNIC_STAT_ETH_RX_DISABLED), ==, 0);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_ETH_RX_DISABLED), ==, 0);
     wv_quit(a);
     wv_quit(b);
     seg_free(&seg);
@@ -614,9 +606,9 @@ static void test_hub(void)
     rc_verbs(a, b, 0, &path_1k);
     rc_verbs(b, a, 1, &path_4k);
     ud_verbs(a, b);
-    g_assert_cmpuint(wv_stat(b, RNIC_STAT_RX_ERR_ICRC), ==, 0);
-    g_assert_cmpuint(wv_stat(a, RNIC_STAT_TX_DROPPED), ==, 0);
-    g_assert_cmpuint(wv_stat(a, RNIC_STAT_RX_FRAMES), >, 20);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_RX_ERR_ICRC), ==, 0);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_TX_DROPPED), ==, 0);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_RX_FRAMES), >, 20);
     g_ptr_array_remove(wv_all, a);
     g_ptr_array_remove(wv_all, b);
     qtest_shutdown(qs);
@@ -741,7 +733,7 @@ static void test_three_vms(void)
     /* each saw the others' frames on the hub and left them alone */
     for (i = 0; i < 3; i++) {
         wv_assert_clean(vm[i]);
-        g_assert_cmpuint(wv_stat(vm[i], RNIC_STAT_ETH_RX_DISABLED), >, 0);
+        g_assert_cmpuint(tv_stat(&vm[i]->d, RNIC_STAT_ETH_RX_DISABLED), >, 0);
     }
     for (i = 0; i < 2; i++) {
         wv_pair_free(&p[i]);
@@ -1117,15 +1109,17 @@ static void test_faults(void)
     lossy_settle(&l);
     rnic_relay_get_stats(l.relay, RNIC_RELAY_A_TO_B, &st[0]);
     rnic_relay_get_stats(l.relay, RNIC_RELAY_B_TO_A, &st[1]);
-    g_assert_cmpuint(wv_stat(b, RNIC_STAT_RX_ERR_ICRC), ==, st[0].corrupted);
-    g_assert_cmpuint(wv_stat(a, RNIC_STAT_RX_ERR_ICRC), ==, st[1].corrupted);
+    g_assert_cmpuint(tv_stat(&b->d, RNIC_STAT_RX_ERR_ICRC), ==,
+                     st[0].corrupted);
+    g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_RX_ERR_ICRC), ==,
+                     st[1].corrupted);
     /*
      * A receiver QEMU that does not read for a second (a loaded host, a
      * sanitizer build) costs the relay a frame: one more loss to recover,
      * reported below, not an error.
      */
     if (f.drop > 0 || f.corrupt > 0) {
-        g_assert_cmpuint(wv_stat(a, RNIC_STAT_RETRANSMITS), >, 0);
+        g_assert_cmpuint(tv_stat(&a->d, RNIC_STAT_RETRANSMITS), >, 0);
     }
     g_test_message("faults drop %.3f dup %.3f reorder %.3f corrupt %.3f, "
                    "%u ops in %.1f s; A->B %u frames (%u dropped, %u dup, "
@@ -1138,9 +1132,9 @@ static void test_faults(void)
                    st[0].corrupted, st[1].frames, st[1].dropped,
                    st[1].duplicated, st[1].reordered, st[1].corrupted,
                    st[0].failed + st[1].failed,
-                   wv_stat(a, RNIC_STAT_RETRANSMITS),
-                   wv_stat(a, RNIC_STAT_RX_ERR_ICRC),
-                   wv_stat(b, RNIC_STAT_RX_ERR_ICRC));
+                   tv_stat(&a->d, RNIC_STAT_RETRANSMITS),
+                   tv_stat(&a->d, RNIC_STAT_RX_ERR_ICRC),
+                   tv_stat(&b->d, RNIC_STAT_RX_ERR_ICRC));
     g_array_free(sends, TRUE);
     wv_pair_free(&p);
     lossy_free(&l);
@@ -1178,7 +1172,7 @@ static void test_retry_exceeded(void)
     c = wv_wait(l.a);
     g_assert_cmpuint(c.wr_id, ==, 3);
     g_assert_cmpuint(c.status, ==, RNIC_WC_WR_FLUSH_ERR);
-    g_assert_cmpuint(wv_stat(l.a, RNIC_STAT_RETRANSMITS), ==, 3);
+    g_assert_cmpuint(tv_stat(&l.a->d, RNIC_STAT_RETRANSMITS), ==, 3);
     /* 1 + 3 transmissions of the 2 + 2 packets, none arrived */
     lossy_settle(&l);
     rnic_relay_get_stats(l.relay, RNIC_RELAY_A_TO_B, &st);
@@ -1212,7 +1206,7 @@ static void test_rnr_exceeded(void)
     g_assert_cmpuint(st.frames, ==, 3);     /* three RNR NAKs */
     rnic_relay_get_stats(l.relay, RNIC_RELAY_A_TO_B, &st);
     g_assert_cmpuint(st.frames, ==, 3);     /* the SEND and two retries */
-    g_assert_cmpuint(wv_stat(l.b, RNIC_STAT_RX_DROPPED), ==, 0);
+    g_assert_cmpuint(tv_stat(&l.b->d, RNIC_STAT_RX_DROPPED), ==, 0);
     wv_pair_free(&p);
     lossy_free(&l);
 }
@@ -1381,7 +1375,7 @@ static void snap(Raw *t, Snap *sn)
     qtest_clock_step(t->a->qts, 1);     /* A has read the socket */
     g_usleep(20000);
     for (i = 0; i < RNIC_STAT_COUNT; i++) {
-        sn->s[i] = wv_stat(t->a, i);
+        sn->s[i] = tv_stat(&t->a->d, i);
     }
 }
 
@@ -1764,7 +1758,7 @@ static void test_malformed(void)
     raw_send(&t, &h);
     raw_no_answer(&t);
     raw_delta(&t, &sn, RNIC_STAT_RX_FRAMES, 0);
-    g_assert_cmpuint(wv_stat(t.a, RNIC_STAT_ETH_RX_DISABLED) -
+    g_assert_cmpuint(tv_stat(&t.a->d, RNIC_STAT_ETH_RX_DISABLED) -
                      sn.s[RNIC_STAT_ETH_RX_DISABLED], ==, 2);
     g_assert_cmphex(rnic_reg_read(&t.a->d, RNIC_REG_MAGIC), ==, RNIC_MAGIC);
     g_rand_free(rnd);
@@ -1881,7 +1875,7 @@ static double perf_bw(WVm *a, WVm *b, WvPair *p, uint8_t op, uint32_t size,
     /* receives fit any size (some may be left over from a smaller run) */
     struct rnic_sge r = tv_sge(b->buf, 1u << 20, b->mr[0]);
     unsigned inflight = 0, recv_posted = 0, recv_done = 0;
-    uint64_t rtx0 = wv_stat(a, RNIC_STAT_RETRANSMITS);
+    uint64_t rtx0 = tv_stat(&a->d, RNIC_STAT_RETRANSMITS);
     uint64_t ops = 0;
     gint64 t0, end;
 
@@ -1924,10 +1918,10 @@ static double perf_bw(WVm *a, WVm *b, WvPair *p, uint8_t op, uint32_t size,
         }
         perf_recv_left = recv_posted - recv_done;
     }
-    if (wv_stat(a, RNIC_STAT_RETRANSMITS) != rtx0) {
+    if (tv_stat(&a->d, RNIC_STAT_RETRANSMITS) != rtx0) {
         g_test_message("%u-byte %s: %" PRIu64 " retransmissions", size,
                        op == RNIC_WR_SEND ? "SEND" : "WRITE",
-                       wv_stat(a, RNIC_STAT_RETRANSMITS) - rtx0);
+                       tv_stat(&a->d, RNIC_STAT_RETRANSMITS) - rtx0);
     }
     return ops * (double)size / ((g_get_monotonic_time() - t0) / 1e6);
 }
@@ -2058,10 +2052,10 @@ static void test_perf(void)
                             "response: %.1f us median", lat_r);
     g_test_message("A: TX frames %" PRIu64 ", RX frames %" PRIu64
                    ", retransmits %" PRIu64 ", TX dropped %" PRIu64,
-                   wv_stat(a, RNIC_STAT_TX_FRAMES),
-                   wv_stat(a, RNIC_STAT_RX_FRAMES),
-                   wv_stat(a, RNIC_STAT_RETRANSMITS),
-                   wv_stat(a, RNIC_STAT_TX_DROPPED));
+                   tv_stat(&a->d, RNIC_STAT_TX_FRAMES),
+                   tv_stat(&a->d, RNIC_STAT_RX_FRAMES),
+                   tv_stat(&a->d, RNIC_STAT_RETRANSMITS),
+                   tv_stat(&a->d, RNIC_STAT_TX_DROPPED));
     wv_pair_free(&p);
     wv_quit(a);
     wv_quit(b);

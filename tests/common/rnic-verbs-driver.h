@@ -70,6 +70,8 @@ typedef struct TvSrq {
     uint32_t prod;
 } TvSrq;
 
+/* Statistics counter 's' (enum rnic_stat), as the registers show it. */
+uint64_t tv_stat(RvDev *d, unsigned s);
 /* Configure the admin queue with 2^log2 entries and enable the device. */
 void tv_enable(RvDev *d, uint32_t log2);
 /* Post one admin command as it is, wait for its completion, return it. */
