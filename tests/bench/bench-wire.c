@@ -104,17 +104,12 @@ static uint64_t pump(Side *s)
 
         moved = false;
         for (i = 0; i < 2; i++) {
-            TestHost *h = s[i].h;
-            GPtrArray *out;
+            GPtrArray *out = test_host_take_frames(s[i].h);
             guint k;
 
-            test_host_run(h);
-            if (!h->frames->len) {
+            if (!out) {
                 continue;
             }
-            out = h->frames;
-            h->frames = g_ptr_array_new_with_free_func(
-                (GDestroyNotify)g_byte_array_unref);
             for (k = 0; k < out->len; k++) {
                 GByteArray *f = g_ptr_array_index(out, k);
                 struct iovec iov = { f->data, f->len };

@@ -193,6 +193,20 @@ void test_host_run(TestHost *h)
     }
 }
 
+GPtrArray *test_host_take_frames(TestHost *h)
+{
+    GPtrArray *out;
+
+    test_host_run(h);
+    if (!h->frames->len) {
+        return NULL;
+    }
+    out = h->frames;
+    h->frames = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_byte_array_unref);
+    return out;
+}
+
 void test_host_advance(TestHost *h, uint64_t ns)
 {
     h->now_ns += ns;

@@ -45,6 +45,11 @@ void *test_ptr(TestHost *h, uint64_t addr);
 
 /* Run the engine until it stops asking to be scheduled. */
 void test_host_run(TestHost *h);
+/*
+ * Run the engine and take the frames it transmitted (GByteArray each), or
+ * NULL when there are none; h->frames starts again empty.
+ */
+GPtrArray *test_host_take_frames(TestHost *h);
 /* Move the clock forward, firing the engine timer when due. */
 void test_host_advance(TestHost *h, uint64_t ns);
 

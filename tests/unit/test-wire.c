@@ -331,17 +331,12 @@ static void wire_pump(Wire *w)
 
         moved = false;
         for (i = 0; i < 2; i++) {
-            TestHost *h = w->n[i].h;
-            GPtrArray *out;
+            GPtrArray *out = test_host_take_frames(w->n[i].h);
             guint k;
 
-            test_host_run(h);
-            if (!h->frames->len) {
+            if (!out) {
                 continue;
             }
-            out = h->frames;
-            h->frames = g_ptr_array_new_with_free_func(
-                (GDestroyNotify)g_byte_array_unref);
             for (k = 0; k < out->len; k++) {
                 wire_send(w, 1 - i, g_ptr_array_index(out, k));
             }
