@@ -260,15 +260,7 @@ static void segment_init(Segment *s)
 
 static void segment_free(Segment *s)
 {
-    g_autoptr(GDir) dir = g_dir_open(s->dir, 0, NULL);
-    const char *name;
-
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *p = g_build_filename(s->dir, name, NULL);
-
-        unlink(p);
-    }
-    rmdir(s->dir);
+    rnic_tmpdir_remove(s->dir);
     g_free(s->dir);
     g_free(s->a);
     g_free(s->b);

@@ -61,19 +61,10 @@ static char *mig_path(const char *what)
 
 static void mig_cleanup_dir(void)
 {
-    g_autoptr(GDir) dir = NULL;
-    const char *name;
-
     if (!mig_dir) {
         return;
     }
-    dir = g_dir_open(mig_dir, 0, NULL);
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *p = g_build_filename(mig_dir, name, NULL);
-
-        unlink(p);
-    }
-    rmdir(mig_dir);
+    rnic_tmpdir_remove(mig_dir);
     g_free(mig_dir);
     mig_dir = NULL;
 }

@@ -84,6 +84,19 @@ bool rnic_msix_wait(QRnic *d, unsigned v)
     return false;
 }
 
+void rnic_tmpdir_remove(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 static void rnic_destructor(QOSGraphObject *obj)
 {
     QRnic *d = (QRnic *)obj;

@@ -42,4 +42,7 @@ bool rnic_msix_fired(QRnic *d, unsigned v);
 /* Wait (stepping the clock) up to 5 s for vector 'v'. */
 bool rnic_msix_wait(QRnic *d, unsigned v);
 
+/* Remove a directory made by g_dir_make_tmp and the files in it. */
+void rnic_tmpdir_remove(const char *dir);
+
 #endif /* QTEST_RNIC_QOS_H */

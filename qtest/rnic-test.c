@@ -416,8 +416,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     g_free(dev);
     qpci_free_pc(bus);
     qtest_quit(to);
-    unlink(sock);
-    rmdir(dir);
+    rnic_tmpdir_remove(dir);
     qos_invalidate_command_line();
 }
 

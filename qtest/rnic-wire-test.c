@@ -313,15 +313,7 @@ static char *seg_path(Seg *s, const char *name)
 
 static void seg_free(Seg *s)
 {
-    g_autoptr(GDir) dir = g_dir_open(s->dir, 0, NULL);
-    const char *name;
-
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *p = g_build_filename(s->dir, name, NULL);
-
-        unlink(p);
-    }
-    rmdir(s->dir);
+    rnic_tmpdir_remove(s->dir);
     g_free(s->dir);
 }
 
