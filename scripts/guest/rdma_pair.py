@@ -102,8 +102,20 @@ step() {{  # number name role(srv|cli) command
         rc=$?
     else
         sync_point $(($1 * 2 + 1))
-        timeout {tool_timeout} sh -c "$4" >/tmp/$2.out 2>&1
-        rc=$?
+        # An RDMA-CM connect that reaches the peer before its listener is
+        # rejected by the peer's CM (event 8, REJECTED: no listener); the
+        # server is still waiting, so try again, twice at most, and say so.
+        try=0
+        while :; do
+            timeout {tool_timeout} sh -c "$4" >/tmp/$2.out 2>&1
+            rc=$?
+            [ $rc -ne 0 ] && [ $try -lt 2 ] &&
+                grep -qiE 'REJECTED|(event|status).* 8([^0-9]|$)' /tmp/$2.out || break
+            try=$((try + 1))
+            echo "retry=$2:$try"
+            sed "s/^/$2: (try $try) /" /tmp/$2.out
+            sleep 1
+        done
     fi
     echo "rc=$2:$rc"
     sed "s/^/$2: /" /tmp/$2.out
