@@ -46,3 +46,6 @@ scripts/guest/two-guest-rdma.py
 
 step "two guests: unmodified perftest over the rdma-core provider (kernel bypass)"
 scripts/guest/perftest-pair.py --quick --peers rnic
+
+step "live migration: guest A moves to A' under checked RDMA traffic from guest B"
+scripts/guest/migration-bench.py --scenarios load --runs 1

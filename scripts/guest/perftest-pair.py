@@ -11,12 +11,16 @@ clock calibration sometimes fails under TCG ("Correlation coefficient r^2
 < 0.9", a 0 result): such runs are repeated, up to three times.
 
 Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
-                                      [--quick] [--no-build]
+                                      [--quick] [--no-build] [--vcpu-nice N]
   --peers LIST   peer kinds to measure, in order: rnic, rxe (default both)
   --mtu N        Ethernet MTU of both guests (1500: RoCE MTU 1024; 9000: 4096)
   --runs N       runs of each test (median reported)
   --quick        one run, 64 KiB and the two latencies only (the main job)
   --no-build     do not run scripts/guest/build-provider.sh --image first
+  --vcpu-nice N  run both guests' vCPU threads at nice N (host scheduling:
+                 on a 2-core host two busy-polling vCPUs otherwise delay
+                 QEMU's main loops, where frames arrive, by scheduler ticks;
+                 applies to both peer kinds alike)
 """
 
 import argparse
@@ -25,7 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rdma_pair import DEVICE, TOP, Step, lines_of, perftest_figure, run_pair  # noqa: E402
@@ -51,7 +55,8 @@ def steps_for(kind: str, tests, runs: int) -> List[Step]:
     return steps
 
 
-def measure(kind: str, tests, runs: int, mtu: int) -> Dict[str, List[float]]:
+def measure(kind: str, tests, runs: int, mtu: int,
+            vcpu_nice: Optional[int]) -> Dict[str, List[float]]:
     """{label: [figure of each good run]} for one peer kind."""
     results: Dict[str, List[float]] = {label: [] for label, *_ in tests}
     todo = steps_for(kind, tests, runs)
@@ -59,7 +64,7 @@ def measure(kind: str, tests, runs: int, mtu: int) -> Dict[str, List[float]]:
         name = f"perftest-{kind}-{mtu}-{attempt}"
         t0 = time.time()
         r1, r2 = run_pair(name, todo, kinds=(kind, kind), mtu=mtu,
-                          timeout=300 + 60 * len(todo))
+                          timeout=300 + 60 * len(todo), vcpu_nice=vcpu_nice)
         print(f"perftest-pair: {kind}: {len(todo)} runs in {time.time() - t0:.0f} s "
               f"(outputs: build/guest-logs/{name}-[12].out)", file=sys.stderr)
         again = []
@@ -92,6 +97,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--vcpu-nice", type=int, default=None)
     opts = parser.parse_args()
     kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
     if any(k not in DEVICE for k in kinds):
@@ -106,9 +112,10 @@ def main() -> int:
             sys.stderr.write(build.stdout + build.stderr)
             return 1
 
-    table = {kind: measure(kind, tests, runs, opts.mtu) for kind in kinds}
+    table = {kind: measure(kind, tests, runs, opts.mtu, opts.vcpu_nice) for kind in kinds}
+    nice = "" if opts.vcpu_nice is None else f", vCPU threads at nice {opts.vcpu_nice}"
     print(f"\nperftest 25.01, two TCG guests, -netdev stream (unix socket), "
-          f"MTU {opts.mtu}, median of {runs} run{'s' if runs > 1 else ''}:\n")
+          f"MTU {opts.mtu}{nice}, median of {runs} run{'s' if runs > 1 else ''}:\n")
     head = "| test | " + " | ".join(kinds)
     if kinds[:2] == ["rnic", "rxe"]:
         head += " | rnic vs rxe"

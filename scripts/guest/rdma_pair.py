@@ -161,16 +161,20 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              mtu: int = 1500, qemu: str = str(DEFAULT_QEMU),
              initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,
              tool_timeout: int = 120,
-             log_dir: Optional[Path] = TOP / "build/guest-logs") -> Tuple[GuestResult, GuestResult]:
+             log_dir: Optional[Path] = TOP / "build/guest-logs",
+             vcpu_nice: Optional[int] = None) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
-    also kept in LOG_DIR/NAME-1.out and NAME-2.out."""
+    also kept in LOG_DIR/NAME-1.out and NAME-2.out. VCPU_NICE: the nice
+    value of both guests' vCPU threads (rnic_guest.Guest)."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
     with tempfile.TemporaryDirectory(prefix="rnic-pair-") as tmp:
         sock = f"{tmp}/segment.sock"
         g1 = Guest(s1, name=f"{name}-1", qemu=qemu, initrd=initrd, timeout=timeout,
-                   args=stream_netdev(sock, True, kinds[0], "52:54:00:00:02:01"))
+                   args=stream_netdev(sock, True, kinds[0], "52:54:00:00:02:01"),
+                   vcpu_nice=vcpu_nice)
         g2 = Guest(s2, name=f"{name}-2", qemu=qemu, initrd=initrd, timeout=timeout,
-                   args=stream_netdev(sock, False, kinds[1], "52:54:00:00:02:02"))
+                   args=stream_netdev(sock, False, kinds[1], "52:54:00:00:02:02"),
+                   vcpu_nice=vcpu_nice)
         r1, r2 = run_guests([g1, g2])
     if log_dir:
         log_dir.mkdir(parents=True, exist_ok=True)

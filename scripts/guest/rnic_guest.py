@@ -100,6 +100,7 @@ class Guest:
     args:    extra QEMU arguments, e.g. ["-device", "rnic", "-netdev", ...].
     append:  extra kernel command line.
     timeout: seconds from launch to the end marker.
+    vcpu_nice: if set, the nice value of the vCPU threads (see launch()).
     """
 
     def __init__(self, script: Union[str, Path, None] = None, *,
@@ -113,8 +114,10 @@ class Guest:
                  append: str = "",
                  timeout: float = 120,
                  log_dir: Union[str, Path, None] = None,
-                 keep_logs: bool = False):
+                 keep_logs: bool = False,
+                 vcpu_nice: Optional[int] = None):
         self.name = name
+        self.vcpu_nice = vcpu_nice
         self.script = script
         self.extra_args = list(args)
         self.qemu = Path(qemu or os.environ.get("RNIC_QEMU", DEFAULT_QEMU))
@@ -181,6 +184,12 @@ class Guest:
                               base_temp_dir=str(self.log_dir))
         self._launch_time = time.monotonic()
         self.vm.launch()
+        if self.vcpu_nice is not None:
+            # Host scheduling, not the guest: a lower priority for the vCPU
+            # threads (QMP gives their thread ids) lets QEMU's main loop,
+            # where frames arrive, preempt a vCPU that busy-polls.
+            for cpu in self.vm.cmd("query-cpus-fast"):
+                os.setpriority(os.PRIO_PROCESS, cpu["thread-id"], self.vcpu_nice)
 
     # --- progress ----------------------------------------------------------
     def console(self) -> str:

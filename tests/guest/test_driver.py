@@ -47,7 +47,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from guesttest import TOP, Guest, GuestResult, Skip, case, procedure, run_guests
 
@@ -637,19 +637,16 @@ def check_vlan_tables(tables: str) -> None:
                          re.MULTILINE), tables
 
 
-@procedure("driver-nvmeof-vlan-two-guests", requires=["rnic"])
-def nvmeof_vlan_two_guests(qemu: str) -> None:
+def nvme_pair_with_tables(qemu: str, name: str, target_script: str,
+                          host_script: str) -> Tuple[GuestResult, str]:
+    """An NVMe-oF target guest (its rnic is 'rnic0') and a host guest; the
+    target's x-tables are read once the host prints 'io-done'."""
     initrd = rdma_image()
-    assert NVME_VLAN_HOST != NVME_HOST
-    with tempfile.TemporaryDirectory(prefix="rnic-nvmev-") as sockets:
-        target = Guest(NVME_VLAN_TARGET.format(me=1, peer=2, mtu=1500),
-                       name="nvmev-target", qemu=qemu, initrd=initrd, timeout=400,
-                       args=two_guest_netdevs(sockets, 1, 2, ",id=rnic0"))
-        host = Guest(VLAN_UP.format(me=2, peer=1, mtu=1500) + "sleep 2\n" +
-                     NVME_VLAN_HOST.format(addr="10.10.0.1", me=2) +
-                     "ethtool -S eth0 | grep -E 'roce_(tx|rx)' | tr -d ' '\n" + DMESG_CHECK,
-                     name="nvmev-host", qemu=qemu, initrd=initrd, timeout=400,
-                     args=two_guest_netdevs(sockets, 2, 1))
+    with tempfile.TemporaryDirectory(prefix=f"rnic-{name}-") as sockets:
+        target = Guest(target_script, name=f"{name}-target", qemu=qemu, initrd=initrd,
+                       timeout=400, args=two_guest_netdevs(sockets, 1, 2, ",id=rnic0"))
+        host = Guest(host_script, name=f"{name}-host", qemu=qemu, initrd=initrd,
+                     timeout=400, args=two_guest_netdevs(sockets, 2, 1))
         tables = ""
         try:
             target.launch()
@@ -661,10 +658,21 @@ def nvmeof_vlan_two_guests(qemu: str) -> None:
         finally:
             target.stop()
             target.finish(timed_out=False)
-        assert hres.ok, hres.report()
-        check_vlan_gids(hres.output)
-        check_nvme(hres.output)
-        check_vlan_tables(tables)
+    assert hres.ok, hres.report()
+    return hres, tables
+
+
+@procedure("driver-nvmeof-vlan-two-guests", requires=["rnic"])
+def nvmeof_vlan_two_guests(qemu: str) -> None:
+    assert NVME_VLAN_HOST != NVME_HOST
+    hres, tables = nvme_pair_with_tables(
+        qemu, "nvmev", NVME_VLAN_TARGET.format(me=1, peer=2, mtu=1500),
+        VLAN_UP.format(me=2, peer=1, mtu=1500) + "sleep 2\n" +
+        NVME_VLAN_HOST.format(addr="10.10.0.1", me=2) +
+        "ethtool -S eth0 | grep -E 'roce_(tx|rx)' | tr -d ' '\n" + DMESG_CHECK)
+    check_vlan_gids(hres.output)
+    check_nvme(hres.output)
+    check_vlan_tables(tables)
 
 
 # Both networks at once: the target listens on 10.0.0.1 (untagged) and on
@@ -742,34 +750,17 @@ def check_two_nets_tables(tables: str) -> None:
 
 @procedure("driver-nvmeof-two-nets", requires=["rnic"])
 def nvmeof_two_nets(qemu: str) -> None:
-    initrd = rdma_image()
-    with tempfile.TemporaryDirectory(prefix="rnic-nvme2-") as sockets:
-        target = Guest(NVME_TWO_NETS_TARGET.format(me=1, peer=2, mtu=1500),
-                       name="nvme2-target", qemu=qemu, initrd=initrd, timeout=400,
-                       args=two_guest_netdevs(sockets, 1, 2, ",id=rnic0"))
-        host = Guest(NVME_TWO_NETS_HOST.format(me=2, peer=1, mtu=1500),
-                     name="nvme2-host", qemu=qemu, initrd=initrd, timeout=400,
-                     args=two_guest_netdevs(sockets, 2, 1))
-        tables = ""
-        try:
-            target.launch()
-            host.launch()
-            if host.wait_console(r"^io-done", timeout=350):
-                tables = target.vm.cmd("qom-get", path="/machine/peripheral/rnic0",
-                                       property="x-tables")
-            hres = host.wait()
-        finally:
-            target.stop()
-            target.finish(timed_out=False)
-        assert hres.ok, hres.report()
-        out = hres.output
-        assert_clean_dmesg(out)
-        assert values(out, "connect_vlan_status")[0] == "0", out
-        assert values(out, "connect_untagged_status")[0] == "0", out
-        assert re.search(r"ctrl nvme\d+ rdma traddr=10\.10\.0\.1,trsvcid=4420\S* live", out), out
-        assert re.search(r"ctrl nvme\d+ rdma traddr=10\.0\.0\.1,trsvcid=4420\S* live", out), out
-        assert "data_match=yes" in out, out
-        check_two_nets_tables(tables)
+    hres, tables = nvme_pair_with_tables(
+        qemu, "nvme2", NVME_TWO_NETS_TARGET.format(me=1, peer=2, mtu=1500),
+        NVME_TWO_NETS_HOST.format(me=2, peer=1, mtu=1500))
+    out = hres.output
+    assert_clean_dmesg(out)
+    assert values(out, "connect_vlan_status")[0] == "0", out
+    assert values(out, "connect_untagged_status")[0] == "0", out
+    assert re.search(r"ctrl nvme\d+ rdma traddr=10\.10\.0\.1,trsvcid=4420\S* live", out), out
+    assert re.search(r"ctrl nvme\d+ rdma traddr=10\.0\.0\.1,trsvcid=4420\S* live", out), out
+    assert "data_match=yes" in out, out
+    check_two_nets_tables(tables)
 
 
 # The VLAN goes away under bound queues, then comes back.
