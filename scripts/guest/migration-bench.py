@@ -89,7 +89,8 @@ def one_run(name: str, qemu: str) -> Dict[str, Optional[float]]:
         res = verify_result(run.lines("b"), "client")
         rate = float(res.get("iters_per_s", 0))
         print(f"migration-bench: {name}: B: {res.get('iters')} iterations, {rate:.0f}/s "
-              f"({rate * int(res.get('slot', 0)) / 2**20:.1f} MiB/s written and read back)",
+              f"({rate * int(res.get('slot', 0)) / 2**20:.1f} MiB/s written and read back); "
+              f"every byte checked on A and B: 0 errors, 0 lost, 0 duplicated",
               file=sys.stderr)
     sec = run.downtime_sections()
     rnic_us = (sec["rnic_save_us"] or 0) + (sec["rnic_load_us"] or 0)
@@ -107,10 +108,12 @@ def one_run(name: str, qemu: str) -> Dict[str, Optional[float]]:
         "blackout_below": 1.0 if (blackout is None and name != "perftest") else 0.0,
         "wire": wire,
     }
+    seen = (f"{blackout:.0f}" if blackout is not None else
+            "n/a" if name == "perftest" else f"under {fig['blackout']:.0f}")
     print(f"migration-bench: {name}: downtime {fig['downtime']:.0f} ms, total "
           f"{fig['total']:.0f} ms, rnic {rnic_us} µs (save {sec['rnic_save_us']} + load "
           f"{sec['rnic_load_us']}), all sections {fig['sections_ms']:.1f} ms, blackout "
-          f"seen by B {blackout if blackout is not None else '< threshold or n/a'} ms, "
+          f"seen by B {seen} ms, "
           f"A's MAC silent "
           f"on the switch {wire} ms",
           file=sys.stderr, flush=True)
@@ -165,7 +168,7 @@ def main() -> int:
         share = [f["rnic_ms"] / f["downtime"] * 100 for f in figs if f["downtime"]]
         blackout = [f["blackout"] for f in figs if f["blackout"] is not None]
         below = any(f["blackout_below"] for f in figs)
-        bcell = cell(blackout, "{:.0f}") + (" (some below the report threshold)"
+        bcell = cell(blackout, "{:.0f}") + (" (some: no pause above this report threshold)"
                                             if below else "")
         print(f"| {name} | {len(figs)}/{opts.runs} | {cell([f['downtime'] for f in figs])} | "
               f"{cell([f['total'] for f in figs])} | "
