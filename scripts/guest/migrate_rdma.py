@@ -127,13 +127,15 @@ class MigrationRun:
                           r"([\d.]+) ms of silence", self.hub_log, re.MULTILINE)
         return (float(match.group(1)), float(match.group(2))) if match else None
 
-    def switchover_gap_ms(self, mac: str = "", slack: float = 0.5) -> Optional[float]:
+    def switchover_gap_ms(self, mac: str = "", late: float = 1.0,
+                          early: float = 0.1) -> Optional[float]:
         """B's pause across the switchover: the longest pause between B's
-        completions that contains the moment the switch saw A''s first
-        frame (mapped into B's clock, within SLACK s: the mapping's error,
-        B's console lines reach the host 0.1-0.3 s late under load);
-        without that moment, the longest one overlapping the migration.
-        None if B reported none there (every pause under 50 ms)."""
+        completions around the moment the switch saw A''s first frame, or
+        else around the migration, both mapped into B's clock. The mapping
+        only errs one way: the offset comes from when B's console lines
+        reached the host (late, never early), so a host moment maps to a B
+        time up to LATE s too early (0.1-0.8 s seen under load); EARLY is
+        rounding. None if B reported no pause there (all under 50 ms)."""
         if not self.migrate_window_b or self.b_clock_offset is None:
             return None
         moved = self.move(mac or MAC_A)
@@ -142,7 +144,7 @@ class MigrationRun:
             windows.insert(0, (moved[0] - self.b_clock_offset,) * 2)
         for start, end in windows:     # the moment first, else the window
             hits = [ms for t, ms in self.gaps("b")
-                    if t <= end + slack and t + ms / 1e3 >= start - slack]
+                    if t <= end + late and t + ms / 1e3 >= start - early]
             if hits:
                 return max(hits)
         return None
