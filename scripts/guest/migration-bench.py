@@ -36,14 +36,14 @@ Prints a Markdown table (medians over the runs, and min-max).
 import argparse
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from migrate_rdma import TOP, MigrationRun, run_migration, verify_result  # noqa: E402
+from migrate_rdma import MigrationRun, run_migration, verify_result  # noqa: E402
+from rdma_pair import build_provider_image  # noqa: E402
 from rnic_guest import DEFAULT_QEMU  # noqa: E402
 
 QP_TIMEOUT = 16
@@ -140,10 +140,7 @@ def main() -> int:
     if any(n not in SCENARIOS for n in names):
         parser.error(f"scenarios: {', '.join(SCENARIOS)}")
     if not opts.no_build:
-        build = subprocess.run([str(TOP / "scripts/guest/build-provider.sh"), "--image"],
-                               capture_output=True, text=True, check=False)
-        if build.returncode:
-            sys.stderr.write(build.stdout + build.stderr)
+        if not build_provider_image():
             return 1
     status = 0
     rows = []

@@ -25,14 +25,14 @@ Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rdma_pair import DEVICE, TOP, Step, lines_of, perftest_figure, run_pair  # noqa: E402
+from rdma_pair import (DEVICE, Step, build_provider_image, lines_of,  # noqa: E402
+                       perftest_figure, run_pair)
 
 # (label, tool, size, extra options): bandwidth for 2 s, latency 1000 round trips
 TESTS: List[Tuple[str, str, int, str]] = [
@@ -106,10 +106,7 @@ def main() -> int:
     runs = 1 if opts.quick else opts.runs
 
     if not opts.no_build:
-        build = subprocess.run([str(TOP / "scripts/guest/build-provider.sh"), "--image"],
-                               capture_output=True, text=True, check=False)
-        if build.returncode:
-            sys.stderr.write(build.stdout + build.stderr)
+        if not build_provider_image():
             return 1
 
     table = {kind: measure(kind, tests, runs, opts.mtu, opts.vcpu_nice) for kind in kinds}

@@ -18,6 +18,8 @@ Used by tests/guest/test_provider.py and scripts/guest/perftest-pair.py.
 """
 
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -147,6 +149,16 @@ def lockstep_scripts(steps: Sequence[Step], kinds: Tuple[str, str], mtu: int = 1
             text += f"step {number} {name} {role} '{cmd}'\n"
         scripts.append(text + TRAILER)
     return scripts[0], scripts[1]
+
+
+def build_provider_image() -> bool:
+    """scripts/guest/build-provider.sh --image (a no-op when up to date);
+    False, with its output on stderr, if it failed."""
+    build = subprocess.run([str(TOP / "scripts/guest/build-provider.sh"), "--image"],
+                           capture_output=True, text=True, check=False)
+    if build.returncode:
+        sys.stderr.write(build.stdout + build.stderr)
+    return build.returncode == 0
 
 
 def stream_netdev(sock: str, server: bool, nic: str, mac: str) -> List[str]:
