@@ -433,25 +433,33 @@ def no_wire(out: str) -> bool:
     return bool(tx and dropped and int(tx.group(1)) == 0 and int(dropped.group(1)) > 0)
 
 
-@procedure("driver-ktest-two-guests", requires=["rnic"])
-def ktest_two_guests(qemu: str) -> None:
+def ktest_pair(qemu: str, name: str, server_script: str,
+               client_script: str) -> Tuple[GuestResult, GuestResult]:
+    """rnic_ktest server (10.0.0.1 side) and client guests, formatted with
+    me/peer/mtu, on one segment; both results."""
     initrd = rdma_image()
-    with tempfile.TemporaryDirectory(prefix="rnic-kt-") as sockets:
-        server = Guest(KTEST_SERVER.format(me=1, peer=2, mtu=1500), name="kt-server",
+    with tempfile.TemporaryDirectory(prefix=f"rnic-{name}-") as sockets:
+        server = Guest(server_script.format(me=1, peer=2, mtu=1500), name=f"{name}-server",
                        qemu=qemu, initrd=initrd, timeout=400,
                        args=two_guest_netdevs(sockets, 1, 2))
-        client = Guest(KTEST_CLIENT.format(me=2, peer=1, mtu=1500), name="kt-client",
+        client = Guest(client_script.format(me=2, peer=1, mtu=1500), name=f"{name}-client",
                        qemu=qemu, initrd=initrd, timeout=400,
                        args=two_guest_netdevs(sockets, 2, 1))
         sres, cres = run_guests([server, client])
-        if no_wire(cres.output) and "ktest_status=0" not in cres.output:
-            raise Skip("the device has no RoCE wire path yet (RoCE frames dropped: "
-                       "roce_tx_dropped > 0, roce_tx_frames = 0)")
-        assert cres.ok, cres.report()
-        check_ktest(cres.output)
-        assert sres.ok, sres.report()
-        assert values(sres.output, "ktest_status")[0] == "0", sres.output
-        assert_clean_dmesg(sres.output)
+    return sres, cres
+
+
+@procedure("driver-ktest-two-guests", requires=["rnic"])
+def ktest_two_guests(qemu: str) -> None:
+    sres, cres = ktest_pair(qemu, "kt", KTEST_SERVER, KTEST_CLIENT)
+    if no_wire(cres.output) and "ktest_status=0" not in cres.output:
+        raise Skip("the device has no RoCE wire path yet (RoCE frames dropped: "
+                   "roce_tx_dropped > 0, roce_tx_frames = 0)")
+    assert cres.ok, cres.report()
+    check_ktest(cres.output)
+    assert sres.ok, sres.report()
+    assert values(sres.output, "ktest_status")[0] == "0", sres.output
+    assert_clean_dmesg(sres.output)
 
 
 # ---------------------------------------------------------------------------
@@ -586,25 +594,17 @@ def check_vlan_gids(out: str) -> None:
 
 @procedure("driver-ktest-vlan-two-guests", requires=["rnic"])
 def ktest_vlan_two_guests(qemu: str) -> None:
-    initrd = rdma_image()
     server_script = KTEST_SERVER.replace(NET_UP, VLAN_UP)
     client_script = KTEST_CLIENT.replace(NET_UP, VLAN_UP).replace(
         "peer=10.0.0.{peer}", "peer=10.10.0.{peer}")
     assert server_script != KTEST_SERVER and "10.10.0.{peer} iters" in client_script
-    with tempfile.TemporaryDirectory(prefix="rnic-ktv-") as sockets:
-        server = Guest(server_script.format(me=1, peer=2, mtu=1500), name="ktv-server",
-                       qemu=qemu, initrd=initrd, timeout=400,
-                       args=two_guest_netdevs(sockets, 1, 2))
-        client = Guest(client_script.format(me=2, peer=1, mtu=1500), name="ktv-client",
-                       qemu=qemu, initrd=initrd, timeout=400,
-                       args=two_guest_netdevs(sockets, 2, 1))
-        sres, cres = run_guests([server, client])
-        assert cres.ok, cres.report()
-        check_vlan_gids(cres.output)
-        check_ktest(cres.output)
-        assert sres.ok, sres.report()
-        assert values(sres.output, "ktest_status")[0] == "0", sres.output
-        assert_clean_dmesg(sres.output)
+    sres, cres = ktest_pair(qemu, "ktv", server_script, client_script)
+    assert cres.ok, cres.report()
+    check_vlan_gids(cres.output)
+    check_ktest(cres.output)
+    assert sres.ok, sres.report()
+    assert values(sres.output, "ktest_status")[0] == "0", sres.output
+    assert_clean_dmesg(sres.output)
 
 
 NVME_VLAN_TARGET = VLAN_UP + NVMET_SETUP.replace("{addr}", "10.10.0.{me}") + """
