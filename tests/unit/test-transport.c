@@ -75,9 +75,9 @@ static Captured *sent(Fix *f, guint i)
     return &g_array_index(f->tx, Captured, i);
 }
 
-/* Inject a packet from the peer. */
-static void inject(Fix *f, uint8_t op, uint32_t psn, const void *data,
-                   uint32_t len, RnicPacket *extra)
+/* A packet from the peer, as one frame of a batch: no engine run after it. */
+static void rx(Fix *f, uint8_t op, uint32_t psn, const void *data,
+               uint32_t len, RnicPacket *extra)
 {
     RnicPacket p;
 
@@ -97,6 +97,13 @@ static void inject(Fix *f, uint8_t op, uint32_t psn, const void *data,
     p.payload.len = len;
     p.payload.data = data;
     rnic_rx(f->h->engine, rnic_netctx_lookup(f->h->engine, f->ctx), &p);
+}
+
+/* Inject a packet from the peer (a batch of one: the engine runs). */
+static void inject(Fix *f, uint8_t op, uint32_t psn, const void *data,
+                   uint32_t len, RnicPacket *extra)
+{
+    rx(f, op, psn, data, len, extra);
     test_host_run(f->h);
 }
 
@@ -153,6 +160,76 @@ static void test_resp_duplicate_send(void)
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.wr_id, ==, 2);
     g_assert_cmpuint(c.byte_len, ==, 50);
+    fix_fini(&f);
+}
+
+/* An RDMA WRITE ONLY packet of the peer into f->buf + off. */
+static void rx_write(Fix *f, uint32_t psn, uint64_t off, const void *data,
+                     uint32_t len)
+{
+    RnicPacket x;
+
+    memset(&x, 0, sizeof(x));
+    x.reth.va = f->buf + off;
+    x.reth.rkey = f->mr;
+    x.reth.dma_len = len;
+    rx(f, RNIC_OP_RC_RDMA_WRITE_ONLY, psn, data, len, &x);
+}
+
+/*
+ * ACKs of WRITEs coalesce over a receive batch: three WRITEs that arrive
+ * together (the host hands them over one after the other, then the engine
+ * runs) get one ACK, for the last. A message that completes a receive is
+ * acknowledged at once, and a deferred ACK leaves before a READ response
+ * (PSN order).
+ */
+static void test_resp_ack_batch(void)
+{
+    Fix f;
+    uint8_t data[64];
+    struct rnic_sge r;
+    RnicPacket x;
+    int i;
+
+    fix_init(&f);
+    memset(data, 0x5a, sizeof(data));
+    for (i = 0; i < 3; i++) {
+        rx_write(&f, PSN0 + i, 64 * i, data, sizeof(data));
+    }
+    g_assert_cmpuint(f.tx->len, ==, 0);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    expect_aeth(sent(&f, 0), PSN0 + 2, ACK);
+    g_assert_cmpmem(test_ptr(f.h, f.buf + 128), sizeof(data), data,
+                    sizeof(data));
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+
+    /* a WRITE, then a SEND in the same batch: one ACK, now, for the SEND */
+    r = tv_sge(f.buf + 4096, 200, f.mr);
+    tv_post_recv(f.h, f.qp, 7, &r, 1);
+    rx_write(&f, PSN0 + 3, 0, data, sizeof(data));
+    rx(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 4, data, 10, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    expect_aeth(sent(&f, 1), PSN0 + 4, ACK);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 2);
+    g_assert_cmpuint(tv_poll_one(f.h, f.cq).wr_id, ==, 7);
+
+    /* a WRITE, then a READ in the same batch: the ACK goes first */
+    rx_write(&f, PSN0 + 5, 0, data, sizeof(data));
+    memset(&x, 0, sizeof(x));
+    x.reth.va = f.buf;
+    x.reth.rkey = f.mr;
+    x.reth.dma_len = 16;
+    rx(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0 + 6, NULL, 0, &x);
+    g_assert_cmpuint(f.tx->len, ==, 4);
+    expect_aeth(sent(&f, 2), PSN0 + 5, ACK);
+    g_assert_cmphex(sent(&f, 3)->pkt.bth.opcode, ==,
+                    RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY);
+    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 6);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 4);
     fix_fini(&f);
 }
 
@@ -455,6 +532,140 @@ static void test_req_coalesced_ack(void)
     fix_fini(&f);
 }
 
+/* Post 'n' WRITEs of 10 bytes, the ones in 'signaled' (a bit mask) signaled. */
+static void post_writes(Fix *f, int n, uint64_t signaled)
+{
+    struct rnic_sge s = tv_sge(f->buf, 10, f->mr);
+    int i;
+
+    for (i = 0; i < n; i++) {
+        struct rnic_sq_wqe w = tv_wqe_flags(i, RNIC_WR_RDMA_WRITE,
+                                            (signaled >> i) & 1 ?
+                                            RNIC_WQE_SIGNALED : 0, 1);
+
+        w.rdma.remote_addr = 0x1000;
+        w.rdma.rkey = 0x4242;
+        tv_write_send(f->h, f->qp, &w, &s, NULL);
+    }
+    g_assert_cmpint(tv_ring_sq(f->h, f->qp), ==, 0);
+    test_host_run(f->h);
+}
+
+/*
+ * AckReq: on the last packet of a signaled WQE, on every 64th packet, not
+ * on unsignaled messages in between; the ACK of a signaled one retires the
+ * unsignaled ones before it.
+ */
+static void test_req_ack_request(void)
+{
+    Fix f;
+    struct rnic_cqe c[4];
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    guint i;
+
+    fix_init(&f);
+    post_writes(&f, 30, 1ull << 9 | 1ull << 29);
+    g_assert_cmpuint(f.tx->len, ==, 30);
+    for (i = 0; i < f.tx->len; i++) {
+        g_assert_cmpint(sent(&f, i)->pkt.bth.ack_req, ==, i == 9 || i == 29);
+    }
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 29, ACK, NULL, 0);
+    g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 2);
+    g_assert_cmpuint(c[0].wr_id, ==, 9);
+    g_assert_cmpuint(c[1].wr_id, ==, 29);
+    fix_fini(&f);
+
+    /* an unsignaled WRITE of 130 packets: every 64th asks, not the last */
+    fix_init(&f);
+    s = tv_sge(f.buf, 130 * (128u << tv_path_mtu), f.mr);
+    w = tv_wqe_flags(1, RNIC_WR_RDMA_WRITE, 0, 1);
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 130);
+    for (i = 0; i < f.tx->len; i++) {
+        g_assert_cmpint(sent(&f, i)->pkt.bth.ack_req, ==, i == 63 || i == 127);
+    }
+    fix_fini(&f);
+}
+
+/*
+ * Unsignaled WQEs at the end of a burst: nothing asked for an ACK. At the
+ * retransmission timeout the requester resends only the last packet, with
+ * AckReq (a probe), not the whole tail; the peer's ACK retires them all.
+ * If the peer answers the probe with a NAK for a gap, the usual go-back-N
+ * follows.
+ */
+static void test_req_tail_probe(void)
+{
+    Fix f;
+    struct rnic_cqe c;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+
+    fix_init(&f);
+    post_writes(&f, 5, 0);
+    g_assert_cmpuint(f.tx->len, ==, 5);
+    /* timeout 14: 67 ms */
+    test_host_advance(f.h, 70000000);
+    g_assert_cmpuint(f.tx->len, ==, 6);
+    g_assert_cmpuint(sent(&f, 5)->pkt.bth.psn, ==, PSN0 + 4);
+    g_assert_true(sent(&f, 5)->pkt.bth.ack_req);
+    g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RETRANSMITS), ==,
+                     1);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 4, ACK, NULL, 0);
+    test_host_advance(f.h, 200000000);
+    g_assert_cmpuint(f.tx->len, ==, 6);
+    /* the next signaled WQE completes alone: the five were retired */
+    s = tv_sge(f.buf, 10, f.mr);
+    w = tv_wqe(99, RNIC_WR_RDMA_WRITE, 1);
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 7);
+    g_assert_cmpuint(sent(&f, 6)->pkt.bth.psn, ==, PSN0 + 5);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 5, ACK, NULL, 0);
+    c = tv_poll_one(f.h, f.cq);
+    g_assert_cmpuint(c.wr_id, ==, 99);
+    g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
+    fix_fini(&f);
+
+    /* the peer lost PSN0 + 2: the probe's NAK sends 2..4 again */
+    fix_init(&f);
+    post_writes(&f, 5, 0);
+    test_host_advance(f.h, 70000000);
+    g_assert_cmpuint(f.tx->len, ==, 6);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2,
+                RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR, NULL, 0);
+    g_assert_cmpuint(f.tx->len, ==, 9);
+    g_assert_cmpuint(sent(&f, 6)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_cmpuint(sent(&f, 8)->pkt.bth.psn, ==, PSN0 + 4);
+    /* retransmissions ask: the last message of the resent range does */
+    g_assert_true(sent(&f, 8)->pkt.bth.ack_req);
+    fix_fini(&f);
+}
+
+/* SQD with unsignaled WQEs outstanding: the probe goes at once. */
+static void test_req_sqd_probe(void)
+{
+    Fix f;
+    struct rnic_qp_attr a;
+    RnicQp *qp;
+
+    fix_init(&f);
+    post_writes(&f, 3, 0);
+    g_assert_cmpuint(f.tx->len, ==, 3);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = RNIC_QPS_SQD;
+    g_assert_cmpuint(tv_modify(f.h, f.qp, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 4);
+    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_true(sent(&f, 3)->pkt.bth.ack_req);
+    qp = rnic_qp_lookup(f.h->engine, f.qp->handle);
+    g_assert_false(qp->sq_drained);
+    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
+    g_assert_true(qp->sq_drained);
+    fix_fini(&f);
+}
+
 /*
  * RnicHostOps.run_now: a doorbell sends at once, inside the doorbell write,
  * up to the inline budget (64 packets of a QP); the rest and any doorbell
@@ -640,5 +851,9 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/transport/req-rnr-nak", test_req_rnr_nak);
     g_test_add_func("/rnic/transport/req-fatal-naks", test_req_fatal_naks);
     g_test_add_func("/rnic/transport/req-bad-response", test_req_bad_response);
+    g_test_add_func("/rnic/transport/resp-ack-batch", test_resp_ack_batch);
+    g_test_add_func("/rnic/transport/req-ack-request", test_req_ack_request);
+    g_test_add_func("/rnic/transport/req-tail-probe", test_req_tail_probe);
+    g_test_add_func("/rnic/transport/req-sqd-probe", test_req_sqd_probe);
     return g_test_run();
 }

@@ -431,6 +431,13 @@ struct RnicQp {
     /* requester */
     uint32_t req_psn;           /* PSN of the next new request packet */
     uint32_t una_psn;           /* oldest PSN not acknowledged */
+    /*
+     * AckReq bookkeeping (not migrated: a loaded QP resends from its oldest
+     * unacknowledged PSN anyway): one past the highest PSN sent, and the
+     * packets sent since the last one that asked for an ACK.
+     */
+    uint32_t tx_psn_end;
+    uint32_t noack_pkts;
     bool sq_stalled;            /* fence / initiator depth: wait for answers */
     uint32_t rq_psn_init;       /* RQ PSN of the last RTR (QUERY_QP) */
     uint8_t retry_left;
@@ -817,6 +824,8 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp);
  * likely lost). No retry is consumed.
  */
 void rnic_req_resume(RnicEngine *e, RnicQp *qp);
+/* Ask the peer about packets sent without AckReq (SQD: drain now). */
+void rnic_req_probe(RnicEngine *e, RnicQp *qp);
 void rnic_resp_prompt(RnicEngine *e, RnicQp *qp);
 /* Complete every slot DONE in order from sq_una (writes CQEs). */
 void rnic_req_complete(RnicEngine *e, RnicQp *qp);

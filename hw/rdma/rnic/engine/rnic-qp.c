@@ -872,6 +872,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp)
             qp->retry_left = qp->retry_cnt;
             qp->rnr_left = qp->rnr_retry;
             qp->una_psn = qp->req_psn;
+            qp->tx_psn_end = qp->req_psn;
+            qp->noack_pkts = 0;
         }
         qp->sq_drained = false;
         rnic_qp_work(e, qp, RNIC_QPW_SQ);
@@ -880,6 +882,7 @@ RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp)
         if (cur == RNIC_QPS_RTS) {
             qp->sqd_notify = !!(mask & RNIC_QP_EN_SQD_ASYNC_NOTIFY);
             qp->sq_drained = false;
+            rnic_req_probe(e, qp);  /* the drain needs every ACK */
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }
         break;

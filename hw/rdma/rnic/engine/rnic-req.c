@@ -15,7 +15,17 @@
 #include <string.h>
 #include "rnic-engine-int.h"
 
-/* Ask for an ACK at least every this many packets of a long message. */
+/*
+ * AckReq (IBTA 9.7.5.1): a packet asks for an ACK when it ends a signaled
+ * WQE (its completion waits for it), when it is a retransmission, when it
+ * is a READ or atomic request, or when this many packets went out since
+ * the last one that asked. Unsignaled messages in between are covered by
+ * the next ACK (cumulative): a stream of 4 KiB writes with one completion
+ * in a hundred costs one ACK per 64 packets instead of one per message,
+ * which both ends' main loops feel (docs/benchmarks.md). Packets left
+ * without one at the end of a burst are asked about by a probe when the
+ * retransmission timer expires (rnic_req_timer), or at once on SQD.
+ */
 #define RNIC_ACK_EVERY 64
 /*
  * At most this many PSNs in flight past the oldest unacknowledged one: a
@@ -58,6 +68,8 @@ void rnic_req_reset_qp(RnicQp *qp)
     qp->txc->valid = false;
     qp->rxc->valid = false;
     qp->una_psn = qp->req_psn;
+    qp->tx_psn_end = qp->req_psn;
+    qp->noack_pkts = 0;
     qp->sq_stalled = false;
 }
 
@@ -379,6 +391,7 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
     RnicPacket pkt;
     uint32_t off;
+    bool resend;
 
     pkt.hdrs = 0;
     rnic_packet_net_from_av(e, qp, &qp->av, &pkt);
@@ -392,7 +405,12 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     pkt.bth.fecn = pkt.bth.becn = false;
     pkt.bth.dest_qp = qp->dest_qpn;
     pkt.bth.psn = rnic_psn_add(s->first_psn, k);
-    pkt.bth.ack_req = last || (k % RNIC_ACK_EVERY) == RNIC_ACK_EVERY - 1;
+    resend = rnic_psn_diff(pkt.bth.psn, qp->tx_psn_end) < 0;
+    pkt.bth.ack_req = qp->noack_pkts + 1 >= RNIC_ACK_EVERY ||
+                      (last && ((s->flags & RNIC_WQE_SIGNALED) ||
+                                qp->sq_sig_all)) ||
+                      (resend && (last || rnic_psn_add(pkt.bth.psn, 1) ==
+                                          qp->tx_psn_end));
     pkt.hdrs = rnic_opcode_hdrs(pkt.bth.opcode);
     pkt.payload.len = 0;
     pkt.payload.data = NULL;
@@ -435,6 +453,10 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
         }
         break;
     }
+    if (!resend) {
+        qp->tx_psn_end = rnic_psn_add(pkt.bth.psn, 1);
+    }
+    qp->noack_pkts = pkt.bth.ack_req ? 0 : qp->noack_pkts + 1;
     rnic_xmit(e, qp, &pkt);
     return true;
 }
@@ -999,6 +1021,27 @@ static void rnic_req_rewind_oldest(RnicEngine *e, RnicQp *qp, RnicSqSlot *s)
     }
 }
 
+/*
+ * When every unacknowledged packet went out without AckReq, the peer may
+ * have them all and simply not been asked: resend only the last one, with
+ * AckReq. The peer acknowledges it as a duplicate, or NAKs the gap before
+ * it (then go-back-N as usual). true: the probe is on its way.
+ */
+static bool rnic_req_probe_tail(RnicEngine *e, RnicQp *qp)
+{
+    int32_t unacked = rnic_psn_diff(qp->tx_psn_end, qp->una_psn);
+
+    if (unacked <= 0 || (uint32_t)unacked > qp->noack_pkts) {
+        return false;
+    }
+    rnic_trace(e, "QP %u: %d packets sent without AckReq, probing at PSN %u",
+               qp->qpn, unacked, rnic_psn_add(qp->tx_psn_end, RNIC_PSN_MASK));
+    rnic_req_rewind(e, qp, rnic_psn_add(qp->tx_psn_end, RNIC_PSN_MASK));
+    qp->rewinding = true;
+    rnic_qp_work(e, qp, RNIC_QPW_SQ);
+    return true;
+}
+
 void rnic_req_timer(RnicEngine *e, RnicQp *qp)
 {
     uint8_t kind = qp->timer_kind;
@@ -1027,9 +1070,19 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp)
         return;
     }
     qp->retry_left--;
+    if (rnic_req_probe_tail(e, qp)) {
+        return;
+    }
     rnic_req_rewind_oldest(e, qp, s);
     qp->rewinding = true;
     rnic_qp_work(e, qp, RNIC_QPW_SQ);
+}
+
+void rnic_req_probe(RnicEngine *e, RnicQp *qp)
+{
+    if (qp->type == RNIC_QPT_RC && !qp->rnr_wait && !qp->rewinding) {
+        rnic_req_probe_tail(e, qp);
+    }
 }
 
 void rnic_req_resume(RnicEngine *e, RnicQp *qp)

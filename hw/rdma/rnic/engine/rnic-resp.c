@@ -143,18 +143,43 @@ uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
     return rnic_resp_stream(e, qp, budget);
 }
 
-/* Acknowledge 'psn' (after any responses still being streamed). */
-static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn)
+/*
+ * Acknowledge 'psn' (after any responses still being streamed). 'now':
+ * at once; otherwise at the end of this receive batch, in the next run
+ * (rnic_resp_stream): ACKs coalesce, one covers every packet before it,
+ * so a burst of WRITEs the host delivers in one go costs one ACK frame,
+ * not one per message, on both ends. A receive's completion and a
+ * duplicate's ACK go now.
+ */
+static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
 {
     RnicResp *r = &qp->resp;
 
-    if (r->res_pending) {
+    if (r->res_pending || !now) {
+        if (!r->res_pending && !r->ack_owed) {
+            rnic_qp_work(e, qp, RNIC_QPW_RESP);
+        }
         r->ack_owed = true;
         r->ack_psn = psn;
         r->ack_syndrome = RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID;
         return;
     }
+    r->ack_owed = false;
     rnic_resp_send_aeth(e, qp, psn, RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID);
+}
+
+/*
+ * A deferred ACK goes out before a READ or atomic response is queued, so
+ * that acknowledgements leave in PSN order.
+ */
+static void rnic_resp_owed_ack_first(RnicEngine *e, RnicQp *qp)
+{
+    RnicResp *r = &qp->resp;
+
+    if (r->ack_owed && !r->res_pending) {
+        r->ack_owed = false;
+        rnic_resp_send_aeth(e, qp, r->ack_psn, r->ack_syndrome);
+    }
 }
 
 /*
@@ -168,7 +193,7 @@ static void rnic_resp_ack_first(RnicEngine *e, RnicQp *qp,
                                 const RnicPacket *pkt)
 {
     if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, pkt->bth.psn);
+        rnic_resp_ack(e, qp, pkt->bth.psn, true);
     }
 }
 
@@ -368,7 +393,7 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         return;
     }
     if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, pkt->bth.psn);
+        rnic_resp_ack(e, qp, pkt->bth.psn, false);
     }
 }
 
@@ -448,7 +473,7 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         }
     }
     if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, pkt->bth.psn);
+        rnic_resp_ack(e, qp, pkt->bth.psn, false);
     }
 }
 
@@ -534,6 +559,7 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             return;
         }
     }
+    rnic_resp_owed_ack_first(e, qp);
     res = rnic_resp_res_new(r);
     if (!res) {
         rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
@@ -605,6 +631,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             return;
         }
     }
+    rnic_resp_owed_ack_first(e, qp);
     res = rnic_resp_res_new(r);
     res->kind = RNIC_RES_ATOMIC;
     res->psn = pkt->bth.psn;
@@ -661,7 +688,7 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
     }
     /* SEND/WRITE: acknowledge what we have */
     if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, rnic_psn_add(r->epsn, RNIC_PSN_MASK));
+        rnic_resp_ack(e, qp, rnic_psn_add(r->epsn, RNIC_PSN_MASK), true);
     }
 }
 

@@ -900,6 +900,8 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                "QP %u: bad attributes", h);
     qp->req_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
     qp->una_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+    qp->tx_psn_end = qp->req_psn;   /* what is resent asks for its ACK */
+    qp->noack_pkts = 0;
     qp->rq_psn_init = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
     qp->retry_left = rnic_image_get_u8(rd);
     qp->rnr_left = rnic_image_get_u8(rd);
@@ -1032,7 +1034,8 @@ void rnic_state_post_load(RnicEngine *e)
             /* whatever was outstanding gets looked at again */
             rnic_req_resume(e, qp);
             rnic_qp_work(e, qp, RNIC_QPW_SQ | qp->work_flags |
-                         (qp->resp.res_pending ? RNIC_QPW_RESP : 0));
+                         (qp->resp.res_pending || qp->resp.ack_owed ?
+                          RNIC_QPW_RESP : 0));
         }
     }
     for (i = 0; i < e->cqs.cap; i++) {
