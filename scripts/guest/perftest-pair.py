@@ -5,13 +5,17 @@ Soft-RoCE (rdma_rxe on virtio-net), side by side.
 
 Boots two guests per peer kind on a -netdev stream over a unix socket
 (scripts/guest/rdma_pair.py), runs unmodified perftest 25.01 from trixie:
-ib_write_bw (4 KiB, 64 KiB, 1 MiB), ib_send_lat and ib_read_lat (8 B),
-each --runs times, and prints the median of each as a table. perftest's
+ib_write_bw (4 KiB, 64 KiB, 1 MiB; 5 s each), ib_send_lat and ib_read_lat
+(8 B, 2000 round trips), --runs times, and prints the median of each (and
+the range) as a table. The peer kinds take turns, one fresh pair of guests
+per run and kind (rnic, rxe, rnic, rxe, ...), so that both see the same
+host conditions over the whole measurement. perftest's
 clock calibration sometimes fails under TCG ("Correlation coefficient r^2
 < 0.9", a 0 result): such runs are repeated, up to three times.
 
 Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
                                       [--quick] [--no-build] [--vcpu-nice N]
+                                      [--io-slice-us N]
   --peers LIST   peer kinds to measure, in order: rnic, rxe (default both)
   --mtu N        Ethernet MTU of both guests (1500: RoCE MTU 1024; 9000: 4096)
   --runs N       runs of each test (median reported)
@@ -21,6 +25,10 @@ Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
                  on a 2-core host two busy-polling vCPUs otherwise delay
                  QEMU's main loops, where frames arrive, by scheduler ticks;
                  applies to both peer kinds alike)
+  --io-slice-us N  give both guests' QEMU main threads an N µs scheduler
+                 slice (EEVDF, Linux >= 6.12): the woken main loop preempts a
+                 busy-polling vCPU at once; no thread's CPU share changes;
+                 both peer kinds alike
 """
 
 import argparse
@@ -28,19 +36,21 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rdma_pair import (DEVICE, Step, build_provider_image, lines_of,  # noqa: E402
                        perftest_figure, run_pair)
+from rnic_guest import HostSched  # noqa: E402
 
-# (label, tool, size, extra options): bandwidth for 2 s, latency 1000 round trips
+# (label, tool, size, extra options): bandwidth for 5 s (Soft-RoCE takes
+# a second or two to reach its rate), latency over 2000 round trips
 TESTS: List[Tuple[str, str, int, str]] = [
-    ("ib_write_bw 4 KiB", "ib_write_bw", 4096, "-D 2"),
-    ("ib_write_bw 64 KiB", "ib_write_bw", 65536, "-D 2"),
-    ("ib_write_bw 1 MiB", "ib_write_bw", 1048576, "-D 2"),
-    ("ib_send_lat 8 B", "ib_send_lat", 8, "-n 1000"),
-    ("ib_read_lat 8 B", "ib_read_lat", 8, "-n 1000"),
+    ("ib_write_bw 4 KiB", "ib_write_bw", 4096, "-D 5"),
+    ("ib_write_bw 64 KiB", "ib_write_bw", 65536, "-D 5"),
+    ("ib_write_bw 1 MiB", "ib_write_bw", 1048576, "-D 5"),
+    ("ib_send_lat 8 B", "ib_send_lat", 8, "-n 2000"),
+    ("ib_read_lat 8 B", "ib_read_lat", 8, "-n 2000"),
 ]
 QUICK = ("ib_write_bw 64 KiB", "ib_send_lat 8 B", "ib_read_lat 8 B")
 
@@ -56,7 +66,7 @@ def steps_for(kind: str, tests, runs: int) -> List[Step]:
 
 
 def measure(kind: str, tests, runs: int, mtu: int,
-            vcpu_nice: Optional[int]) -> Dict[str, List[float]]:
+            sched: HostSched) -> Dict[str, List[float]]:
     """{label: [figure of each good run]} for one peer kind."""
     results: Dict[str, List[float]] = {label: [] for label, *_ in tests}
     todo = steps_for(kind, tests, runs)
@@ -64,7 +74,7 @@ def measure(kind: str, tests, runs: int, mtu: int,
         name = f"perftest-{kind}-{mtu}-{attempt}"
         t0 = time.time()
         r1, r2 = run_pair(name, todo, kinds=(kind, kind), mtu=mtu,
-                          timeout=300 + 60 * len(todo), vcpu_nice=vcpu_nice)
+                          timeout=300 + 60 * len(todo), sched=sched)
         print(f"perftest-pair: {kind}: {len(todo)} runs in {time.time() - t0:.0f} s "
               f"(outputs: build/guest-logs/{name}-[12].out)", file=sys.stderr)
         again = []
@@ -98,6 +108,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--vcpu-nice", type=int, default=None)
+    parser.add_argument("--io-slice-us", type=int, default=None)
     opts = parser.parse_args()
     kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
     if any(k not in DEVICE for k in kinds):
@@ -109,8 +120,15 @@ def main() -> int:
         if not build_provider_image():
             return 1
 
-    table = {kind: measure(kind, tests, runs, opts.mtu, opts.vcpu_nice) for kind in kinds}
-    nice = "" if opts.vcpu_nice is None else f", vCPU threads at nice {opts.vcpu_nice}"
+    sched = HostSched(vcpu_nice=opts.vcpu_nice, io_slice_us=opts.io_slice_us)
+    table: Dict[str, Dict[str, List[float]]] = {
+        kind: {label: [] for label, *_ in tests} for kind in kinds}
+    for _ in range(runs):
+        for kind in kinds:
+            for label, values in measure(kind, tests, 1, opts.mtu,
+                                         sched).items():
+                table[kind][label] += values
+    nice = f", {sched.describe()}" if sched.describe() else ""
     print(f"\nperftest 25.01, two TCG guests, -netdev stream (unix socket), "
           f"MTU {opts.mtu}{nice}, median of {runs} run{'s' if runs > 1 else ''}:\n")
     head = "| test | " + " | ".join(kinds)
@@ -126,7 +144,9 @@ def main() -> int:
             values = table[kind][label]
             if values:
                 medians[kind] = statistics.median(values)
-                cells.append(f"{medians[kind]:.1f} {unit}")
+                spread = (f" ({min(values):.1f}–{max(values):.1f})"
+                          if len(values) > 1 else "")
+                cells.append(f"{medians[kind]:.1f} {unit}{spread}")
             else:
                 cells.append("no result")
                 status = 1

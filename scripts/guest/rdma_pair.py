@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from rnic_guest import DEFAULT_QEMU, Guest, GuestResult, run_guests
+from rnic_guest import DEFAULT_QEMU, Guest, GuestResult, HostSched, run_guests
 
 TOP = Path(__file__).resolve().parents[2]
 PROVIDER_IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
@@ -174,19 +174,19 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,
              tool_timeout: int = 120,
              log_dir: Optional[Path] = TOP / "build/guest-logs",
-             vcpu_nice: Optional[int] = None) -> Tuple[GuestResult, GuestResult]:
+             sched: HostSched = HostSched()) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
-    also kept in LOG_DIR/NAME-1.out and NAME-2.out. VCPU_NICE: the nice
-    value of both guests' vCPU threads (rnic_guest.Guest)."""
+    also kept in LOG_DIR/NAME-1.out and NAME-2.out. SCHED: host scheduling
+    of both guests' QEMU threads (rnic_guest.HostSched)."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
     with tempfile.TemporaryDirectory(prefix="rnic-pair-") as tmp:
         sock = f"{tmp}/segment.sock"
         g1 = Guest(s1, name=f"{name}-1", qemu=qemu, initrd=initrd, timeout=timeout,
                    args=stream_netdev(sock, True, kinds[0], "52:54:00:00:02:01"),
-                   vcpu_nice=vcpu_nice)
+                   sched=sched)
         g2 = Guest(s2, name=f"{name}-2", qemu=qemu, initrd=initrd, timeout=timeout,
                    args=stream_netdev(sock, False, kinds[1], "52:54:00:00:02:02"),
-                   vcpu_nice=vcpu_nice)
+                   sched=sched)
         r1, r2 = run_guests([g1, g2])
     if log_dir:
         log_dir.mkdir(parents=True, exist_ok=True)

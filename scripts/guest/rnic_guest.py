@@ -16,9 +16,11 @@ use QMP on a running guest (``guest.vm.cmd(...)``), e.g. for migration.
                        Guest(client_script, name="b", args=...)])
 """
 
+import ctypes
 import os
 import re
 import shutil
+import struct
 import sys
 import tempfile
 import time
@@ -42,6 +44,40 @@ START_RE = re.compile(r"^" + START_MARKER + r"\r?$", re.MULTILINE)
 if str(QEMU_PYTHON) not in sys.path:
     sys.path.insert(0, str(QEMU_PYTHON))
 from qemu.machine import QEMUMachine  # noqa: E402  pylint: disable=C0413
+
+
+@dataclass(frozen=True)
+class HostSched:
+    """Host scheduling of a guest's QEMU threads (benchmarks; default: none).
+
+    vcpu_nice:   nice value of the vCPU threads (QMP gives their thread ids):
+                 QEMU's main loop, where frames arrive, then preempts a vCPU
+                 that busy-polls; it also takes CPU from guest code.
+    io_slice_us: scheduler slice of QEMU's main thread (sched_setattr's
+                 sched_runtime for SCHED_OTHER, Linux >= 6.12 EEVDF): a short
+                 slice lets the woken main loop preempt a busy vCPU at once,
+                 without changing any thread's share of the CPU.
+    """
+    vcpu_nice: Optional[int] = None
+    io_slice_us: Optional[int] = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.vcpu_nice is not None:
+            parts.append(f"vCPU threads at nice {self.vcpu_nice}")
+        if self.io_slice_us is not None:
+            parts.append(f"QEMU main threads with a {self.io_slice_us} µs slice")
+        return ", ".join(parts)
+
+
+def set_sched_slice(tid: int, slice_us: int) -> None:
+    """sched_setattr(tid, SCHED_OTHER, sched_runtime = slice) (x86-64)."""
+    attr = struct.pack("IIQiIQQQII", 56, 0, 0, os.getpriority(os.PRIO_PROCESS, tid),
+                       0, slice_us * 1000, 0, 0, 0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(314, tid, ctypes.create_string_buffer(attr), 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"sched_setattr({tid}): {os.strerror(err)}")
 
 
 class GuestError(Exception):
@@ -100,7 +136,7 @@ class Guest:
     args:    extra QEMU arguments, e.g. ["-device", "rnic", "-netdev", ...].
     append:  extra kernel command line.
     timeout: seconds from launch to the end marker.
-    vcpu_nice: if set, the nice value of the vCPU threads (see launch()).
+    sched:   host scheduling of its QEMU threads (HostSched, benchmarks).
     """
 
     def __init__(self, script: Union[str, Path, None] = None, *,
@@ -115,9 +151,9 @@ class Guest:
                  timeout: float = 120,
                  log_dir: Union[str, Path, None] = None,
                  keep_logs: bool = False,
-                 vcpu_nice: Optional[int] = None):
+                 sched: HostSched = HostSched()):
         self.name = name
-        self.vcpu_nice = vcpu_nice
+        self.sched = sched
         self.script = script
         self.extra_args = list(args)
         self.qemu = Path(qemu or os.environ.get("RNIC_QEMU", DEFAULT_QEMU))
@@ -184,12 +220,12 @@ class Guest:
                               base_temp_dir=str(self.log_dir))
         self._launch_time = time.monotonic()
         self.vm.launch()
-        if self.vcpu_nice is not None:
-            # Host scheduling, not the guest: a lower priority for the vCPU
-            # threads (QMP gives their thread ids) lets QEMU's main loop,
-            # where frames arrive, preempt a vCPU that busy-polls.
+        if self.sched.vcpu_nice is not None:
             for cpu in self.vm.cmd("query-cpus-fast"):
-                os.setpriority(os.PRIO_PROCESS, cpu["thread-id"], self.vcpu_nice)
+                os.setpriority(os.PRIO_PROCESS, cpu["thread-id"],
+                               self.sched.vcpu_nice)
+        if self.sched.io_slice_us is not None:
+            set_sched_slice(self.vm.get_pid(), self.sched.io_slice_us)
 
     # --- progress ----------------------------------------------------------
     def console(self) -> str:
