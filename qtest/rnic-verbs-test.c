@@ -348,18 +348,12 @@ static void test_loop_rdma(void *obj, void *data, QGuestAllocator *alloc)
 static void test_loop_interrupts(void *obj, void *data, QGuestAllocator *alloc)
 {
     g_auto(TvPair) l = { 0 };
-    struct rnic_sq_wqe w;
     struct rnic_eqe e;
-    struct rnic_sge sg;
 
     loop_init(&l, obj);
     /* arm B's CQ; a SEND to B raises a completion event on the EQ */
     tv_cq_arm(l.d, l.cqb, RNIC_DB_ARM_NEXT);
-    sg = tv_sge(l.bufb, 64, l.mrb);
-    tv_post_recv(l.d, l.b, 1, &sg, 1);
-    sg = tv_sge(l.bufa, 64, l.mra);
-    w = tv_wqe(2, RNIC_WR_SEND, 1);
-    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_pair_send(&l, 0, 64, 1, 2);
     tv_expect_cqe(l.d, l.cqb, 1, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     g_assert_true(rnic_msix_wait(l.d, 1));
     qtest_memread(rnic_qts(l.d), l.eq_ring, &e, sizeof(e));
@@ -674,11 +668,7 @@ static void test_loop_errors(void *obj, void *data, QGuestAllocator *alloc)
     /* a doorbell index beyond the ring is refused; the QP stays usable */
     loop_init(&l, obj);
     rnic_doorbell(l.d, 0, RNIC_DB_SQ, rnic_db_value(l.a->handle, 0, 1000));
-    sg = tv_sge(l.bufb, 64, l.mrb);
-    tv_post_recv(l.d, l.b, 80, &sg, 1);
-    sg = tv_sge(l.bufa, 64, l.mra);
-    w = tv_wqe(81, RNIC_WR_SEND, 1);
-    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_pair_send(&l, 0, 64, 80, 81);
     tv_expect_cqe(l.d, l.cqa, 81, RNIC_WC_SEND, RNIC_WC_SUCCESS);
     tv_expect_cqe(l.d, l.cqb, 80, RNIC_WC_RECV, RNIC_WC_SUCCESS);
     /* a doorbell for a queue that does not exist */

@@ -263,7 +263,7 @@ boot_modules+=("${modules[@]}")
 # Content hash of everything the archive is made of.
 hash_inputs() {
     echo "$kver ${boot_modules[*]} include ${includes[*]}"
-    sha256sum "$0" "$here/init" "$busybox" "${kos[@]}" "${debs[@]}"
+    sha256sum "$0" "$here/init" "$here/wait-ping" "$busybox" "${kos[@]}" "${debs[@]}"
     local dir
     for dir in "${extras[@]}"; do
         echo "extra $dir"
@@ -342,6 +342,7 @@ for applet in $("$busybox" --list-full); do
     esac
 done
 install -m 0755 "$here/init" "$stage/init"
+install -m 0755 "$here/wait-ping" "$stage/usr/bin/wait-ping"
 [ "$(id -u)" = 0 ] && mknod -m 600 "$stage/dev/console" c 5 1
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
 printf 'root:x:0:\ntty:x:5:\n' >"$stage/etc/group"

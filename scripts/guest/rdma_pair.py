@@ -61,11 +61,7 @@ rdma link add rxe0 type rxe netdev eth0 || exit 1
 }
 
 PEER_UP = """
-tries=0
-until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
-done
+wait-ping 10.0.0.{peer} || exit 1
 """
 
 LOCKSTEP = """

@@ -32,11 +32,7 @@ SCRIPT = """
 modprobe rnic || exit 1
 ip link set eth0 up
 ip addr add 10.0.0.{me}/24 dev eth0
-tries=0
-until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
-done
+wait-ping 10.0.0.{peer} || exit 1
 rdma link | sed 's/^/{name}: /'
 ping -c 2 10.0.0.{peer} | sed -n 's/^/{name}: /; /bytes from/p'
 {wait}

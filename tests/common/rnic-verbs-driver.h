@@ -187,6 +187,12 @@ void tv_pair_init(RvDev *d, TvPair *p, uint32_t eq_vector, uint8_t eq_flags,
                   uint32_t cq_log, uint32_t qp_log, uint64_t buf_size);
 /* Free what tv_pair_init allocated in the test (not the device objects). */
 void tv_pair_fini(TvPair *p);
+/*
+ * A receive of 'len' bytes at bufb + off on 'b', then a signaled SEND of
+ * bufa + off, 'len' bytes, from 'a' (the completions are the caller's).
+ */
+void tv_pair_send(TvPair *p, uint64_t off, uint32_t len, uint64_t recv_id,
+                  uint64_t send_id);
 
 static inline struct rnic_sge tv_sge(uint64_t addr, uint32_t len, uint32_t key)
 {

@@ -259,12 +259,7 @@ modprobe rnic || exit 1
 ip link set eth0 mtu {mtu}
 ip link set eth0 up
 ip addr add 10.0.0.{me}/24 dev eth0
-tries=0
-until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
-done
-echo "reachable after $tries failed pings"
+wait-ping 10.0.0.{peer} || exit 1
 """
 
 PING_SCRIPT = NET_UP + """
@@ -272,11 +267,7 @@ ping -c 5 -s 1400 10.0.0.{peer}; echo ping_status=$?
 sleep 5   # the peer's pings are done before this interface restarts
 ip link set eth0 mtu 9000
 sleep 1
-tries=0
-until ping -c 1 -W 1 -s 8000 10.0.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 30 ] || {{ echo "no jumbo ping"; exit 1; }}
-done
+wait-ping 10.0.0.{peer} 30 -s 8000 || exit 1
 ping -c 3 -s 8000 10.0.0.{peer}; echo jumbo_status=$?
 /usr/bin/ip -s link show eth0
 sleep 3   # keep answering while the peer finishes
@@ -573,12 +564,7 @@ ip link set eth0 up
 ip link add link eth0 name eth0.10 type vlan id 10
 ip link set eth0.10 up
 ip addr add 10.10.0.{me}/24 dev eth0.10
-tries=0
-until ping -c 1 -W 1 10.10.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 60 ] || {{ echo "10.10.0.{peer} unreachable"; exit 1; }}
-done
-echo "reachable over VLAN 10 after $tries failed pings"
+wait-ping 10.10.0.{peer} || exit 1
 for g in /sys/class/infiniband/rnic0/ports/1/gid_attrs/ndevs/*; do
     n=$(cat $g 2>/dev/null) && echo "gidndev $(basename $g) $n"
 done
@@ -692,11 +678,7 @@ echo "nvmet: listening on 10.0.0.{me}:4420 too"
 
 UNTAGGED_TOO = """
 ip addr add 10.0.0.{me}/24 dev eth0
-tries=0
-until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
-done
+wait-ping 10.0.0.{peer} || exit 1
 """
 
 NVME_TWO_NETS_TARGET = (VLAN_UP + UNTAGGED_TOO +

@@ -12,12 +12,7 @@ from guesttest import Guest, procedure, run_guests
 PEER_SCRIPT = """
 ip link set eth0 up
 ip addr add 10.0.0.{me}/24 dev eth0
-tries=0
-until ping -c 1 -W 1 10.0.0.{peer} >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    [ $tries -lt 60 ] || {{ echo "10.0.0.{peer} unreachable"; exit 1; }}
-done
-echo "10.0.0.{peer} reachable after $tries failed pings"
+wait-ping 10.0.0.{peer} || exit 1
 sleep 2   # keep answering while the peer finishes its own check
 """
 

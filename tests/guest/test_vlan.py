@@ -43,7 +43,7 @@ def migrate_vlan(qemu: str) -> None:
     server = (VLAN_SETUP.format(me=1) +
               f"timeout 240 rnic_migrate_verify -s -g $GID_INDEX -T {QP_TIMEOUT}")
     client = (VLAN_SETUP.format(me=2) +
-              "until ping -c 1 -W 1 10.10.0.1 >/dev/null 2>&1; do sleep 0.5; done && "
+              "wait-ping 10.10.0.1 240 && "
               f"timeout 240 rnic_migrate_verify -c 10.10.0.1 -g $GID_INDEX "
               f"-T {QP_TIMEOUT} -t {VERIFY_SECONDS}")
     run = run_migration("migrate-rdma-vlan", server, client, qemu=qemu,
