@@ -23,6 +23,7 @@ trip goes") has figures and what they mean.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -124,6 +125,10 @@ def main() -> int:
                         help="seconds from the QEMUs' start to the recording")
     parser.add_argument("--qemu", default=str(DEFAULT_QEMU))
     opts = parser.parse_args()
+    if not shutil.which("perf") or os.geteuid() != 0:
+        print("latency-trace: needs root and perf (apt-get install linux-perf) "
+              "for system-wide scheduler tracepoints", file=sys.stderr)
+        return 1
     cmd = f"ib_send_lat -d rnic0 -x 1 -s 8 -n {opts.iters}"
     steps = [("send_lat", cmd, f"{cmd} 10.0.0.1", 1)]
     result = {}
