@@ -45,7 +45,7 @@ LINE = re.compile(r"\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.
 Event = Tuple[float, int, int, int, str, str]   # us, pid, tid, cpu, event, rest
 
 
-def record(pids: List[int], wait: float, out: str) -> None:
+def record(wait: float, out: str) -> None:
     time.sleep(wait)
     subprocess.run(["perf", "record", "-a", "-q", "-o", out, "-e", EVENTS,
                     "--", "sleep", "2"], check=True, capture_output=True)
@@ -84,30 +84,27 @@ def analyse(events: List[Event], pids: List[int]) -> None:
     last_rx: Dict[int, float] = {}
     delivery: Dict[int, List[float]] = {1: [], 2: []}
     reaction: Dict[int, List[float]] = {1: [], 2: []}
-    woken: Dict[int, Tuple[float, int, int, int]] = {}
+    woken: Dict[int, Tuple[float, bool]] = {}   # main loop -> (when, onto the waker's core)
     waits: List[Tuple[float, bool]] = []
     for t, pid, tid, cpu, event, rest in events:
-        if pid not in pids:
-            pass
-        elif event == "syscalls:sys_enter_sendmsg" and tid == vcpu[pid]:
-            me = pids.index(pid) + 1
+        me = pids.index(pid) + 1 if pid in pids else 0
+        if me and event == "syscalls:sys_enter_sendmsg" and tid == vcpu[pid]:
             last_send[me] = t
             if me in last_rx:
                 reaction[me].append(t - last_rx.pop(me))
-        elif event == "syscalls:sys_exit_recvmsg" and tid == pid:
-            me = pids.index(pid) + 1
+        elif me and event == "syscalls:sys_exit_recvmsg" and tid == pid:
             if 3 - me in last_send:
                 delivery[me].append(t - last_send.pop(3 - me))
                 last_rx[me] = t
-        if event == "sched:sched_wakeup":
+        elif event == "sched:sched_wakeup":
             m = re.search(r" pid=(\d+).*target_cpu=(\d+)", rest)
             if m and int(m.group(1)) in pids and int(m.group(1)) not in woken:
-                woken[int(m.group(1))] = (t, tid, cpu, int(m.group(2)))
+                woken[int(m.group(1))] = (t, cpu == int(m.group(2)))
         elif event == "sched:sched_switch":
             m = re.search(r"next_pid=(\d+)", rest)
             if m and int(m.group(1)) in woken:
-                t0, _, waker_cpu, target = woken.pop(int(m.group(1)))
-                waits.append((t - t0, waker_cpu == target))
+                t0, same_core = woken.pop(int(m.group(1)))
+                waits.append((t - t0, same_core))
     for me in (1, 2):
         print(f"delivery to guest {me}: {percentiles(delivery[me])}")
         print(f"reaction of guest {me}: {percentiles(reaction[me])}")
@@ -143,7 +140,7 @@ def main() -> int:
             text=True).stdout.split())
     with tempfile.TemporaryDirectory(prefix="rnic-trace-") as tmp:
         data = f"{tmp}/perf.data"
-        record(pids, opts.wait, data)
+        record(opts.wait, data)
         runner.join()
         print(lines_of(result["pair"][1].output, "send_lat"))
         analyse(read_events(data), pids)

@@ -59,31 +59,31 @@ TESTS: List[Tuple[str, str, int, str]] = [
 QUICK = ("ib_write_bw 64 KiB", "ib_send_lat 8 B", "ib_read_lat 8 B")
 
 
-def steps_for(kind: str, tests, runs: int) -> List[Step]:
+def steps_for(kind: str, tests) -> List[Step]:
+    """One run of each test, in order, as lockstep steps."""
     dev = DEVICE[kind]
     steps = []
-    for run in range(runs):
-        for number, (_, tool, size, extra) in enumerate(tests):
-            cmd = f"{tool} -d {dev} -x 1 -F -s {size} {extra}"
-            steps.append((f"t{number}.r{run}", cmd, f"{cmd} 10.0.0.1", 1))
+    for number, (_, tool, size, extra) in enumerate(tests):
+        cmd = f"{tool} -d {dev} -x 1 -F -s {size} {extra}"
+        steps.append((f"t{number}", cmd, f"{cmd} 10.0.0.1", 1))
     return steps
 
 
-def measure(kind: str, tests, runs: int, mtu: int,
+def measure(kind: str, tests, mtu: int,
             sched: HostSched) -> Dict[str, List[float]]:
-    """{label: [figure of each good run]} for one peer kind."""
+    """{label: [figure]} of one run of each test in a fresh pair of guests."""
     results: Dict[str, List[float]] = {label: [] for label, *_ in tests}
-    todo = steps_for(kind, tests, runs)
+    todo = steps_for(kind, tests)
     for attempt in range(4):
         name = f"perftest-{kind}-{mtu}-{attempt}"
         t0 = time.time()
         r1, r2 = run_pair(name, todo, kinds=(kind, kind), mtu=mtu,
                           timeout=300 + 60 * len(todo), sched=sched)
-        print(f"perftest-pair: {kind}: {len(todo)} runs in {time.time() - t0:.0f} s "
+        print(f"perftest-pair: {kind}: {len(todo)} tests in {time.time() - t0:.0f} s "
               f"(outputs: build/guest-logs/{name}-[12].out)", file=sys.stderr)
         again = []
         for step in todo:
-            number = int(step[0][1:].split(".")[0])
+            number = int(step[0][1:])
             label = tests[number][0]
             value = 0.0
             for out in (r2.output, r1.output):     # the client prints the result
@@ -98,7 +98,7 @@ def measure(kind: str, tests, runs: int, mtu: int,
                 again.append(step)
         if not again:
             break
-        print(f"perftest-pair: {kind}: {len(again)} runs without a result, again",
+        print(f"perftest-pair: {kind}: {len(again)} tests without a result, again",
               file=sys.stderr)
         todo = again
     return results
@@ -129,7 +129,7 @@ def main() -> int:
         kind: {label: [] for label, *_ in tests} for kind in kinds}
     for _ in range(runs):
         for kind in kinds:
-            for label, values in measure(kind, tests, 1, opts.mtu,
+            for label, values in measure(kind, tests, opts.mtu,
                                          sched).items():
                 table[kind][label] += values
     nice = f", {sched.describe()}" if sched.describe() else ""

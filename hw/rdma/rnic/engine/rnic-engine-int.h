@@ -824,6 +824,12 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp);
  * likely lost). No retry is consumed.
  */
 void rnic_req_resume(RnicEngine *e, RnicQp *qp);
+/* Nothing sent yet from req_psn on: AckReq bookkeeping starts afresh. */
+static inline void rnic_req_ackreq_restart(RnicQp *qp)
+{
+    qp->tx_psn_end = qp->req_psn;
+    qp->noack_pkts = 0;
+}
 /* Ask the peer about packets sent without AckReq (SQD: drain now). */
 void rnic_req_probe(RnicEngine *e, RnicQp *qp);
 void rnic_resp_prompt(RnicEngine *e, RnicQp *qp);

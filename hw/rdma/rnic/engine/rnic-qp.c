@@ -872,8 +872,7 @@ RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp)
             qp->retry_left = qp->retry_cnt;
             qp->rnr_left = qp->rnr_retry;
             qp->una_psn = qp->req_psn;
-            qp->tx_psn_end = qp->req_psn;
-            qp->noack_pkts = 0;
+            rnic_req_ackreq_restart(qp);
         }
         qp->sq_drained = false;
         rnic_qp_work(e, qp, RNIC_QPW_SQ);

@@ -68,8 +68,7 @@ void rnic_req_reset_qp(RnicQp *qp)
     qp->txc->valid = false;
     qp->rxc->valid = false;
     qp->una_psn = qp->req_psn;
-    qp->tx_psn_end = qp->req_psn;
-    qp->noack_pkts = 0;
+    rnic_req_ackreq_restart(qp);
     qp->sq_stalled = false;
 }
 

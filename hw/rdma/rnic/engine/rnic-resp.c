@@ -64,6 +64,21 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
     rnic_xmit(e, qp, &pkt);
 }
 
+/*
+ * The ACK owed once no response is pending: at the end of a receive batch
+ * (rnic_resp_stream), and before a READ or atomic response is queued, so
+ * that acknowledgements leave in PSN order.
+ */
+static void rnic_resp_flush_owed_ack(RnicEngine *e, RnicQp *qp)
+{
+    RnicResp *r = &qp->resp;
+
+    if (r->ack_owed && !r->res_pending) {
+        r->ack_owed = false;
+        rnic_resp_send_aeth(e, qp, r->ack_psn, r->ack_syndrome);
+    }
+}
+
 /* Send responses pending in the resource ring, up to 'budget' packets. */
 static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
 {
@@ -131,10 +146,7 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
             return sent;
         }
     }
-    if (!r->res_pending && r->ack_owed) {
-        r->ack_owed = false;
-        rnic_resp_send_aeth(e, qp, r->ack_psn, r->ack_syndrome);
-    }
+    rnic_resp_flush_owed_ack(e, qp);
     return sent;
 }
 
@@ -166,20 +178,6 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
     }
     r->ack_owed = false;
     rnic_resp_send_aeth(e, qp, psn, RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID);
-}
-
-/*
- * A deferred ACK goes out before a READ or atomic response is queued, so
- * that acknowledgements leave in PSN order.
- */
-static void rnic_resp_owed_ack_first(RnicEngine *e, RnicQp *qp)
-{
-    RnicResp *r = &qp->resp;
-
-    if (r->ack_owed && !r->res_pending) {
-        r->ack_owed = false;
-        rnic_resp_send_aeth(e, qp, r->ack_psn, r->ack_syndrome);
-    }
 }
 
 /*
@@ -559,7 +557,7 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             return;
         }
     }
-    rnic_resp_owed_ack_first(e, qp);
+    rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(r);
     if (!res) {
         rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
@@ -631,7 +629,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             return;
         }
     }
-    rnic_resp_owed_ack_first(e, qp);
+    rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(r);
     res->kind = RNIC_RES_ATOMIC;
     res->psn = pkt->bth.psn;

@@ -900,8 +900,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                "QP %u: bad attributes", h);
     qp->req_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
     qp->una_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
-    qp->tx_psn_end = qp->req_psn;   /* what is resent asks for its ACK */
-    qp->noack_pkts = 0;
+    rnic_req_ackreq_restart(qp);    /* what is resent asks for its ACK */
     qp->rq_psn_init = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
     qp->retry_left = rnic_image_get_u8(rd);
     qp->rnr_left = rnic_image_get_u8(rd);
