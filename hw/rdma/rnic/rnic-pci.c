@@ -45,11 +45,21 @@
 /* Host operations for the engine                                      */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The PCI function of the device, for the per-frame paths (DMA, MSI-X,
+ * can_receive): PCI_DEVICE() is a checked QOM cast, about 1 % of a busy
+ * main loop's time at 400 k frames/s with qom-cast-debug (the default).
+ */
+static inline PCIDevice *rnic_pci(RnicState *s)
+{
+    return &s->parent_obj;
+}
+
 static int rnic_host_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
     RnicState *s = opaque;
 
-    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    return pci_dma_read(rnic_pci(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
 static int rnic_host_dma_write(void *opaque, uint64_t addr, const void *buf,
@@ -57,7 +67,7 @@ static int rnic_host_dma_write(void *opaque, uint64_t addr, const void *buf,
 {
     RnicState *s = opaque;
 
-    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    return pci_dma_write(rnic_pci(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
 /*
@@ -69,7 +79,7 @@ static int rnic_host_dma_write(void *opaque, uint64_t addr, const void *buf,
 static void *rnic_host_dma_map(void *opaque, uint64_t addr, uint64_t *len,
                                bool is_write)
 {
-    PCIDevice *pci_dev = PCI_DEVICE(opaque);
+    PCIDevice *pci_dev = rnic_pci(opaque);
     DMADirection dir = is_write ? DMA_DIRECTION_FROM_DEVICE
                                 : DMA_DIRECTION_TO_DEVICE;
     dma_addr_t plen = *len;
@@ -88,14 +98,14 @@ static void *rnic_host_dma_map(void *opaque, uint64_t addr, uint64_t *len,
 static void rnic_host_dma_unmap(void *opaque, void *ptr, uint64_t len,
                                 bool is_write, uint64_t access_len)
 {
-    pci_dma_unmap(PCI_DEVICE(opaque), ptr, len,
+    pci_dma_unmap(rnic_pci(opaque), ptr, len,
                   is_write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
                   access_len);
 }
 
 static void rnic_host_raise_irq(void *opaque, unsigned vector)
 {
-    PCIDevice *pci_dev = PCI_DEVICE(opaque);
+    PCIDevice *pci_dev = rnic_pci(opaque);
 
     if (!msix_enabled(pci_dev)) {
         trace_rnic_irq_masked(vector);
@@ -108,8 +118,24 @@ static void rnic_host_raise_irq(void *opaque, unsigned vector)
 static void rnic_host_transmit(void *opaque, const struct iovec *iov, int iovcnt)
 {
     RnicState *s = opaque;
+    NetClientState *nc = qemu_get_queue(s->nic);
 
-    qemu_sendv_packet(qemu_get_queue(s->nic), iov, iovcnt);
+    /*
+     * A backend without receive_iov (-netdev stream, dgram, socket) has
+     * QEMU's net layer copy the frame into a g_malloc'd buffer, freed after
+     * the send; the device's own buffer saves that allocation per frame.
+     * (A frame it queues is copied into the queue, so the buffer is free
+     * again on return.)
+     */
+    if (iovcnt > 1 && nc->peer && !nc->peer->info->receive_iov &&
+        iov_size(iov, iovcnt) <= sizeof(s->tx_frame)) {
+        size_t len = iov_to_buf(iov, iovcnt, 0, s->tx_frame,
+                                sizeof(s->tx_frame));
+
+        qemu_send_packet(nc, s->tx_frame, len);
+        return;
+    }
+    qemu_sendv_packet(nc, iov, iovcnt);
 }
 
 /*
@@ -373,7 +399,7 @@ static ssize_t rnic_nc_receive(NetClientState *nc, const uint8_t *buf,
 static bool rnic_nc_can_receive(NetClientState *nc)
 {
     RnicState *s = qemu_get_nic_opaque(nc);
-    PCIDevice *pci_dev = PCI_DEVICE(s);
+    PCIDevice *pci_dev = rnic_pci(s);
 
     /* like e1000: no DMA without bus mastering, keep the frames queued */
     if (!(pci_dev->config[PCI_COMMAND] & PCI_COMMAND_MASTER)) {

@@ -41,6 +41,8 @@ struct RnicState {
     bool run_deferred;          /* a run was asked for while stopped */
     bool doorbell_inline;       /* x-doorbell-inline: work in the MMIO write */
     uint64_t timer_deadline;    /* the engine's deadline, UINT64_MAX: none */
+    /* a frame in one piece for a backend without receive_iov */
+    uint8_t tx_frame[RNIC_CFG_MAX_MTU + RNIC_ETH_OVERHEAD];
 
     /* migration: the engine's state image, valid around save/load only */
     uint32_t state_len;

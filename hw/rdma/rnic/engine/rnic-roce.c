@@ -645,7 +645,6 @@ static uint32_t encode_headers(const RnicRoceHdr *h,
                        pad + RNIC_ROCE_ICRC_LEN;
     uint8_t *p = tx->hdr;
     uint8_t *ip, *bth, *end;
-    uint32_t crc;
 
     memcpy(p, h->dmac, 6);
     memcpy(p + 6, h->smac, 6);
@@ -701,9 +700,7 @@ static uint32_t encode_headers(const RnicRoceHdr *h,
     end = write_ext(bth + RNIC_ROCE_BTH_LEN, info->ext, h);
     tx->hdr_len = end - tx->hdr;
 
-    crc = rnic_roce_icrc_hdr(ip, h->ipv6);
-    return rnic_crc32(crc, bth + RNIC_ROCE_BTH_LEN,
-                      end - bth - RNIC_ROCE_BTH_LEN);
+    return rnic_roce_icrc_hdr(ip, h->ipv6, end - ip);
 }
 
 /* Pad, ICRC, Ethernet padding up to the minimum frame size. */

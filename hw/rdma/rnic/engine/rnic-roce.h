@@ -380,9 +380,11 @@ uint32_t rnic_crc32_table(uint32_t crc, const void *buf, size_t len);
 uint32_t rnic_roce_icrc(const uint8_t *ip, bool ipv6, size_t ip_len);
 
 /*
- * The ICRC over the masked IP + UDP + BTH only; continue with rnic_crc32()
- * over the extension headers, payload and pad.
+ * The ICRC over the first 'len' bytes from 'ip' only: the masked IP + UDP +
+ * BTH and, when len is larger, the bytes after the BTH (extension headers;
+ * at most RNIC_ROCE_TRANSPORT_HDR_MAX + 15 bytes from the BTH on);
+ * continue with rnic_crc32() over the rest of the packet.
  */
-uint32_t rnic_roce_icrc_hdr(const uint8_t *ip, bool ipv6);
+uint32_t rnic_roce_icrc_hdr(const uint8_t *ip, bool ipv6, size_t len);
 
 #endif /* RNIC_ROCE_H */
