@@ -95,7 +95,8 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
                                    qp->sq_shift);
     /* the header and the first 4 SGEs in one read, the rest if needed */
     uint32_t len = MIN(stride, 128), need;
-    uint8_t buf[64 + MAX(RNIC_CFG_MAX_INLINE, RNIC_CFG_MAX_SGE * 16)];
+    RNIC_UNINIT uint8_t buf[64 + MAX(RNIC_CFG_MAX_INLINE,
+                                     RNIC_CFG_MAX_SGE * 16)];
     const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
     struct rnic_sq_wqe *w = &c->hdr;
     uint64_t total = 0;
@@ -387,8 +388,8 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     uint8_t op = c->hdr.opcode;
     bool first = k == 0;
     bool last = k + 1 >= s->npsn;
-    RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
-    RnicPacket pkt;
+    RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+    RNIC_UNINIT RnicPacket pkt;
     uint32_t off;
     bool resend;
 
@@ -463,9 +464,9 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
 /* Send the one packet of a UD WQE. */
 static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *c)
 {
-    RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+    RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
     uint32_t qkey = GUINT32_FROM_LE(c->hdr.ud.remote_qkey);
-    RnicPacket pkt;
+    RNIC_UNINIT RnicPacket pkt;
 
     pkt.hdrs = 0;
     rnic_packet_net_from_av(e, qp, &c->hdr.ud.av, &pkt);

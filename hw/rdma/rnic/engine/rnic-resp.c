@@ -57,7 +57,7 @@ static void rnic_resp_packet(RnicEngine *e, RnicQp *qp, RnicPacket *pkt,
 static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
                                 uint8_t syndrome)
 {
-    RnicPacket pkt;
+    RNIC_UNINIT RnicPacket pkt;
 
     rnic_resp_packet(e, qp, &pkt, RNIC_OP_RC_ACKNOWLEDGE, psn);
     pkt.aeth.syndrome = syndrome;
@@ -88,8 +88,8 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
 
     while (r->res_pending && sent < budget) {
         RnicRespRes *res = &r->res[r->res_send % r->nres];
-        RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
-        RnicPacket pkt;
+        RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+        RNIC_UNINIT RnicPacket pkt;
 
         if (res->kind == RNIC_RES_ATOMIC) {
             rnic_resp_packet(e, qp, &pkt, RNIC_OP_RC_ATOMIC_ACKNOWLEDGE,

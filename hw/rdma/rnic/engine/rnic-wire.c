@@ -268,11 +268,11 @@ static void rnic_wire_tx_drop(RnicEngine *e, const RnicPacket *pkt,
 void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
 {
     const RnicPayload *pl = &pkt->payload;
-    struct iovec iov[RNIC_WIRE_MAX_IOV + 2];
-    RnicWireMap maps[RNIC_WIRE_MAX_IOV];
-    uint8_t bounce[RNIC_WIRE_MAX_PAYLOAD];
-    RnicRoceHdr h;
-    RnicRoceTx tx;
+    RNIC_UNINIT struct iovec iov[RNIC_WIRE_MAX_IOV + 2];
+    RNIC_UNINIT RnicWireMap maps[RNIC_WIRE_MAX_IOV];
+    RNIC_UNINIT uint8_t bounce[RNIC_WIRE_MAX_PAYLOAD];
+    RNIC_UNINIT RnicRoceHdr h;
+    RNIC_UNINIT RnicRoceTx tx;
     RnicRoceError err;
     int n = 0, nmaps = 0;
 
@@ -313,7 +313,8 @@ void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
             n = 1;
         }
     }
-    err = rnic_roce_encode_sg(&h, iov + 1, n, &tx);
+    /* no payload: no iovec (none of them is written yet) */
+    err = rnic_roce_encode_sg(&h, n ? iov + 1 : NULL, n, &tx);
     if (err != RNIC_ROCE_OK) {
         rnic_wire_unmap(e, maps, nmaps);
         rnic_wire_tx_drop(e, pkt, rnic_roce_strerror(err));
@@ -360,8 +361,8 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
 {
     RnicRoceError err;
     RnicNetCtx *ctx;
-    RnicRoceHdr h;
-    RnicPacket pkt;
+    RNIC_UNINIT RnicRoceHdr h;
+    RNIC_UNINIT RnicPacket pkt;
     uint32_t hdrs;
     RnicQp *qp;
     bool ud_op;
@@ -442,7 +443,7 @@ static G_GNUC_NO_INLINE void rnic_wire_rx_gather(RnicEngine *e,
                                                  const struct iovec *iov,
                                                  int iovcnt, size_t len)
 {
-    uint8_t buf[RNIC_ETH_MAX_FRAME];
+    RNIC_UNINIT uint8_t buf[RNIC_ETH_MAX_FRAME];
     size_t done = 0;
     int i;
 
