@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +32,7 @@
 typedef struct End {
     int fd;
     size_t frame;
-    volatile bool *stop;
+    atomic_bool *stop;
     uint64_t frames;
     uint64_t cpu_ns;
 } End;
@@ -54,7 +55,7 @@ static void *sender(void *opaque)
     };
     uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
-    while (!*s->stop) {
+    while (!atomic_load_explicit(s->stop, memory_order_relaxed)) {
         /* blocking, as if QEMU's net queue always had room */
         if (writev(s->fd, iov, 2) != (ssize_t)(sizeof(len) + s->frame)) {
             break;
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
 {
     unsigned ms = 3000;
     size_t frame = 1024 + 82;           /* a RoCEv2 WRITE, path MTU 1024 */
-    volatile bool stop = false;
+    atomic_bool stop = false;
     End s = { 0 }, r = { 0 };
     pthread_t ts, tr;
     uint64_t t0, wall;
@@ -146,7 +147,7 @@ int main(int argc, char **argv)
     pthread_create(&tr, NULL, receiver, &r);
     pthread_create(&ts, NULL, sender, &s);
     usleep(ms * 1000);
-    stop = true;
+    atomic_store(&stop, true);
     pthread_join(ts, NULL);
     pthread_join(tr, NULL);
     wall = clock_ns(CLOCK_MONOTONIC) - t0;

@@ -6,8 +6,9 @@
  * (initial and final inversion, chainable), which is also what rxe gets:
  * it runs crc32_le() from seed ~0 and inverts the result. Two engines:
  * slicing-by-8 tables (portable), and on x86-64 with PCLMULQDQ a 4 x 128-bit
- * carry-less multiply fold (Gopal et al., "Fast CRC Computation for Generic
- * Polynomials Using PCLMULQDQ Instruction", Intel 2009) for long buffers.
+ * carry-less multiply fold with a Barrett reduction (Gopal et al., "Fast
+ * CRC Computation for Generic Polynomials Using PCLMULQDQ Instruction",
+ * Intel 2009) for every buffer of 16 bytes or more.
  */
 #include <string.h>
 #include <glib.h>
