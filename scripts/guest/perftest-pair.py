@@ -4,7 +4,8 @@
 Soft-RoCE (rdma_rxe on virtio-net), side by side.
 
 Boots two guests per peer kind on a -netdev stream over a unix socket
-(scripts/guest/rdma_pair.py), runs unmodified perftest 25.01 from trixie:
+(or, with --netdev dgram, a -netdev dgram over unix datagram sockets;
+scripts/guest/rdma_pair.py), runs unmodified perftest 25.01 from trixie:
 ib_send_lat and ib_read_lat (8 B, 2000 round trips), then ib_write_bw
 (4 KiB, 64 KiB, 1 MiB; 5 s each), --runs times, and prints the median of
 each (and the range) as a table. The latency runs come first: the first
@@ -17,7 +18,8 @@ clock calibration sometimes fails under TCG ("Correlation coefficient r^2
 
 Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
                                       [--quick] [--no-build] [--vcpu-nice N]
-                                      [--io-slice-us N]
+                                      [--io-slice-us N] [--netdev stream|dgram]
+                                      [--sndbuf BYTES]
   --peers LIST   peer kinds to measure, in order: rnic, rxe (default both)
   --mtu N        Ethernet MTU of both guests (1500: RoCE MTU 1024; 9000: 4096)
   --runs N       runs of each test (median reported)
@@ -31,6 +33,14 @@ Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
                  slice (EEVDF, Linux >= 6.12): the woken main loop preempts a
                  busy-polling vCPU at once; no thread's CPU share changes;
                  both peer kinds alike
+  --netdev KIND  the segment's QEMU backend, for both peer kinds: stream
+                 (default; one unix stream socket) or dgram (unix datagram
+                 sockets: shorter round trips, far less bandwidth, see
+                 docs/benchmarks.md)
+  --sndbuf BYTES stream only: connect the two QEMUs by a socket pair the
+                 script makes, with a send buffer of BYTES at each end
+                 (addr.type=fd), instead of a unix socket with the host's
+                 default (net.core.wmem_default); both peer kinds alike
 """
 
 import argparse
@@ -38,11 +48,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rdma_pair import (DEVICE, Step, build_provider_image, lines_of,  # noqa: E402
-                       perftest_figure, run_pair)
+from rdma_pair import (DEVICE, NETDEVS, Step, build_provider_image,  # noqa: E402
+                       lines_of, perftest_figure, run_pair)
 from rnic_guest import HostSched  # noqa: E402
 
 # (label, tool, size, extra options), in the order they run in a pair of
@@ -69,16 +79,17 @@ def steps_for(kind: str, tests) -> List[Step]:
     return steps
 
 
-def measure(kind: str, tests, mtu: int,
-            sched: HostSched) -> Dict[str, List[float]]:
+def measure(kind: str, tests, mtu: int, sched: HostSched,
+            netdev: str, sndbuf: Optional[int]) -> Dict[str, List[float]]:
     """{label: [figure]} of one run of each test in a fresh pair of guests."""
     results: Dict[str, List[float]] = {label: [] for label, *_ in tests}
     todo = steps_for(kind, tests)
     for attempt in range(4):
-        name = f"perftest-{kind}-{mtu}-{attempt}"
+        name = f"perftest-{kind}-{netdev}-{mtu}-{attempt}"
         t0 = time.time()
         r1, r2 = run_pair(name, todo, kinds=(kind, kind), mtu=mtu,
-                          timeout=300 + 60 * len(todo), sched=sched)
+                          timeout=300 + 60 * len(todo), sched=sched,
+                          netdev=netdev, sndbuf=sndbuf)
         print(f"perftest-pair: {kind}: {len(todo)} tests in {time.time() - t0:.0f} s "
               f"(outputs: build/guest-logs/{name}-[12].out)", file=sys.stderr)
         again = []
@@ -113,7 +124,11 @@ def main() -> int:
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--vcpu-nice", type=int, default=None)
     parser.add_argument("--io-slice-us", type=int, default=None)
+    parser.add_argument("--netdev", choices=NETDEVS, default="stream")
+    parser.add_argument("--sndbuf", type=int, default=None)
     opts = parser.parse_args()
+    if opts.sndbuf is not None and (opts.netdev != "stream" or opts.sndbuf < 4096):
+        parser.error("--sndbuf: bytes (>= 4096), with the stream netdev only")
     kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
     if any(k not in DEVICE for k in kinds):
         parser.error(f"--peers: kinds are {', '.join(DEVICE)}")
@@ -129,11 +144,16 @@ def main() -> int:
         kind: {label: [] for label, *_ in tests} for kind in kinds}
     for _ in range(runs):
         for kind in kinds:
-            for label, values in measure(kind, tests, opts.mtu,
-                                         sched).items():
+            for label, values in measure(kind, tests, opts.mtu, sched,
+                                         opts.netdev, opts.sndbuf).items():
                 table[kind][label] += values
     nice = f", {sched.describe()}" if sched.describe() else ""
-    print(f"\nperftest 25.01, two TCG guests, -netdev stream (unix socket), "
+    backend = {"stream": "-netdev stream (unix socket)",
+               "dgram": "-netdev dgram (unix datagram sockets)"}[opts.netdev]
+    if opts.sndbuf is not None:
+        backend = (f"-netdev stream (socket pair, {opts.sndbuf} B send "
+                   "buffer each end)")
+    print(f"\nperftest 25.01, two TCG guests, {backend}, "
           f"MTU {opts.mtu}{nice}, median of {runs} run{'s' if runs > 1 else ''}:\n")
     head = "| test | " + " | ".join(kinds)
     if kinds[:2] == ["rnic", "rxe"]:

@@ -2,7 +2,9 @@
 """Two guests on one Ethernet segment running RDMA tools in lockstep.
 
 Guest 1 (10.0.0.1) and guest 2 (10.0.0.2) are connected by a -netdev stream
-over a unix socket (the fastest two-VM backend, docs/usage.md). Each is an
+over a unix socket (the fastest two-VM backend for bandwidth, docs/usage.md)
+or, with netdev="dgram", by a -netdev dgram over two unix datagram sockets
+(shorter round trips, far less bandwidth: docs/benchmarks.md). Each is an
 "rnic" guest (-device rnic, rnic.ko, the provider: device rnic0) or an
 "rxe" guest (virtio-net + Soft-RoCE: device rxe0). Both boot the provider
 image (scripts/guest/build-provider.sh --image), which has everything.
@@ -20,6 +22,7 @@ Used by tests/guest/test_provider.py and scripts/guest/perftest-pair.py.
 """
 
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -197,10 +200,43 @@ def build_provider_image() -> bool:
     return build.returncode == 0
 
 
-def stream_netdev(sock: str, server: bool, nic: str, mac: str) -> List[str]:
-    """One end of a -netdev stream over a unix socket."""
-    netdev = f"stream,id=n0,addr.type=unix,addr.path={sock}"
-    netdev += ",server=on" if server else ",server=off,reconnect-ms=200"
+NETDEVS = ("stream", "dgram")
+
+# setsockopt() option that may exceed net.core.wmem_max (CAP_NET_ADMIN)
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+
+
+def socket_pair(sndbuf: int) -> Tuple[socket.socket, socket.socket]:
+    """A connected unix stream socket pair whose ends each have a send
+    buffer of SNDBUF bytes (the frames in flight plus the kernel's overhead
+    for them): what net.core.wmem_default gives every socket QEMU makes
+    (208 KiB on Debian). setsockopt() asks for half, the kernel doubles it;
+    beyond net.core.wmem_max only as root (CAP_NET_ADMIN)."""
+    pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for end in pair:
+        try:
+            end.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, sndbuf // 2)
+        except PermissionError:
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf // 2)
+    return pair
+
+
+def pair_netdev(kind: str, tmp: str, me: int, nic: str, mac: str,
+                fd: Optional[int] = None) -> List[str]:
+    """Guest ME's (1 or 2) end of the segment: KIND "stream" (one unix
+    stream socket, guest 1 listening; or the connected socket FD) or
+    "dgram" (guest ME binds TMP/ME.sock and sends to the other's), with
+    NIC (rnic or rxe)."""
+    if kind == "stream" and fd is not None:
+        netdev = f"stream,id=n0,server=off,addr.type=fd,addr.str={fd}"
+    elif kind == "stream":
+        netdev = f"stream,id=n0,addr.type=unix,addr.path={tmp}/segment.sock"
+        netdev += ",server=on" if me == 1 else ",server=off,reconnect-ms=200"
+    elif kind == "dgram":
+        netdev = (f"dgram,id=n0,local.type=unix,local.path={tmp}/{me}.sock,"
+                  f"remote.type=unix,remote.path={tmp}/{3 - me}.sock")
+    else:
+        raise ValueError(f"netdev kind {kind!r}: one of {', '.join(NETDEVS)}")
     device = "rnic" if nic == "rnic" else "virtio-net-pci,romfile="
     return ["-netdev", netdev, "-device", f"{device},netdev=n0,mac={mac}"]
 
@@ -210,20 +246,34 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,
              tool_timeout: int = 120,
              log_dir: Optional[Path] = TOP / "build/guest-logs",
-             sched: HostSched = HostSched()) -> Tuple[GuestResult, GuestResult]:
+             sched: HostSched = HostSched(),
+             netdev: str = "stream",
+             sndbuf: Optional[int] = None) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
     also kept in LOG_DIR/NAME-1.out and NAME-2.out. SCHED: host scheduling
-    of both guests' QEMU threads (rnic_guest.HostSched)."""
+    of both guests' QEMU threads (rnic_guest.HostSched); NETDEV: the
+    segment's backend (pair_netdev); SNDBUF (stream only): connect the two
+    QEMUs by a socket pair with this send buffer (socket_pair) instead of
+    a listening unix socket."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
-    with tempfile.TemporaryDirectory(prefix="rnic-pair-") as tmp:
-        sock = f"{tmp}/segment.sock"
-        g1 = Guest(s1, name=f"{name}-1", qemu=qemu, initrd=initrd, timeout=timeout,
-                   args=stream_netdev(sock, True, kinds[0], "52:54:00:00:02:01"),
-                   sched=sched)
-        g2 = Guest(s2, name=f"{name}-2", qemu=qemu, initrd=initrd, timeout=timeout,
-                   args=stream_netdev(sock, False, kinds[1], "52:54:00:00:02:02"),
-                   sched=sched)
-        r1, r2 = run_guests([g1, g2])
+    if sndbuf is not None and netdev != "stream":
+        raise ValueError("sndbuf: only with the stream netdev")
+    pair = socket_pair(sndbuf) if sndbuf is not None else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="rnic-pair-") as tmp:
+            guests = []
+            for me, script, mac in ((1, s1, "52:54:00:00:02:01"),
+                                    (2, s2, "52:54:00:00:02:02")):
+                fd = pair[me - 1].fileno() if pair else None
+                guests.append(Guest(
+                    script, name=f"{name}-{me}", qemu=qemu, initrd=initrd,
+                    timeout=timeout, sched=sched,
+                    args=pair_netdev(netdev, tmp, me, kinds[me - 1], mac, fd),
+                    pass_fds=[fd] if fd is not None else []))
+            r1, r2 = run_guests(guests)
+    finally:
+        for end in pair or ():
+            end.close()
     if log_dir:
         log_dir.mkdir(parents=True, exist_ok=True)
         for number, result in ((1, r1), (2, r2)):

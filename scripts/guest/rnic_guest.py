@@ -137,6 +137,9 @@ class Guest:
     append:  extra kernel command line.
     timeout: seconds from launch to the end marker.
     sched:   host scheduling of its QEMU threads (HostSched, benchmarks).
+    pass_fds: file descriptors QEMU inherits (and ARGS name), e.g. one end
+             of a socket pair for -netdev stream,addr.type=fd; only this
+             guest's QEMU gets them.
     """
 
     def __init__(self, script: Union[str, Path, None] = None, *,
@@ -151,8 +154,10 @@ class Guest:
                  timeout: float = 120,
                  log_dir: Union[str, Path, None] = None,
                  keep_logs: bool = False,
-                 sched: HostSched = HostSched()):
+                 sched: HostSched = HostSched(),
+                 pass_fds: Sequence[int] = ()):
         self.name = name
+        self.pass_fds = list(pass_fds)
         self.sched = sched
         self.script = script
         self.extra_args = list(args)
@@ -219,7 +224,13 @@ class Guest:
                               name=self.name, log_dir=str(self.log_dir),
                               base_temp_dir=str(self.log_dir))
         self._launch_time = time.monotonic()
-        self.vm.launch()
+        for fd in self.pass_fds:
+            os.set_inheritable(fd, True)
+        try:
+            self.vm.launch()
+        finally:
+            for fd in self.pass_fds:
+                os.set_inheritable(fd, False)
         if self.sched.vcpu_nice is not None:
             for cpu in self.vm.cmd("query-cpus-fast"):
                 os.setpriority(os.PRIO_PROCESS, cpu["thread-id"],
