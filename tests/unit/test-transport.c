@@ -728,6 +728,33 @@ static void test_req_doorbell_inline(void)
     fix_fini(&f);
 }
 
+/*
+ * At a 4 KiB path MTU a requester turn ends after 64 KiB of payload (16
+ * packets), inside a doorbell write as in a run: a turn holds the BQL.
+ */
+static void test_req_turn_bytes(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    uint8_t mtu = tv_path_mtu;
+
+    tv_path_mtu = RNIC_MTU_4096;
+    fix_init(&f);
+    tv_path_mtu = mtu;
+    f.h->run_now = true;
+    s = tv_sge(f.buf, 40 * 4096, f.mr);
+    w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    g_assert_cmpuint(f.tx->len, ==, 16);
+    g_assert_cmpuint(sent(&f, 0)->pkt.payload.len, ==, 4096);
+    g_assert_true(f.h->scheduled);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 40);
+    fix_fini(&f);
+}
+
 /* An ACK past a READ whose responses never came: the READ is re-sent. */
 static void test_req_implicit_nak(void)
 {
@@ -855,5 +882,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/transport/req-ack-request", test_req_ack_request);
     g_test_add_func("/rnic/transport/req-tail-probe", test_req_tail_probe);
     g_test_add_func("/rnic/transport/req-sqd-probe", test_req_sqd_probe);
+    g_test_add_func("/rnic/transport/req-turn-bytes", test_req_turn_bytes);
     return g_test_run();
 }

@@ -11,10 +11,9 @@
  *
  * When the host allows it (RnicHostOps.run_now) and no run is pending, the
  * doorbell's work is done right away instead, inside rnic_engine_doorbell():
- * one turn of the queue it names (a QP: up to 64 packets), what is left is
- * scheduled as usual. With a
- * run pending, the doorbell waits behind it, so the order of work is the
- * same either way.
+ * one turn of the queue it names (a QP: up to 64 packets and 64 KiB of
+ * payload), what is left is scheduled as usual. With a run pending, the
+ * doorbell waits behind it, so the order of work is the same either way.
  */
 #include "rnic-engine-int.h"
 

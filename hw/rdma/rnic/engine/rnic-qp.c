@@ -1048,6 +1048,20 @@ void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp)
 /* ---------------------------------------------------------------------- */
 
 #define RNIC_QP_BUDGET 64   /* packets per QP per turn */
+/*
+ * ... and for the requester no more than 64 KiB of payload: 16 packets at
+ * a 4 KiB path MTU. A turn runs under the BQL, in a doorbell write on the
+ * vCPU or in the main loop; 64 packets of 4 KiB (256 KiB of sendmsg) kept
+ * the other thread waiting for the lock that long, and the guest posted
+ * its next WQEs late: ib_write_bw 64 KiB at MTU 9000 718 -> 1187 MiB/s
+ * with the smaller turn (docs/benchmarks.md).
+ */
+#define RNIC_REQ_TURN_BYTES (64u << 10)
+
+static uint32_t rnic_req_budget(const RnicQp *qp)
+{
+    return MIN(RNIC_QP_BUDGET, RNIC_REQ_TURN_BYTES / rnic_qp_pmtu(qp));
+}
 
 void rnic_qp_process(RnicEngine *e, RnicQp *qp)
 {
@@ -1075,7 +1089,9 @@ void rnic_qp_process(RnicEngine *e, RnicQp *qp)
     }
     if ((flags & RNIC_QPW_SQ) &&
         (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD)) {
-        if (rnic_req_process(e, qp, RNIC_QP_BUDGET) >= RNIC_QP_BUDGET) {
+        uint32_t budget = rnic_req_budget(qp);
+
+        if (rnic_req_process(e, qp, budget) >= budget) {
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }
     }
