@@ -44,14 +44,36 @@ ethtool -S eth0 2>/dev/null | grep -E 'roce_|retrans' | tr -d ' ' | sed 's/^/sta
 
 SCRIPT_A = NET_UP["rnic"].format(me=1, mtu=1500) + WAIT_GID.format(dev="rnic0") + """
 echo "A-READY"
-{ @CMD@ ; echo "rc=a:$?"; } 2>&1 | sed 's/^/a: /'
+{ @CMD@ ; echo "rc=a:$?"; } 2>&1 | sed 's/^/a: /' &
+@LISTENING@
+wait
 """ + TRAILER
 
 SCRIPT_B = (NET_UP["rnic"].format(me=2, mtu=1500) + PEER_UP.format(peer=1)
             + WAIT_GID.format(dev="rnic0") + """
 echo "B-READY"
+@WAIT_LISTENING@
 { @CMD@ ; echo "rc=b:$?"; } 2>&1 | sed 's/^/b: /'
 """ + TRAILER)
+
+# A tool whose client connects once (perftest's TCP exchange) must not
+# start before its server listens: A says so on port 7999 once PORT is in
+# LISTEN (30 s at most), B asks there first (60 s at most).
+LISTENING = """
+n=0
+until netstat -ltn 2>/dev/null | grep -q ':{port} '; do
+    n=$((n + 1)); [ $n -lt 300 ] || break
+    sleep 0.1
+done
+timeout 120 nc -l -p 7999 </dev/null >/dev/null 2>&1
+"""
+WAIT_LISTENING = """
+n=0
+until nc -w 2 10.0.0.1 7999 </dev/null >/dev/null 2>&1; do
+    n=$((n + 1)); [ $n -lt 300 ] || break
+    sleep 0.2
+done
+"""
 
 SOURCE_TRACE = ["-trace", "vmstate_downtime_save", "-trace", "rnic_state_save"]
 DEST_TRACE = ["-trace", "vmstate_downtime_load", "-trace", "rnic_state_load"]
@@ -215,18 +237,22 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
                   settle: float = 4.0, timeout: float = 300,
                   max_bandwidth: int = 2 << 30,
                   downtime_limit: Optional[int] = None,
-                  memory: int = 512) -> MigrationRun:
+                  memory: int = 512,
+                  server_port: Optional[int] = None) -> MigrationRun:
     """Boot A, B and A', start the traffic, migrate A -> A' once B's console
     matches RUNNING (or, if RUNNING_FRAMES, once the switch has received
     that many frames from B), + SETTLE seconds; wait for both scripts,
     return it all.
     MAX_BANDWIDTH (bytes/s) and DOWNTIME_LIMIT (ms, None: QEMU's default
-    300) are the migration parameters."""
+    300) are the migration parameters. SERVER_PORT: B's command starts only
+    once A's command listens on this TCP port."""
     run = MigrationRun()
     with Hub() as hub, tempfile.TemporaryDirectory(prefix="rnic-mig-") as tmp:
         uri = f"unix:{tmp}/migrate.sock"
-        a_script = SCRIPT_A.replace("@CMD@", a_cmd)
-        b_script = SCRIPT_B.replace("@CMD@", b_cmd)
+        a_script = SCRIPT_A.replace("@CMD@", a_cmd).replace(
+            "@LISTENING@", LISTENING.format(port=server_port) if server_port else "")
+        b_script = SCRIPT_B.replace("@CMD@", b_cmd).replace(
+            "@WAIT_LISTENING@", WAIT_LISTENING if server_port else "")
         a_args = hub.netdev_args("rnic", MAC_A, device_id="rnic0")
         dest = Guest(a_script, name=f"{name}-A2", qemu=qemu, initrd=initrd, memory=memory,
                      timeout=timeout, args=a_args + DEST_TRACE + ["-incoming", uri])

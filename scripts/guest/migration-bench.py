@@ -68,7 +68,8 @@ SCENARIOS = {
 
 def one_run(name: str, qemu: str) -> Dict[str, Optional[float]]:
     a_cmd, b_cmd = SCENARIOS[name]
-    kwargs = {"running_frames": 20000, "settle": 5} if name == "perftest" else {}
+    kwargs = ({"running_frames": 20000, "settle": 5, "server_port": 18515}
+              if name == "perftest" else {})
     run: MigrationRun = run_migration(f"bench-{name}", a_cmd, b_cmd, qemu=qemu,
                                       timeout=300, **kwargs)
     problems = []

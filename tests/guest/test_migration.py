@@ -129,7 +129,8 @@ def migrate_perftest(qemu: str) -> None:
     run = run_migration(
         "migrate-rdma-perftest", f"timeout 240 {tool}", f"timeout 240 {tool} 10.0.0.1",
         qemu=qemu, initrd=provider_image(), timeout=300,
-        running_frames=20000, progress=r"^b: (\d+)$", settle=5)
+        running_frames=20000, progress=r"^b: (\d+)$", settle=5,
+        server_port=18515)
     common_checks(run)
     assert run.rc("a") == 0 and run.rc("b") == 0, run.report()
     unit, value = perftest_figure(run.lines("b"))
