@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rdma_pair import DMESG_CHECK, NET_UP, PEER_UP, WAIT_GID
+from rdma_pair import DMESG_CHECK, NET_UP, PEER_UP, SYNC_POINT, WAIT_GID
 from rnic_guest import DEFAULT_QEMU, Guest
 from rnic_hub import Hub
 
@@ -57,22 +57,18 @@ echo "B-READY"
 """ + TRAILER)
 
 # A tool whose client connects once (perftest's TCP exchange) must not
-# start before its server listens: A says so on port 7999 once PORT is in
-# LISTEN (30 s at most), B asks there first (60 s at most).
-LISTENING = """
+# start before its server listens: A meets B at a sync point (rdma_pair's)
+# once PORT is in LISTEN (30 s at most), B waits there before it starts.
+LISTENING = SYNC_POINT.format(me=1, sync_timeout=120) + """
 n=0
-until netstat -ltn 2>/dev/null | grep -q ':{port} '; do
+until netstat -ltn 2>/dev/null | grep -q ':@PORT@ '; do
     n=$((n + 1)); [ $n -lt 300 ] || break
     sleep 0.1
 done
-timeout 120 nc -l -p 7999 </dev/null >/dev/null 2>&1
+sync_point 0 >/dev/null
 """
-WAIT_LISTENING = """
-n=0
-until nc -w 2 10.0.0.1 7999 </dev/null >/dev/null 2>&1; do
-    n=$((n + 1)); [ $n -lt 300 ] || break
-    sleep 0.2
-done
+WAIT_LISTENING = SYNC_POINT.format(me=2, sync_timeout=120) + """
+sync_point 0 >/dev/null
 """
 
 SOURCE_TRACE = ["-trace", "vmstate_downtime_save", "-trace", "rnic_state_save"]
@@ -250,7 +246,7 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
     with Hub() as hub, tempfile.TemporaryDirectory(prefix="rnic-mig-") as tmp:
         uri = f"unix:{tmp}/migrate.sock"
         a_script = SCRIPT_A.replace("@CMD@", a_cmd).replace(
-            "@LISTENING@", LISTENING.format(port=server_port) if server_port else "")
+            "@LISTENING@", LISTENING.replace("@PORT@", str(server_port)) if server_port else "")
         b_script = SCRIPT_B.replace("@CMD@", b_cmd).replace(
             "@WAIT_LISTENING@", WAIT_LISTENING if server_port else "")
         a_args = hub.netdev_args("rnic", MAC_A, device_id="rnic0")

@@ -69,7 +69,7 @@ PEER_UP = """
 wait-ping 10.0.0.{peer} || exit 1
 """
 
-LOCKSTEP = """
+SYNC_POINT = """
 # sync_point N [MSG]: meet the other guest at point N (TCP port 7000 + N,
 # guest 1 listening), hand it MSG and print what it handed over.
 sync_point() {{
@@ -84,6 +84,9 @@ sync_point() {{
         echo "$r"
     fi
 }}
+"""
+
+LOCKSTEP = SYNC_POINT + """
 # Listening endpoints: TCP (the tools' own exchange) and RDMA-CM ids.
 listeners() {{
     {{ netstat -ltn 2>/dev/null | grep -c LISTEN
