@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rdma_pair import DEFAULT_QEMU, lines_of, run_pair  # noqa: E402
+from rdma_pair import lines_of, run_pair  # noqa: E402
+from rnic_guest import DEFAULT_QEMU  # noqa: E402
 
 EVENTS = ",".join([
     "sched:sched_switch", "sched:sched_wakeup",

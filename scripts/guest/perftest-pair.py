@@ -19,7 +19,7 @@ clock calibration sometimes fails under TCG ("Correlation coefficient r^2
 Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
                                       [--quick] [--no-build] [--vcpu-nice N]
                                       [--io-slice-us N] [--netdev stream|dgram]
-                                      [--sndbuf BYTES]
+                                      [--sndbuf BYTES] [--test "TOOL SIZE [OPTIONS]"]...
   --peers LIST   peer kinds to measure, in order: rnic, rxe (default both)
   --mtu N        Ethernet MTU of both guests (1500: RoCE MTU 1024; 9000: 4096)
   --runs N       runs of each test (median reported)
@@ -41,6 +41,10 @@ Usage: scripts/guest/perftest-pair.py [--peers rnic,rxe] [--mtu 1500] [--runs 3]
                  script makes, with a send buffer of BYTES at each end
                  (addr.type=fd), instead of a unix socket with the host's
                  default (net.core.wmem_default); both peer kinds alike
+  --test "TOOL SIZE [OPTIONS]"  run this perftest command instead of the
+                 default set (repeatable, in order), e.g. --test
+                 "ib_send_bw 1048576 -n 2000 -e"; -d, -x 1, -F and -s are
+                 added, OPTIONS go to both sides
 """
 
 import argparse
@@ -67,6 +71,28 @@ TESTS: List[Tuple[str, str, int, str]] = [
     ("ib_write_bw 1 MiB", "ib_write_bw", 1048576, "-D 5"),
 ]
 QUICK = ("ib_write_bw 64 KiB", "ib_send_lat 8 B", "ib_read_lat 8 B")
+TOOLS = ("ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_atomic_lat",
+         "ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw")
+
+
+def size_label(size: int) -> str:
+    """8 B, 4 KiB, 1 MiB: the size as the tables write it."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def parse_test(text: str) -> Tuple[str, str, int, str]:
+    """--test "TOOL SIZE [OPTIONS]" as a TESTS entry; ValueError if not."""
+    words = text.split()
+    if len(words) < 2 or words[0] not in TOOLS or not words[1].isdigit() \
+            or int(words[1]) < 1:
+        raise ValueError(f"not 'TOOL SIZE [OPTIONS]' with TOOL one of "
+                         f"{', '.join(TOOLS)}: {text!r}")
+    tool, size, extra = words[0], int(words[1]), " ".join(words[2:])
+    label = f"{tool} {size_label(size)}" + (f" {extra}" if extra else "")
+    return label, tool, size, extra
 
 
 def steps_for(kind: str, tests) -> List[Step]:
@@ -126,13 +152,22 @@ def main() -> int:
     parser.add_argument("--io-slice-us", type=int, default=None)
     parser.add_argument("--netdev", choices=NETDEVS, default="stream")
     parser.add_argument("--sndbuf", type=int, default=None)
+    parser.add_argument("--test", action="append", default=[])
     opts = parser.parse_args()
     if opts.sndbuf is not None and (opts.netdev != "stream" or opts.sndbuf < 4096):
         parser.error("--sndbuf: bytes (>= 4096), with the stream netdev only")
     kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
     if any(k not in DEVICE for k in kinds):
         parser.error(f"--peers: kinds are {', '.join(DEVICE)}")
-    tests = [t for t in TESTS if not opts.quick or t[0] in QUICK]
+    try:
+        custom = [parse_test(text) for text in opts.test]
+    except ValueError as err:
+        parser.error(f"--test: {err}")
+    if len({label for label, *_ in custom}) < len(custom):
+        parser.error("--test: the same test twice")
+    if custom and opts.quick:
+        parser.error("--test and --quick exclude each other")
+    tests = custom or [t for t in TESTS if not opts.quick or t[0] in QUICK]
     runs = 1 if opts.quick else opts.runs
 
     if not opts.no_build:

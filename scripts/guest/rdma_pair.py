@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from rnic_guest import DEFAULT_QEMU, Guest, GuestResult, HostSched, run_guests
+from rnic_guest import Guest, GuestResult, HostSched, run_guests
 
 TOP = Path(__file__).resolve().parents[2]
 PROVIDER_IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
@@ -245,7 +245,7 @@ def pair_netdev(kind: str, tmp: str, me: int, nic: str, mac: str,
 
 
 def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic", "rnic"),
-             mtu: int = 1500, qemu: str = str(DEFAULT_QEMU),
+             mtu: int = 1500, qemu: Optional[str] = None,
              initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,
              tool_timeout: int = 120,
              log_dir: Optional[Path] = TOP / "build/guest-logs",
@@ -257,7 +257,8 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
     of both guests' QEMU threads (rnic_guest.HostSched); NETDEV: the
     segment's backend (pair_netdev); SNDBUF (stream only): connect the two
     QEMUs by a socket pair with this send buffer (socket_pair) instead of
-    a listening unix socket."""
+    a listening unix socket. QEMU: the binary (default: $RNIC_QEMU or the
+    project's build, as for one guest)."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
     if sndbuf is not None and netdev != "stream":
         raise ValueError("sndbuf: only with the stream netdev")
