@@ -7,8 +7,9 @@ Runs scripts/guest/perftest-pair.py (rnic only, one run, the arguments after
 --seconds: prints each busy thread's share of a core (the main loop, the vCPU,
 by QEMU's thread names) and how its perf samples split between the host
 kernel, the device's code (rnic_*, the ICRC), the rest of QEMU (net layer,
-main loop, TCG), code TCG generated for the guest, and libraries.
-Needs root and perf (Debian: linux-perf).
+main loop, TCG), code TCG generated for the guest, and libraries. The QEMU
+binary is $RNIC_QEMU or the project's build. Needs root and perf (Debian:
+linux-perf).
 
 Usage: scripts/guest/perftest-profile.py [--seconds 5] [--settle 4]
            [--callgraph] [--keep FILE] -- [perftest-pair.py arguments]
@@ -93,17 +94,17 @@ def busy(pids: List[int]) -> float:
     return (sum(t[2] for t in thread_ticks(pids).values()) - before) / HZ
 
 
-def classify(dso: str, sym: str) -> str:
+def classify(dso: str, sym: str, binary: Path) -> str:
     if dso == "[kernel.kallsyms]":
         return "kernel"
     if dso.startswith("[JIT]"):
         return "guest"
-    if dso == DEFAULT_QEMU.name:
+    if dso == binary.name:
         return "device" if DEVICE_SYMBOL.match(sym) else "qemu"
     return "libs"
 
 
-def split_samples(data: str) -> Dict[int, Dict[str, float]]:
+def split_samples(data: str, binary: Path) -> Dict[int, Dict[str, float]]:
     """{tid: {class: % of all samples}} from perf's data file DATA."""
     out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
                           "--sort", "pid,dso,sym", "-g", "none", "-t", "|"],
@@ -115,7 +116,7 @@ def split_samples(data: str) -> Dict[int, Dict[str, float]]:
             continue
         tid = int(fields[1].split(":", 1)[0])
         sym = fields[3].split("] ", 1)[-1]
-        split[tid][classify(fields[2], sym)] += float(fields[0][:-1])
+        split[tid][classify(fields[2], sym, binary)] += float(fields[0][:-1])
     return split
 
 
@@ -132,7 +133,7 @@ def main() -> int:
               file=sys.stderr)
         return 1
     pair_args = [a for a in opts.pair_args if a != "--"]
-    binary = DEFAULT_QEMU.resolve()
+    binary = Path(os.environ.get("RNIC_QEMU", DEFAULT_QEMU)).resolve()
     with tempfile.TemporaryDirectory(prefix="rnic-profile-") as tmp:
         # thread names (CPU 0/TCG) for the table: QEMU's -name debug-threads
         wrapper = Path(tmp) / "qemu"
@@ -156,18 +157,24 @@ def main() -> int:
             return 1
         time.sleep(opts.settle)
         before, t0 = thread_ticks(pids), time.time()
-        subprocess.run(["perf", "record", "-q", *(["-g"] if opts.callgraph else []),
-                        "-o", data, "-p", ",".join(map(str, pids)),
-                        "--", "sleep", str(opts.seconds)],
-                       check=True, stdout=subprocess.DEVNULL)
+        record = subprocess.run(["perf", "record", "-q",
+                                 *(["-g"] if opts.callgraph else []),
+                                 "-o", data, "-p", ",".join(map(str, pids)),
+                                 "--", "sleep", str(opts.seconds)],
+                                check=False, stdout=subprocess.DEVNULL)
+        if record.returncode:
+            print(f"perftest-profile: perf record failed ({record.returncode})",
+                  file=sys.stderr)
+            pair.wait()
+            return 1
         after, elapsed = thread_ticks(pids), time.time() - t0
         status = pair.wait()
-        split = split_samples(data)
+        split = split_samples(data, binary)
 
     role = {pid: f"guest {n + 1}" for n, pid in enumerate(sorted(pids))}
     print(f"\nper thread, {opts.seconds:g} s of perf record "
           "(share of a core; its samples: host kernel / device / rest of QEMU / "
-          "guest code / libraries):\n")
+          "guest code / libraries; guest 1 is 10.0.0.1, perftest's server):\n")
     print("| QEMU | thread | core | kernel | device | QEMU | guest | libs |")
     print("|---|---|---|---|---|---|---|---|")
     for tid, (pid, name, ticks) in sorted(after.items()):
