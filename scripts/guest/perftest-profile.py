@@ -76,7 +76,11 @@ def thread_ticks(pids: List[int]) -> Dict[int, Tuple[int, str, int]]:
     """{tid: (pid, thread name, utime + stime in clock ticks)}."""
     ticks = {}
     for pid in pids:
-        for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:         # that QEMU has exited
+            continue
+        for tid in tids:
             base = f"/proc/{pid}/task/{tid}"
             try:
                 stat = Path(f"{base}/stat").read_text().rsplit(")", 1)[1].split()
@@ -163,11 +167,21 @@ def main() -> int:
                                  "--", "sleep", str(opts.seconds)],
                                 check=False, stdout=subprocess.DEVNULL)
         if record.returncode:
-            print(f"perftest-profile: perf record failed ({record.returncode})",
-                  file=sys.stderr)
+            gone = [pid for pid in pids if not Path(f"/proc/{pid}").exists()]
+            why = (f"QEMU {', '.join(map(str, gone))} exited during the "
+                   "recording (give the test a longer -D or -n)" if gone else
+                   f"perf record failed ({record.returncode})")
+            print(f"perftest-profile: {why}", file=sys.stderr)
             pair.wait()
             return 1
         after, elapsed = thread_ticks(pids), time.time() - t0
+        used = (sum(t[2] for t in after.values()) -
+                sum(t[2] for tid, t in before.items() if tid in after)) / HZ
+        if used / elapsed < 1.0:
+            print(f"perftest-profile: the guests used {used / elapsed:.2f} "
+                  "cores while recorded, less than when the recording "
+                  "started: did the test end during it? (give it a longer "
+                  "-D or -n)", file=sys.stderr)
         status = pair.wait()
         split = split_samples(data, binary)
 
