@@ -18,7 +18,10 @@ the whole step run again, server and client, twice at most ('retry=NAME:N').
 Each guest prints, per step, 'rc=NAME:STATUS' and the tool's output with
 every line prefixed 'NAME: '; at the end 'stats: ' lines (ethtool -S).
 
-Used by tests/guest/test_provider.py and scripts/guest/perftest-pair.py.
+Used by tests/guest/test_provider.py, scripts/guest/perftest-pair.py (and
+through it perftest-profile.py) and latency-trace.py; migrate_rdma.py,
+migration-bench.py and tests/guest/test_migration.py share its guest
+script pieces (NET_UP, PEER_UP, SYNC_POINT, ...) and output readers.
 """
 
 import re
