@@ -856,6 +856,96 @@ static void test_req_bad_response(void)
     fix_fini(&f);
 }
 
+/*
+ * F1: a fenced SEND waits behind a READ whose response has not come;
+ * meanwhile its MR is deregistered. The SEND, decoded before the fence
+ * held it back, must be checked again when it starts: it completes with
+ * a local protection error and sends nothing (before the fix it ran from
+ * the stale decode: a use-after-free of the freed MR).
+ */
+static void test_req_fence_stale_mr(void)
+{
+    Fix f;
+    struct rnic_sq_wqe rd, snd;
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
+    struct rnic_sge s;
+    uint8_t data[64];
+    uint64_t sbuf;
+    uint32_t smr;
+    struct rnic_cqe cqe;
+
+    fix_init(&f);
+    memset(data, 0x5c, sizeof(data));
+    sbuf = test_alloc(f.h, 4096, 4096);
+    smr = tv_reg_mr(f.h, f.pd, sbuf, 4096, RNIC_ACCESS_LOCAL_WRITE, 0, NULL);
+    rd = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
+    rd.rdma.remote_addr = 0x700000;
+    rd.rdma.rkey = 0x99;
+    s = tv_sge(f.buf, sizeof(data), f.mr);
+    tv_write_send(f.h, f.qp, &rd, &s, NULL);
+    snd = tv_wqe_flags(2, RNIC_WR_SEND, RNIC_WQE_SIGNALED | RNIC_WQE_FENCE, 1);
+    s = tv_sge(sbuf, 512, smr);
+    tv_write_send(f.h, f.qp, &snd, &s, NULL);
+    g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
+    test_host_run(f.h);
+    g_assert_cmpuint(f.tx->len, ==, 1);     /* the READ; the SEND waits */
+    c.destroy.handle = smr;
+    c.destroy.net_ctx = f.ctx;
+    g_assert_cmpuint(tv_cmd(f.h, &c).status, ==, RNIC_ST_OK);
+    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data,
+                sizeof(data));
+    cqe = tv_poll_one(f.h, f.cq);
+    g_assert_cmphex(cqe.wr_id, ==, 1);
+    g_assert_cmpuint(cqe.status, ==, RNIC_WC_SUCCESS);
+    cqe = tv_poll_one(f.h, f.cq);
+    g_assert_cmphex(cqe.wr_id, ==, 2);
+    g_assert_cmpuint(cqe.status, ==, RNIC_WC_LOC_PROT_ERR);
+    g_assert_cmpuint(f.tx->len, ==, 1);     /* the SEND never went out */
+    fix_fini(&f);
+}
+
+/*
+ * F3: the guest rewrites a posted READ as a SEND whose SGE names an MR
+ * without LOCAL_WRITE before the response arrives. The response must not
+ * land in the read-only region: the device decides where a READ's data
+ * goes from the WQE it started, never from a second fetch that says
+ * something else.
+ */
+static void test_req_read_wqe_rewritten(void)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    uint8_t data[256], zero[256] = { 0 };
+    uint64_t ro;
+    uint32_t ro_mr;
+    struct rnic_cqe c;
+
+    fix_init(&f);
+    memset(data, 0xab, sizeof(data));
+    ro = test_alloc(f.h, 4096, 4096);
+    ro_mr = tv_reg_mr(f.h, f.pd, ro, 4096, RNIC_ACCESS_REMOTE_READ, 0, NULL);
+    s = tv_sge(f.buf, sizeof(data), f.mr);
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = 0x700000;
+    w.rdma.rkey = 0x99;
+    tv_post_send(f.h, f.qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    /* the same slot, rewritten in the ring (no doorbell) */
+    f.qp->sq_prod--;
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
+    s = tv_sge(ro, sizeof(data), ro_mr);
+    tv_write_send(f.h, f.qp, &w, &s, NULL);
+    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data,
+                sizeof(data));
+    g_assert_cmpmem(test_ptr(f.h, ro), sizeof(zero), zero, sizeof(zero));
+    g_assert_cmpmem(test_ptr(f.h, f.buf), sizeof(zero), zero, sizeof(zero));
+    c = tv_poll_one(f.h, f.cq);
+    g_assert_cmphex(c.wr_id, ==, 1);
+    g_assert_cmpuint(c.status, !=, RNIC_WC_SUCCESS);
+    fix_fini(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -878,6 +968,10 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/transport/req-rnr-nak", test_req_rnr_nak);
     g_test_add_func("/rnic/transport/req-fatal-naks", test_req_fatal_naks);
     g_test_add_func("/rnic/transport/req-bad-response", test_req_bad_response);
+    g_test_add_func("/rnic/transport/req-fence-stale-mr",
+                    test_req_fence_stale_mr);
+    g_test_add_func("/rnic/transport/req-read-wqe-rewritten",
+                    test_req_read_wqe_rewritten);
     g_test_add_func("/rnic/transport/resp-ack-batch", test_resp_ack_batch);
     g_test_add_func("/rnic/transport/req-ack-request", test_req_ack_request);
     g_test_add_func("/rnic/transport/req-tail-probe", test_req_tail_probe);

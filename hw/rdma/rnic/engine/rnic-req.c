@@ -203,26 +203,53 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
 }
 
 /*
- * Make 'c' hold WQE 'index' with its SGEs resolved against the current
- * mapping tables.
+ * A decoded WQE whose resolved SGEs may be stale (an MR changed since):
+ * resolve them again, with the access the started slot's opcode needs.
  */
-static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
-                              RnicSendWqe *c)
+static uint8_t rnic_req_revalidate(RnicEngine *e, RnicQp *qp, RnicSendWqe *c)
 {
     uint32_t access;
 
-    if (!c->valid || c->index != index) {
-        return rnic_req_decode(e, qp, index, c);
+    if (c->mr_gen == e->mr_gen) {
+        return RNIC_WC_SUCCESS;
     }
-    if (c->mr_gen != e->mr_gen) {
-        access = rnic_wr_is_rd_atomic(c->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE
-                                                     : 0;
-        if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, c->sge,
-                               c->nsge, access)) {
-            c->valid = false;
-            return RNIC_WC_LOC_PROT_ERR;
-        }
-        c->mr_gen = e->mr_gen;
+    access = rnic_wr_is_rd_atomic(c->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE : 0;
+    if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, c->sge,
+                           c->nsge, access)) {
+        c->valid = false;
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    c->mr_gen = e->mr_gen;
+    return RNIC_WC_SUCCESS;
+}
+
+/*
+ * Make 'c' hold the started WQE of slot 's' (index 'index') with its SGEs
+ * resolved against the current mapping tables. When it has to be read
+ * from the ring again (retransmission, a READ response, after a load), it
+ * must still be the WQE the slot started: the guest may have rewritten a
+ * posted WQE, and the access checks made at the start (a READ's sink
+ * needs LOCAL_WRITE) must not be decided on a second fetch that says
+ * something else.
+ */
+static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
+                              const RnicSqSlot *s, RnicSendWqe *c)
+{
+    uint8_t status;
+
+    if (c->valid && c->index == index) {
+        return rnic_req_revalidate(e, qp, c);
+    }
+    status = rnic_req_decode(e, qp, index, c);
+    if (status != RNIC_WC_SUCCESS) {
+        return status;
+    }
+    if (c->hdr.opcode != s->opcode || c->hdr.flags != s->flags ||
+        c->length != s->length ||
+        GUINT64_FROM_LE(c->hdr.wr_id) != s->wr_id) {
+        c->valid = false;
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "WQE rewritten after it was posted");
     }
     return RNIC_WC_SUCCESS;
 }
@@ -514,12 +541,15 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
         s->opcode = c->hdr.opcode;
         s->flags = c->hdr.flags;
         s->length = c->length;
-        if (status != RNIC_WC_SUCCESS) {
-            qp->sq_hi = index + 1;
-            qp->sq_next = index + 1;
-            rnic_req_local_error(e, qp, s, status);
-            return RNIC_START_STOP;
-        }
+    } else {
+        /* decoded in an earlier run, held back by a fence or the depth */
+        status = rnic_req_revalidate(e, qp, c);
+    }
+    if (status != RNIC_WC_SUCCESS) {
+        qp->sq_hi = index + 1;
+        qp->sq_next = index + 1;
+        rnic_req_local_error(e, qp, s, status);
+        return RNIC_START_STOP;
     }
     /* fence: wait for every earlier READ/atomic; initiator depth */
     if (((c->hdr.flags & RNIC_WQE_FENCE) && qp->rd_outstanding) ||
@@ -619,7 +649,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             qp->tx_pkt = 0;
             continue;
         } else {
-            status = rnic_req_cache(e, qp, index, c);
+            status = rnic_req_cache(e, qp, index, s, c);
             if (status != RNIC_WC_SUCCESS) {
                 rnic_req_local_error(e, qp, s, status);
                 break;
@@ -843,11 +873,12 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 
 /* Data of a READ response or an atomic result into the slot's buffers. */
 static bool rnic_req_place(RnicEngine *e, RnicQp *qp, uint32_t index,
-                           uint32_t off, const RnicPayload *pl)
+                           const RnicSqSlot *s, uint32_t off,
+                           const RnicPayload *pl)
 {
     RnicSendWqe *c = qp->rxc;
 
-    if (rnic_req_cache(e, qp, index, c) != RNIC_WC_SUCCESS) {
+    if (rnic_req_cache(e, qp, index, s, c) != RNIC_WC_SUCCESS) {
         return false;
     }
     if (off + pl->len > c->length) {
@@ -905,7 +936,7 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
         rnic_req_fatal(e, qp, psn, RNIC_WC_BAD_RESP_ERR);
         return;
     }
-    if (want && !rnic_req_place(e, qp, index, k * pmtu, &pkt->payload)) {
+    if (want && !rnic_req_place(e, qp, index, s, k * pmtu, &pkt->payload)) {
         rnic_req_fatal(e, qp, psn, RNIC_WC_LOC_PROT_ERR);
         return;
     }
@@ -934,7 +965,7 @@ static void rnic_req_atomic_ack(RnicEngine *e, RnicQp *qp,
         rnic_req_complete(e, qp);
         return;                     /* stale or duplicate */
     }
-    if (!rnic_req_place(e, qp, index, 0, &pl)) {
+    if (!rnic_req_place(e, qp, index, s, 0, &pl)) {
         rnic_req_fatal(e, qp, psn, RNIC_WC_LOC_PROT_ERR);
         return;
     }
