@@ -856,6 +856,118 @@ static void test_req_bad_response(void)
     fix_fini(&f);
 }
 
+/* A wire tap that only counts: what a long stream of responses sends. */
+typedef struct Counter {
+    uint64_t frames;
+    uint8_t last_op;
+    uint32_t last_psn;
+    uint8_t last_syndrome;
+    uint64_t first_ack;         /* frame number of the first ACK/NAK */
+} Counter;
+
+static void count_tap(void *opaque, const RnicPacket *pkt)
+{
+    Counter *n = opaque;
+
+    n->frames++;
+    if (pkt->bth.opcode == RNIC_OP_RC_ACKNOWLEDGE && !n->first_ack) {
+        n->first_ack = n->frames;
+    }
+    n->last_op = pkt->bth.opcode;
+    n->last_psn = pkt->bth.psn;
+    n->last_syndrome = pkt->aeth.syndrome;
+}
+
+/* A region of 'len' bytes whose 2 MiB pages all name one page of RAM. */
+static uint32_t reg_mr_aliased(Fix *f, uint64_t len)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_REG_MR };
+    uint32_t npages = len >> 21, i;
+    uint64_t page = test_alloc(f->h, 2u << 20, 2u << 20);
+    uint64_t pbl = test_alloc(f->h, 8ull * npages, 8);
+    uint64_t *pages = test_ptr(f->h, pbl);
+
+    for (i = 0; i < npages; i++) {
+        pages[i] = page;
+    }
+    c.mr.iova = 0x100000000ull;
+    c.mr.length = len;
+    c.mr.pbl_addr = pbl;
+    c.mr.pd = f->pd;
+    c.mr.npages = npages;
+    c.mr.access = RNIC_ACCESS_ALL;
+    c.mr.page_shift = 21;
+    c.mr.levels = 1;
+    c.mr.key = TV_MR_KEY;
+    return tv_cmd_ok(f->h, &c);
+}
+
+/*
+ * F6: the peer queues 16 READs of 2 GiB (8 M response packets at a 4 KiB
+ * MTU), then a packet with a PSN gap. The NAK waits behind the responses
+ * instead of streaming all of them in that one receive call: every call
+ * into the engine sends a bounded number of frames. A short version runs
+ * to the end: every response, then the NAK, in PSN order.
+ */
+static void do_resp_read_gap(uint64_t len, bool to_the_end)
+{
+    Fix f;
+    Counter n = { 0 };
+    RnicPacket x;
+    uint32_t stag, i, runs = 0;
+    uint64_t npsn, before;
+    uint8_t data[8] = { 0 };
+
+    tv_path_mtu = RNIC_MTU_4096;
+    fix_init(&f);
+    stag = reg_mr_aliased(&f, len);
+    f.h->engine->wire_tap = count_tap;
+    f.h->engine->wire_tap_opaque = &n;
+    npsn = len / 4096;
+    memset(&x, 0, sizeof(x));
+    x.reth.va = 0x100000000ull;
+    x.reth.rkey = stag;
+    x.reth.dma_len = len;
+    for (i = 0; i < 16; i++) {
+        before = n.frames;
+        rx(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0 + i * npsn, NULL, 0, &x);
+        g_assert_cmpuint(n.frames - before, <=, 64);
+    }
+    before = n.frames;
+    rx(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 16 * npsn + 5, data, sizeof(data),
+       NULL);
+    g_assert_cmpuint(n.frames - before, <=, 64);
+    /* each engine run: bounded */
+    while (f.h->scheduled && (to_the_end || runs < 4)) {
+        f.h->scheduled = false;
+        before = n.frames;
+        rnic_engine_run(f.h->engine);
+        g_assert_cmpuint(n.frames - before, <=, 256 * 64 + 1);
+        runs++;
+    }
+    if (to_the_end) {
+        /* the NAK after every response */
+        g_assert_cmpuint(n.frames, ==, 16 * npsn + 1);
+        g_assert_cmpuint(n.first_ack, ==, n.frames);
+        g_assert_cmphex(n.last_op, ==, RNIC_OP_RC_ACKNOWLEDGE);
+        g_assert_cmpuint(n.last_psn, ==, PSN0 + 16 * npsn);
+        g_assert_cmphex(n.last_syndrome, ==,
+                        RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+    } else {
+        g_assert_true(f.h->scheduled);
+        g_assert_cmpuint(n.frames, <, 16 * npsn);
+        g_assert_cmpuint(n.first_ack, ==, 0);
+    }
+    fix_fini(&f);
+    tv_path_mtu = RNIC_MTU_1024;
+}
+
+static void test_resp_read_gap_bounded(void)
+{
+    do_resp_read_gap(2ull << 30, false);
+    do_resp_read_gap(4ull << 20, true);
+}
+
 /*
  * F1: a fenced SEND waits behind a READ whose response has not come;
  * meanwhile its MR is deregistered. The SEND, decoded before the fence
@@ -968,6 +1080,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/transport/req-rnr-nak", test_req_rnr_nak);
     g_test_add_func("/rnic/transport/req-fatal-naks", test_req_fatal_naks);
     g_test_add_func("/rnic/transport/req-bad-response", test_req_bad_response);
+    g_test_add_func("/rnic/transport/resp-read-gap-bounded",
+                    test_resp_read_gap_bounded);
     g_test_add_func("/rnic/transport/req-fence-stale-mr",
                     test_req_fence_stale_mr);
     g_test_add_func("/rnic/transport/req-read-wqe-rewritten",

@@ -171,6 +171,12 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
         if (!r->res_pending && !r->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
         }
+        /* an owed NAK covers every PSN before it: only a later ACK wins */
+        if (r->ack_owed &&
+            (r->ack_syndrome & RNIC_AETH_KIND_MASK) != RNIC_AETH_ACK &&
+            rnic_psn_diff(psn, r->ack_psn) < 0) {
+            return;
+        }
         r->ack_owed = true;
         r->ack_psn = psn;
         r->ack_syndrome = RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID;
@@ -195,15 +201,49 @@ static void rnic_resp_ack_first(RnicEngine *e, RnicQp *qp,
     }
 }
 
-/* A NAK goes out after every response queued before it. */
+/*
+ * A NAK goes out after every response queued before it. With responses
+ * still to stream it is owed, like a coalesced ACK, and leaves when the
+ * stream ends (rnic_resp_flush_owed_ack), so that a receive call does a
+ * bounded amount of work whatever the peer queued: 16 READs of 2 GiB and
+ * a PSN gap would otherwise be 8 M frames in one call.
+ */
 static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
                           uint8_t syndrome)
 {
-    rnic_resp_stream(e, qp, UINT32_MAX);
-    qp->resp.ack_owed = false;
-    if (qp->state != RNIC_QPS_ERR) {
-        rnic_resp_send_aeth(e, qp, psn, syndrome);
+    RnicResp *r = &qp->resp;
+
+    if (r->res_pending) {
+        if (!r->ack_owed) {
+            rnic_qp_work(e, qp, RNIC_QPW_RESP);
+        }
+        r->ack_owed = true;
+        r->ack_psn = psn & RNIC_PSN_MASK;
+        r->ack_syndrome = syndrome;
+        return;
     }
+    r->ack_owed = false;
+    rnic_resp_send_aeth(e, qp, psn, syndrome);
+}
+
+/*
+ * A fatal NAK cannot wait: the QP goes to ERR right after it. The
+ * responses still owed are dropped (the peer's requester completes them
+ * in error when the NAK moves its QP to ERR too).
+ */
+static void rnic_resp_nak_fatal(RnicEngine *e, RnicQp *qp, uint32_t psn,
+                                uint8_t syndrome)
+{
+    RnicResp *r = &qp->resp;
+    uint32_t i;
+
+    for (i = 0; i < r->nres; i++) {
+        r->res[i].pending = false;
+    }
+    r->res_pending = 0;
+    r->res_send = r->res_head;
+    r->ack_owed = false;
+    rnic_resp_send_aeth(e, qp, psn, syndrome);
 }
 
 /*
@@ -264,7 +304,7 @@ static void rnic_resp_fail(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     if (qp->resp.recv.valid) {
         rnic_resp_recv_complete(e, qp, recv_status, RNIC_WC_RECV, 0, 0, 0);
     }
-    rnic_resp_nak(e, qp, pkt->bth.psn, RNIC_AETH_NAK | nak);
+    rnic_resp_nak_fatal(e, qp, pkt->bth.psn, RNIC_AETH_NAK | nak);
     if (event) {
         rnic_async_event(e, event, qp->handle, qp->qpn);
     }
