@@ -12,6 +12,7 @@ static int th_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
     if (addr > h->ram_size || len > h->ram_size - addr) {
         return -1;
     }
+    h->dma_read_bytes += len;
     memcpy(buf, h->ram + addr, len);
     return 0;
 }
@@ -23,6 +24,7 @@ static int th_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
     if (addr > h->ram_size || len > h->ram_size - addr) {
         return -1;
     }
+    h->dma_write_bytes += len;
     memcpy(h->ram + addr, buf, len);
     return 0;
 }
@@ -97,6 +99,11 @@ static void *th_dma_map(void *opaque, uint64_t addr, uint64_t *len,
         return NULL;
     }
     *len = MIN(*len, h->ram_size - addr);
+    if (is_write) {
+        h->dma_write_bytes += *len;
+    } else {
+        h->dma_read_bytes += *len;
+    }
     h->maps++;
     return h->ram + addr;
 }

@@ -29,6 +29,8 @@ typedef struct TestHost {
     unsigned maps;              /* dma_map mappings not yet unmapped */
     GPtrArray *log;             /* char * per log message */
     unsigned guest_errors;
+    uint64_t dma_read_bytes;    /* bytes the engine read and wrote, */
+    uint64_t dma_write_bytes;   /* dma_map included (its full length) */
     /* admin queue state of the test verbs driver (rnic-test-verbs.h) */
     uint64_t aq, acq;
     uint32_t aq_log2, aq_tail, acq_head;

@@ -299,10 +299,20 @@ static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)
     e->regs.fatal_code = code;
 }
 
+/*
+ * Work per rnic_admin_process() call, which holds the BQL: this many
+ * commands, or until the commands have read this many page-list entries
+ * (8 MiB of DMA, about a millisecond; one maximal REG_MR). The rest waits
+ * for the next run: a full queue of maximal registrations is 4,096 runs,
+ * not one of seconds.
+ */
+#define RNIC_ADMIN_RUN_CMDS         64
+#define RNIC_ADMIN_RUN_PBL_ENTRIES  RNIC_MR_MAX_PAGES
+
 void rnic_admin_process(RnicEngine *e)
 {
     RnicRegs *r = &e->regs;
-    uint32_t entries, mask;
+    uint32_t entries, mask, done = 0;
     bool completed = false;
 
     if (!rnic_aq_running(e)) {
@@ -310,10 +320,18 @@ void rnic_admin_process(RnicEngine *e)
     }
     entries = rnic_aq_entries(e);
     mask = entries - 1;
+    e->pbl_read = 0;
     while (r->aq_head != r->aq_tail && r->acq_tail - r->acq_head < entries) {
         struct rnic_admin_cmd cmd;
         struct rnic_admin_cqe cqe;
         RnicAdminResult res;
+
+        if (done == RNIC_ADMIN_RUN_CMDS ||
+            e->pbl_read >= RNIC_ADMIN_RUN_PBL_ENTRIES) {
+            rnic_engine_schedule(e);    /* the rest in the next run */
+            break;
+        }
+        done++;
 
         if (e->ops->dma_read(e->opaque,
                              r->aq_base + (uint64_t)(r->aq_head & mask) * sizeof(cmd),

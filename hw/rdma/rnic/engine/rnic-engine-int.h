@@ -530,6 +530,7 @@ struct RnicEngine {
     GHashTable *mnet_qpns;      /* QPN -> RnicQp of multi-network PDs */
     uint32_t mnet_next_qpn;
     uint64_t pbl_pages;         /* page-list entries held, all entries */
+    uint64_t pbl_read;          /* page-list entries read this admin run */
 
     /* registration log */
     GArray *reglog;             /* of RnicRegLogRec */

@@ -157,6 +157,9 @@ static RnicPbl *rnic_pbl_read(RnicEngine *e, uint64_t addr, uint8_t levels,
         *why = "device page-list budget exhausted";
         return NULL;
     }
+    if (levels > 0) {
+        e->pbl_read += npages;      /* the admin run's work budget */
+    }
     if (levels == 0) {
         pbl->pages[0] = addr;
     } else if (levels == 1) {
