@@ -701,6 +701,79 @@ static void test_migration_roundtrip(void)
     dev_fini(&d);
 }
 
+/* 'img' without its section 'tag', or with that section's payload 'payload'. */
+static GByteArray *image_edit_section(GByteArray *img, uint16_t tag,
+                                      const void *payload, uint32_t len)
+{
+    RnicImageReader r = { .data = img->data, .len = img->len };
+    RnicImageReader sec;
+    GByteArray *out = g_byte_array_new();
+    uint16_t t, flags;
+    size_t start;
+
+    g_byte_array_append(out, img->data, 8);     /* magic, version */
+    r.pos = 8;
+    for (start = r.pos; rnic_image_next_section(&r, &t, &flags, &sec);
+         start = r.pos) {
+        if (t != tag) {
+            g_byte_array_append(out, img->data + start, r.pos - start);
+        } else if (payload) {
+            uint32_t le = GUINT32_TO_LE(len);
+
+            g_byte_array_append(out, img->data + start, 4);
+            g_byte_array_append(out, (const guint8 *)&le, 4);
+            g_byte_array_append(out, payload, len);
+        }
+    }
+    return out;
+}
+
+/*
+ * F4: an image with a multi-network PD whose RC QP is connected, but
+ * without the section that binds it to a network context (or with that
+ * section empty), is refused; before, the first run dereferenced the
+ * QP's missing context.
+ */
+static void test_migration_unbound_qp(void)
+{
+    static const uint32_t no_bindings;
+    Dev d;
+    TestHost *dst;
+    TvQp *x, *y;
+    GByteArray *img, *bad;
+    char *err = NULL;
+    int i;
+
+    dev_init(&d, NULL);
+    rc_pair(&d, d.mpd, 1, &x, &y);
+    img = save(d.h);
+    dst = test_host_new(NULL);
+    for (i = 0; i < 2; i++) {
+        bad = image_edit_section(img, 13, i ? &no_bindings : NULL,
+                                 i ? sizeof(no_bindings) : 0);
+        g_assert_cmpuint(bad->len, <, img->len);
+        g_assert_false(rnic_engine_load(dst->engine, bad->data, bad->len,
+                                        &err));
+        g_assert_nonnull(strstr(err, i ? "bound to no network context"
+                                       : "multi-network bindings missing"));
+        g_free(err);
+        err = NULL;
+        test_host_run(dst);
+        g_byte_array_unref(bad);
+    }
+    /* the unedited image loads */
+    bad = image_edit_section(img, 0, NULL, 0);
+    g_assert_cmpmem(bad->data, bad->len, img->data, img->len);
+    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
+    test_host_run(dst);
+    g_byte_array_unref(bad);
+    g_byte_array_unref(img);
+    g_free(x);
+    g_free(y);
+    test_host_free(dst);
+    dev_fini(&d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -712,5 +785,7 @@ int main(int argc, char **argv)
     g_test_add_func("/multinet/bad-input", test_bad_input);
     g_test_add_func("/multinet/migration-roundtrip",
                     test_migration_roundtrip);
+    g_test_add_func("/multinet/migration-unbound-qp",
+                    test_migration_unbound_qp);
     return g_test_run();
 }

@@ -235,6 +235,9 @@ bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
 {
     uint32_t i;
 
+    if (!ctx) {
+        return false;   /* an unbound QP has no local GIDs */
+    }
     for (i = 0; i < e->cfg.max_gid; i++) {
         const RnicGid *g = &e->gids[i];
 

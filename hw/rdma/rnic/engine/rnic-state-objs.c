@@ -1019,6 +1019,31 @@ void rnic_state_prompt_peers(RnicEngine *e)
     }
 }
 
+/*
+ * Invariants across sections, checked once every section is loaded: what
+ * one section may only state because another one did. NULL when they
+ * hold, else a newly allocated message.
+ */
+char *rnic_state_check(RnicEngine *e)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->qps.cap; i++) {
+        RnicQp *qp = e->qps.slots[i];
+
+        /* a connected QP sends and receives in a network context */
+        if (qp && !qp->ctx && !qp->all_nets &&
+            (qp->state == RNIC_QPS_RTR || qp->state == RNIC_QPS_RTS ||
+             qp->state == RNIC_QPS_SQD || qp->state == RNIC_QPS_SQE)) {
+            return g_strdup_printf("QP %u of a multi-network PD is "
+                                   "connected (state %u) but bound to no "
+                                   "network context", qp->handle,
+                                   qp->state);
+        }
+    }
+    return NULL;
+}
+
 void rnic_state_post_load(RnicEngine *e)
 {
     uint32_t i;

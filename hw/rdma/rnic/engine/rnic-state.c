@@ -235,13 +235,18 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
         *err = g_strdup("state image truncated");
         goto fail;
     }
+    /* a section written only when needed is needed by what was loaded */
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
         if (!seen[i] && !(rnic_sections[i].flags & RNIC_SECTION_OPTIONAL) &&
-            !rnic_sections[i].needed) {
+            (!rnic_sections[i].needed || rnic_sections[i].needed(e))) {
             *err = g_strdup_printf("state section %s missing",
                                    rnic_sections[i].name);
             goto fail;
         }
+    }
+    *err = rnic_state_check(e);
+    if (*err) {
+        goto fail;
     }
     rnic_state_post_load(e);
     return true;

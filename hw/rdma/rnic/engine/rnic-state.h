@@ -28,6 +28,7 @@ RNIC_STATE_SECTION(mnet_binds);
 bool rnic_mnet_needed(RnicEngine *e);
 
 /* After a successful load: caches invalid, pending work and timers on. */
+char *rnic_state_check(RnicEngine *e);
 void rnic_state_post_load(RnicEngine *e);
 void rnic_state_prompt_peers(RnicEngine *e);
 
