@@ -35,6 +35,13 @@ static void th_raise_irq(void *opaque, unsigned vector)
 
     g_assert_cmpuint(vector, <, TEST_MAX_VECTORS);
     h->irqs[vector]++;
+    if (h->irq_writes_ctrl) {
+        uint32_t status;
+
+        rnic_engine_reg_write(h->engine, RNIC_REG_DEV_CTRL, h->irq_writes_ctrl);
+        rnic_engine_reg_read(h->engine, RNIC_REG_DEV_STATUS, &status);
+        h->ready_after_irq_write = status & RNIC_STATUS_READY;
+    }
 }
 
 static void th_transmit(void *opaque, const struct iovec *iov, int iovcnt)

@@ -19,6 +19,13 @@ typedef struct TestHost {
     uint64_t ram_size;
     uint64_t alloc_next;        /* bump allocator over ram */
     unsigned irqs[TEST_MAX_VECTORS];
+    /*
+     * An MSI aimed at BAR0: raise_irq writes this to DEV_CTRL from inside
+     * the engine call (0: off), and notes whether the device was still
+     * ready right after that write.
+     */
+    uint32_t irq_writes_ctrl;
+    bool ready_after_irq_write;
     bool scheduled;
     bool run_now;               /* RnicHostOps.run_now answers this */
     uint64_t now_ns;

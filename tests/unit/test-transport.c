@@ -969,6 +969,53 @@ static void test_resp_read_gap_bounded(void)
 }
 
 /*
+ * F2 (the engine half): the completion interrupt of a retry-exceeded SEND
+ * is an MSI the guest aimed at BAR0 + DEV_CTRL with RESET (or a disable).
+ * The reset arrives from inside the timer's engine call, while the QP it
+ * would free is still in use: it is done when that call ends.
+ */
+static void do_irq_resets(uint32_t ctrl)
+{
+    Fix f;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    uint64_t eq_ring;
+    uint32_t eq, status;
+    TvCq *cq;
+    TvQp *qp;
+
+    tv_retry_cnt = 0;
+    fix_init(&f);
+    eq = tv_eq(f.h, 6, 1, 0, &eq_ring);
+    cq = tv_cq(f.h, 6, eq, 0);
+    qp = tv_qp(f.h, RNIC_QPT_RC, f.pd, cq, cq, NULL, 5, 0);
+    tv_rc_connect(f.h, qp, 0, f.remote, PEER_QPN + 1);
+    tv_cq_arm(f.h, cq, RNIC_DB_ARM_NEXT);
+    s = tv_sge(f.buf, 100, f.mr);
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
+    tv_post_send(f.h, qp, &w, &s, NULL);
+    g_assert_cmpuint(f.tx->len, ==, 1);
+    f.h->irq_writes_ctrl = ctrl;
+    test_host_advance(f.h, 100000000);      /* past the ACK timeout */
+    g_assert_cmpuint(f.h->irqs[1], ==, 1);
+    g_assert_true(f.h->ready_after_irq_write);
+    /* and done once the call returned */
+    g_assert_cmpint(rnic_engine_reg_read(f.h->engine, RNIC_REG_DEV_STATUS,
+                                         &status), ==, RNIC_ACCESS_OK);
+    g_assert_cmphex(status & RNIC_STATUS_READY, ==, 0);
+    g_free(cq);
+    g_free(qp);
+    fix_fini(&f);
+    tv_retry_cnt = 7;
+}
+
+static void test_req_irq_resets_device(void)
+{
+    do_irq_resets(RNIC_CTRL_RESET);
+    do_irq_resets(RNIC_CTRL_AQ_IRQ);        /* ENABLE cleared: a disable */
+}
+
+/*
  * F1: a fenced SEND waits behind a READ whose response has not come;
  * meanwhile its MR is deregistered. The SEND, decoded before the fence
  * held it back, must be checked again when it starts: it completes with
@@ -1080,6 +1127,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/transport/req-rnr-nak", test_req_rnr_nak);
     g_test_add_func("/rnic/transport/req-fatal-naks", test_req_fatal_naks);
     g_test_add_func("/rnic/transport/req-bad-response", test_req_bad_response);
+    g_test_add_func("/rnic/transport/req-irq-resets-device",
+                    test_req_irq_resets_device);
     g_test_add_func("/rnic/transport/resp-read-gap-bounded",
                     test_resp_read_gap_bounded);
     g_test_add_func("/rnic/transport/req-fence-stale-mr",

@@ -213,11 +213,13 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
 {
     RnicAccessResult r;
 
-    if (e->run_scheduled || e->run_inline || !e->ops->run_now ||
+    /* nested in another engine call: recorded, done by the next run */
+    if (e->depth || e->run_scheduled || e->run_inline || !e->ops->run_now ||
         !e->ops->run_now(e->opaque)) {
         return rnic_doorbell_record(e, page, offset, value);
     }
     /* rnic_engine_schedule() only notes requests until the end */
+    rnic_engine_enter(e);
     e->run_inline = true;
     r = rnic_doorbell_record(e, page, offset, value);
     if (e->run_scheduled) {
@@ -225,6 +227,7 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
         rnic_doorbells_process_budget(e, RNIC_DB_INLINE_BUDGET);
     }
     e->run_inline = false;
+    rnic_engine_leave(e);
     if (e->run_scheduled) {
         e->ops->schedule(e->opaque);
     }

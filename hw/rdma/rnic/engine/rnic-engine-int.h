@@ -512,6 +512,14 @@ struct RnicEngine {
     bool run_scheduled;
     bool run_inline;            /* a doorbell's work runs now (rnic-doorbell.c) */
     bool prompt_peers;          /* loaded: NAK the RC peers at the next run */
+    /*
+     * Calls into the engine in progress (rnic_engine_enter). A host
+     * callback may re-enter it (an MSI or DMA the guest aimed at BAR0);
+     * a reset or disable asked for then waits for the outermost call.
+     */
+    uint32_t depth;
+    bool ctrl_deferred;
+    uint32_t ctrl_value;        /* the deferred DEV_CTRL write */
 
     /* objects */
     bool uctx_used[RNIC_DB_PAGES_MAX];
@@ -574,6 +582,15 @@ static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 }
 
 void rnic_engine_schedule(RnicEngine *e);
+/*
+ * Bracket an entry point that does work (runs, timers, doorbells, frames,
+ * register writes): see RnicEngine.depth.
+ */
+static inline void rnic_engine_enter(RnicEngine *e)
+{
+    e->depth++;
+}
+void rnic_engine_leave(RnicEngine *e);
 void rnic_raise_irq(RnicEngine *e, unsigned vector);
 
 static inline int rnic_dma_read(RnicEngine *e, uint64_t addr, void *buf,

@@ -138,6 +138,7 @@ void rnic_engine_reset(RnicEngine *e)
     rnic_transport_reset(e);
     memset(e->stats, 0, sizeof(e->stats));
     e->run_scheduled = false;
+    e->ctrl_deferred = false;
 }
 
 void rnic_engine_schedule(RnicEngine *e)
@@ -153,6 +154,7 @@ void rnic_engine_schedule(RnicEngine *e)
 
 void rnic_engine_run(RnicEngine *e)
 {
+    rnic_engine_enter(e);
     e->run_scheduled = false;
     if (e->prompt_peers) {
         rnic_state_prompt_peers(e);
@@ -160,6 +162,7 @@ void rnic_engine_run(RnicEngine *e)
     rnic_admin_process(e);
     rnic_doorbells_process(e);
     rnic_eth_run(e);
+    rnic_engine_leave(e);
 }
 
 void rnic_raise_irq(RnicEngine *e, unsigned vector)

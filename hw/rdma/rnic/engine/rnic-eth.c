@@ -167,12 +167,14 @@ void rnic_engine_set_link(RnicEngine *e, bool up)
     RnicEth *eth = &e->eth;
     bool was_up = !eth->link_down;
 
+    rnic_engine_enter(e);
     eth->link_down = !up;
     rnic_eth_status_link(e);
     if (was_up != up) {
         rnic_port_event(e, up);
         rnic_eth_irq_event(e);
     }
+    rnic_engine_leave(e);
 }
 
 /* Send the complete frames posted on the TX ring. */
@@ -339,7 +341,8 @@ static int rnic_eth_rx_copy(RnicEngine *e, uint64_t addr, size_t len,
     return 0;
 }
 
-bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt)
+static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
+                             int iovcnt)
 {
     RnicEthRegs *r = &e->eth.r;
     RnicEthRing *ring = &r->rx;
@@ -434,6 +437,16 @@ bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt)
     }
     rnic_eth_irq_event(e);
     return true;
+}
+
+bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt)
+{
+    bool taken;
+
+    rnic_engine_enter(e);
+    taken = rnic_eth_receive(e, iov, iovcnt);
+    rnic_engine_leave(e);
+    return taken;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -159,6 +159,20 @@ static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
         res = RNIC_ACCESS_BAD_VALUE;    /* reserved bits: logged, ignored */
         value &= RNIC_CTRL_WRITABLE;
     }
+    /*
+     * From inside an engine call (a host callback re-entered it): the
+     * objects that call is using stay until it returns.
+     */
+    if (e->depth &&
+        ((value & RNIC_CTRL_RESET) ||
+         (was_enabled && !(value & RNIC_CTRL_ENABLE)))) {
+        rnic_guest_error(e, "reset or disable (DEV_CTRL 0x%x) written from "
+                         "inside a device operation: done when it ends",
+                         value);
+        e->ctrl_deferred = true;
+        e->ctrl_value = value;
+        return res;
+    }
     if (value & RNIC_CTRL_RESET) {
         rnic_engine_reset(e);
         return res;
@@ -203,7 +217,15 @@ static RnicAccessResult rnic_aq_config_write(RnicEngine *e, uint32_t offset,
     return RNIC_ACCESS_OK;
 }
 
-RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
+void rnic_engine_leave(RnicEngine *e)
+{
+    if (--e->depth == 0 && e->ctrl_deferred) {
+        e->ctrl_deferred = false;
+        rnic_ctrl_write(e, e->ctrl_value);
+    }
+}
+
+static RnicAccessResult rnic_reg_write(RnicEngine *e, uint32_t offset,
                                        uint32_t value)
 {
     RnicRegs *r = &e->regs;
@@ -256,4 +278,18 @@ RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
     default:
         return RNIC_ACCESS_UNKNOWN_REG;
     }
+}
+
+RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
+                                       uint32_t value)
+{
+    RnicAccessResult r;
+
+    if (offset == RNIC_REG_DEV_CTRL) {
+        return rnic_ctrl_write(e, value);   /* deferred when nested */
+    }
+    rnic_engine_enter(e);
+    r = rnic_reg_write(e, offset, value);
+    rnic_engine_leave(e);
+    return r;
 }

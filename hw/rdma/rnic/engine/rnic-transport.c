@@ -226,6 +226,7 @@ void rnic_engine_timer_expired(RnicEngine *e)
     uint64_t now = e->ops->clock_ns(e->opaque);
     RnicLink due, *l, *next;
 
+    rnic_engine_enter(e);
     e->timer_armed = UINT64_MAX;
     rnic_list_init(&due);
     for (l = e->timers.next; l != &e->timers; l = next) {
@@ -244,4 +245,5 @@ void rnic_engine_timer_expired(RnicEngine *e)
         rnic_req_timer(e, qp);
     }
     rnic_timer_rearm(e);
+    rnic_engine_leave(e);
 }
