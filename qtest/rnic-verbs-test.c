@@ -9,6 +9,7 @@
 #include "libqtest.h"
 #include "qemu/bswap.h"
 #include "qemu/module.h"
+#include "hw/pci/pci_regs.h"
 #include "rnic-verbs.h"
 
 #define BUF_SIZE (64 * 1024)
@@ -732,6 +733,64 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
     g_free(u2);
 }
 
+/*
+ * MSI-X vector 1 aimed at the device's own BAR0 + DEV_CTRL with data RESET,
+ * raised by the completion of a SEND whose retransmit timer expires (retry
+ * count 0, a peer that never answers). The engine runs inside QEMU's
+ * re-entrancy guard, timers included: the write is refused, the device
+ * keeps working. Before, the timer ran outside the guard and the reset
+ * freed the QP the engine was completing (ASan: use-after-free).
+ */
+static void test_msix_at_bar0(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRnic *d = obj;
+    uint64_t entry = d->dev.msix_table_off + 1 * PCI_MSIX_ENTRY_SIZE;
+    uint64_t target = d->regs.addr + RNIC_REG_DEV_CTRL;
+    uint32_t ctx = tv_net_ctx(d, 0), pd, eq, mr;
+    uint8_t dgid[16];
+    uint64_t buf;
+    TvCq *cq;
+    TvQp *qp;
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg;
+    struct rnic_cqe c;
+    struct rnic_admin_cmd nop = { .opcode = RNIC_CMD_NOP };
+
+    g_assert_false(d->regs.is_io);
+    qv_gid(d, 0, ctx, 0, 1);
+    pd = tv_pd(d, ctx, 0);
+    rnic_msix_route(d, 1);
+    eq = tv_eq(d, 4, 1, 0, NULL);
+    cq = tv_cq(d, 4, eq, 0);
+    qp = tv_qp(d, RNIC_QPT_RC, pd, cq, cq, NULL, 3, 0);
+    qv_gid_bytes(dgid, 0, 99);
+    tv_retry_cnt = 0;
+    tv_rc_connect(d, qp, 0, dgid, 0x123);
+    tv_retry_cnt = 7;
+    buf = qv_alloc(d, 4096, 4096);
+    mr = tv_reg_mr(d, pd, buf, 4096, ALL_RIGHTS, 0, NULL);
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_LOWER_ADDR, (uint32_t)target);
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_UPPER_ADDR, target >> 32);
+    qpci_io_writel(&d->dev, d->dev.msix_table_bar,
+                   entry + PCI_MSIX_ENTRY_DATA, RNIC_CTRL_RESET);
+    tv_cq_arm(d, cq, RNIC_DB_ARM_NEXT);
+    sg = tv_sge(buf, 64, mr);
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
+    tv_post_send(d, qp, &w, &sg, NULL);
+    c = tv_wait_cqe(d, cq);             /* the clock steps: the timer fires */
+    g_assert_cmphex(c.wr_id, ==, 1);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_RETRY_EXC_ERR);
+    /* the MSI's write to BAR0 was refused: still enabled, still working */
+    g_assert_cmphex(rnic_reg_read(d, RNIC_REG_DEV_STATUS) & RNIC_STATUS_READY,
+                    ==, RNIC_STATUS_READY);
+    g_assert_cmpuint(tv_cmd(d, &nop).status, ==, RNIC_ST_OK);
+    rnic_msix_route(d, 1);
+    g_free(cq);
+    g_free(qp);
+}
+
 static void rnic_register_verbs_tests(void)
 {
     qos_add_test("verbs/admin-objects", "rnic", test_admin_objects, NULL);
@@ -746,6 +805,7 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/multi-net-pd", "rnic", test_multi_net_pd, NULL);
     qos_add_test("verbs/errors", "rnic", test_loop_errors, NULL);
     qos_add_test("verbs/ud", "rnic", test_ud, NULL);
+    qos_add_test("verbs/msix-at-bar0", "rnic", test_msix_at_bar0, NULL);
 }
 
 libqos_init(rnic_register_verbs_tests);

@@ -125,14 +125,19 @@ static void rnic_host_transmit(void *opaque, const struct iovec *iov, int iovcnt
      * QEMU's net layer copy the frame into a g_malloc'd buffer, freed after
      * the send; the device's own buffer saves that allocation per frame.
      * (A frame it queues is copied into the queue, so the buffer is free
-     * again on return.)
+     * again on return.) Not while a send further up the stack still uses
+     * it: a peer on a hub that answers at once can bring the engine back
+     * here from inside that send.
      */
-    if (iovcnt > 1 && nc->peer && !nc->peer->info->receive_iov &&
+    if (!s->tx_frame_busy && iovcnt > 1 && nc->peer &&
+        !nc->peer->info->receive_iov &&
         iov_size(iov, iovcnt) <= sizeof(s->tx_frame)) {
         size_t len = iov_to_buf(iov, iovcnt, 0, s->tx_frame,
                                 sizeof(s->tx_frame));
 
+        s->tx_frame_busy = true;
         qemu_send_packet(nc, s->tx_frame, len);
+        s->tx_frame_busy = false;
         return;
     }
     qemu_sendv_packet(nc, iov, iovcnt);
@@ -228,6 +233,13 @@ static const RnicHostOps rnic_host_ops = {
     .run_now = rnic_host_run_now,
 };
 
+/*
+ * The engine's one way in from the main loop: a bottom half guarded by the
+ * device's re-entrancy guard, so that an MSI or DMA the guest aimed at the
+ * device's own BARs is refused while the engine works (QEMU engages the
+ * guard only in MMIO dispatch, guarded bottom halves and NIC delivery).
+ * The timer and the link-status callback come here too.
+ */
 static void rnic_bh(void *opaque)
 {
     RnicState *s = opaque;
@@ -236,6 +248,14 @@ static void rnic_bh(void *opaque)
         /* scheduled just before the VM stopped */
         s->run_deferred = true;
         return;
+    }
+    if (s->link_changed) {
+        s->link_changed = false;
+        rnic_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
+    }
+    if (s->timer_due) {
+        s->timer_due = false;
+        rnic_engine_timer_expired(s->engine);
     }
     rnic_engine_run(s->engine);
 }
@@ -259,7 +279,8 @@ static void rnic_timer_cb(void *opaque)
 
     /* the engine forgets its deadline here too; it arms the next one */
     s->timer_deadline = UINT64_MAX;
-    rnic_engine_timer_expired(s->engine);
+    s->timer_due = true;
+    qemu_bh_schedule(s->bh);
 }
 
 /* ------------------------------------------------------------------ */
@@ -413,7 +434,8 @@ static void rnic_nc_link_status_changed(NetClientState *nc)
     RnicState *s = qemu_get_nic_opaque(nc);
 
     trace_rnic_eth_link(!nc->link_down);
-    rnic_engine_set_link(s->engine, !nc->link_down);
+    s->link_changed = true;
+    qemu_bh_schedule(s->bh);
 }
 
 /* The MAC the guest programmed (RNIC_REG_MAC_*), not necessarily conf's. */
@@ -707,7 +729,12 @@ static void rnic_reset_hold(Object *obj, ResetType type)
     timer_del(s->timer);
     qemu_bh_cancel(s->bh);
     s->run_deferred = false;
+    s->timer_due = false;
     rnic_engine_reset(s->engine);
+    if (s->link_changed) {
+        s->link_changed = false;
+        rnic_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
+    }
     rnic_update_nic_info(s);
 }
 

@@ -41,8 +41,16 @@ struct RnicState {
     bool run_deferred;          /* a run was asked for while stopped */
     bool doorbell_inline;       /* x-doorbell-inline: work in the MMIO write */
     uint64_t timer_deadline;    /* the engine's deadline, UINT64_MAX: none */
+    /*
+     * Engine calls from outside QEMU's re-entrancy guard (the timer, the
+     * link-status callback) go through the guarded bottom half: these say
+     * what it has to do besides a run.
+     */
+    bool timer_due;
+    bool link_changed;
     /* a frame in one piece for a backend without receive_iov */
     uint8_t tx_frame[RNIC_CFG_MAX_MTU + RNIC_ETH_OVERHEAD];
+    bool tx_frame_busy;         /* in use by a send further up the stack */
 
     /* migration: the engine's state image, valid around save/load only */
     uint32_t state_len;
