@@ -54,6 +54,7 @@ typedef struct RnicTable {
     uint32_t count;             /* live objects */
     uint32_t *free;             /* stack of free handles below cap */
     uint32_t nfree;
+    uint32_t *free_pos;         /* a free handle's place in 'free' */
 } RnicTable;
 
 void rnic_table_init(RnicTable *t, uint32_t max);

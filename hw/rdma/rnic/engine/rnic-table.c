@@ -15,6 +15,7 @@ void rnic_table_destroy(RnicTable *t)
 {
     g_free(t->slots);
     g_free(t->free);
+    g_free(t->free_pos);
     memset(t, 0, sizeof(*t));
 }
 
@@ -38,6 +39,7 @@ static bool rnic_table_grow(RnicTable *t, uint32_t need)
     }
     t->slots = g_renew(void *, t->slots, ncap);
     t->free = g_renew(uint32_t, t->free, ncap);
+    t->free_pos = g_renew(uint32_t, t->free_pos, ncap);
     memset(t->slots + t->cap, 0, (ncap - t->cap) * sizeof(void *));
     /* keep existing free handles on top (they are lower) */
     memmove(t->free + (ncap - t->cap), t->free, t->nfree * sizeof(uint32_t));
@@ -46,6 +48,9 @@ static bool rnic_table_grow(RnicTable *t, uint32_t need)
     }
     t->nfree += ncap - t->cap;
     t->cap = ncap;
+    for (i = 0; i < t->nfree; i++) {
+        t->free_pos[t->free[i]] = i;
+    }
     return true;
 }
 
@@ -57,14 +62,19 @@ uint32_t rnic_table_alloc(RnicTable *t, void *obj)
         return UINT32_MAX;
     }
     h = t->free[--t->nfree];
+    t->free_pos[h] = UINT32_MAX;
     t->slots[h] = obj;
     t->count++;
     return h;
 }
 
+/*
+ * O(1): the handle leaves the free stack by swapping with its top (state
+ * load places thousands of objects at their handles under the BQL).
+ */
 bool rnic_table_insert_at(RnicTable *t, uint32_t handle, void *obj)
 {
-    uint32_t i;
+    uint32_t i, top;
 
     if (handle >= t->max) {
         return false;
@@ -75,14 +85,12 @@ bool rnic_table_insert_at(RnicTable *t, uint32_t handle, void *obj)
     if (t->slots[handle]) {
         return false;
     }
-    for (i = 0; i < t->nfree; i++) {
-        if (t->free[i] == handle) {
-            memmove(t->free + i, t->free + i + 1,
-                    (t->nfree - i - 1) * sizeof(uint32_t));
-            t->nfree--;
-            break;
-        }
-    }
+    i = t->free_pos[handle];
+    g_assert(i < t->nfree && t->free[i] == handle);
+    top = t->free[--t->nfree];
+    t->free[i] = top;
+    t->free_pos[top] = i;
+    t->free_pos[handle] = UINT32_MAX;
     t->slots[handle] = obj;
     t->count++;
     return true;
@@ -92,6 +100,7 @@ void rnic_table_remove(RnicTable *t, uint32_t handle)
 {
     if (handle < t->cap && t->slots[handle]) {
         t->slots[handle] = NULL;
+        t->free_pos[handle] = t->nfree;
         t->free[t->nfree++] = handle;
         t->count--;
     }
