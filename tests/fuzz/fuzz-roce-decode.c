@@ -6,23 +6,12 @@
  *  - a decoded frame re-encodes to a frame that decodes to the same fields;
  *  - the payload view lies inside the frame.
  *
- * Seeds: with RNIC_FUZZ_SEEDS=DIR set, the target first writes a few valid
- * frames of different opcodes into DIR (pass DIR as the corpus too):
- *   RNIC_FUZZ_SEEDS=corpus ./fuzz-roce-decode corpus -max_total_time=60
+ * Seeds (fuzz-common.h): the target first writes a few valid frames of
+ * different opcodes into the corpus directory:
+ *   ./fuzz-roce-decode corpus -max_total_time=60
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz-common.h"
 #include "rnic-roce.h"
-
-#define CHECK(cond) do { \
-        if (!(cond)) { \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-                    __LINE__, #cond); \
-            abort(); \
-        } \
-    } while (0)
 
 static void write_seeds(const char *dir)
 {
@@ -46,10 +35,8 @@ static void write_seeds(const char *dir)
 
     for (unsigned i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
         uint8_t frame[256];
-        char path[4096];
         RnicRoceHdr h;
         size_t len;
-        FILE *f;
 
         memset(&h, 0, sizeof(h));
         h.opcode = seeds[i].opcode;
@@ -71,18 +58,13 @@ static void write_seeds(const char *dir)
             RNIC_ROCE_OK) {
             abort();
         }
-        snprintf(path, sizeof(path), "%s/seed-%02x-%u", dir, h.opcode, i);
-        f = fopen(path, "wb");
-        if (f) {
-            fwrite(frame, 1, len, f);
-            fclose(f);
-        }
+        fuzz_write_seed(dir, frame, len);
     }
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *dir = getenv("RNIC_FUZZ_SEEDS");
+    const char *dir = fuzz_seed_dir(*argc, *argv);
 
     if (dir) {
         write_seeds(dir);

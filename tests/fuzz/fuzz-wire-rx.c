@@ -5,32 +5,44 @@
  * checks, the RC responder/requester, UD and QP1 receives). The engine
  * has two network contexts (VLAN 0, VLAN 9), an RC QP connected to a peer
  * GID, a UD QP, a GSI QP and a registered page between two unregistered
- * guard pages. A frame that fails only on its ICRC gets its ICRC fixed, so
- * that mutations reach the transport. Checks: no crash, no sanitizer
- * report, the guard pages never written, the engine never gets stuck.
+ * guard pages.
  *
- * Seeds: with RNIC_FUZZ_SEEDS=DIR set, valid frames to every QP are
- * written into DIR first:
- *   RNIC_FUZZ_SEEDS=corpus ./fuzz-wire-rx corpus -max_total_time=60
+ * Before each input the RC QP is connected again (RESET .. RTS, SQ PSN
+ * 100) and has requests outstanding toward the peer, so that the peer's
+ * answers reach the requester: an RDMA READ of 1 KiB (four response
+ * packets at the 256-byte path MTU, PSNs 100..103), a FETCH_ADD (104) and
+ * a SEND of 768 bytes (three packets, 105..107).
+ *
+ * The input is one or more frames separated by FRAME_SEP (at most
+ * MAX_FRAMES), received one after the other with the engine's work done
+ * between them; the clock moves on after the last. A frame that fails
+ * only on its ICRC gets its ICRC fixed, so that mutations reach the
+ * transport. Checks: no crash, no sanitizer report, the guard pages never
+ * written, the engine never gets stuck.
+ *
+ * Seeds (fuzz-common.h): valid frames to every QP and answer sequences
+ * to the outstanding requests:
+ *   ./fuzz-wire-rx corpus -max_total_time=60
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz-common.h"
 #include "rnic-test-verbs.h"
 #include "rnic-engine-int.h"
 #include "rnic-roce.h"
 
-#define CHECK(cond) do { \
-        if (!(cond)) { \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-                    __LINE__, #cond); \
-            abort(); \
-        } \
-    } while (0)
-
 #define PEER_QPN    0x77
 #define GUARD       0xa5
+#define FRAME_SEP   "\xfeRNX"
+#define SEP_LEN     4
+#define MAX_FRAMES  16
+
+/* The outstanding requests (see above): lengths and first PSNs. */
+#define PSN0        100
+#define READ_LEN    1024
+#define SEND_LEN    768
+#define READ_PSN    PSN0
+#define ATOMIC_PSN  (PSN0 + READ_LEN / 256)
+#define SEND_PSN    (ATOMIC_PSN + 1)
+#define LAST_PSN    (SEND_PSN + SEND_LEN / 256 - 1)
 
 static TestHost *h;
 static TvQp *rc, *ud, *gsi;
@@ -85,7 +97,7 @@ static void rc_connect(void)
     a.qp_state = RNIC_QPS_RTR;
     a.path_mtu = RNIC_MTU_256;
     a.dest_qp_num = PEER_QPN;
-    a.rq_psn = 100;
+    a.rq_psn = PSN0;
     a.max_dest_rd_atomic = 4;
     a.min_rnr_timer = 1;
     memcpy(a.av.dgid, peer_gid, 16);
@@ -97,7 +109,7 @@ static void rc_connect(void)
     a.timeout = 1;
     a.retry_cnt = 1;
     a.rnr_retry = 1;
-    a.sq_psn = 100;
+    a.sq_psn = PSN0;
     a.max_rd_atomic = 4;
     CHECK(modify(rc, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
                     RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY | RNIC_QP_SQ_PSN |
@@ -184,24 +196,70 @@ static void fix_icrc(uint8_t *f, size_t len)
     ip[3] = crc >> 24;
 }
 
-static void write_seed(const char *dir, int n, const RnicRoceHdr *hd)
+/* The requests of the header comment, posted on the freshly connected QP. */
+static void post_requests(void)
+{
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = 0x100000;
+    w.rdma.rkey = 0x4242;
+    s = tv_sge(region + 4096, READ_LEN, mr);
+    tv_write_send(h, rc, &w, &s, NULL);
+    w = tv_wqe(2, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+    w.atomic.remote_addr = 0x200000;
+    w.atomic.rkey = 0x4242;
+    w.atomic.compare_add = 1;
+    s = tv_sge(region + 4096 + 2048, 8, mr);
+    tv_write_send(h, rc, &w, &s, NULL);
+    w = tv_wqe(3, RNIC_WR_SEND, 1);
+    s = tv_sge(region + 4096, SEND_LEN, mr);
+    tv_write_send(h, rc, &w, &s, NULL);
+    CHECK(tv_ring_sq(h, rc) == 0);
+    test_host_run(h);
+    CHECK(rnic_qp_lookup(h->engine, rc->handle)->req_psn == LAST_PSN + 1);
+}
+
+/* A frame from the peer to our RC QP (or, for UD opcodes, the UD QPs). */
+static void peer_hdr(RnicRoceHdr *hd, uint8_t op, uint32_t psn)
+{
+    memset(hd, 0, sizeof(*hd));
+    memcpy(hd->dmac, h->cfg.mac, 6);
+    hd->smac[0] = 0x52;
+    hd->smac[5] = 2;
+    memcpy(hd->sgid, peer_gid, 16);
+    tv_gid_bytes(hd->dgid, ctx0, 1);
+    hd->hop_limit = 64;
+    hd->udp_sport = 0xc000;
+    hd->opcode = op;
+    hd->pkey = 0xffff;
+    hd->dest_qp = rc->qpn;
+    hd->ack_req = true;
+    hd->psn = psn;
+}
+
+/* Append the encoded frame of 'hd' (and a separator when not first). */
+static void add_frame(GByteArray *b, const RnicRoceHdr *hd)
 {
     uint8_t f[9000];
     size_t len;
-    char *path;
-    FILE *fp;
 
     CHECK(rnic_roce_encode_linear(hd, f, sizeof(f), &len) == RNIC_ROCE_OK);
-    path = g_strdup_printf("%s/seed-%02d", dir, n);
-    fp = fopen(path, "wb");
-    if (fp) {
-        fwrite(f, 1, len, fp);
-        fclose(fp);
+    if (b->len) {
+        g_byte_array_append(b, (const guint8 *)FRAME_SEP, SEP_LEN);
     }
-    g_free(path);
+    g_byte_array_append(b, f, len);
 }
 
-static void write_seeds(const char *dir)
+static void flush_seed(const char *dir, GByteArray *b)
+{
+    fuzz_write_seed(dir, b->data, b->len);
+    g_byte_array_set_size(b, 0);
+}
+
+/* Requests from the peer to each QP: the responder, UD and QP1 receives. */
+static void write_request_seeds(const char *dir, GByteArray *b)
 {
     static const uint8_t ops[] = {
         0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
@@ -214,19 +272,8 @@ static void write_seeds(const char *dir)
     for (i = 0; i < G_N_ELEMENTS(ops); i++) {
         bool udop = ops[i] >= 0x64;
 
-        memset(&hd, 0, sizeof(hd));
-        memcpy(hd.dmac, h->cfg.mac, 6);
-        hd.smac[0] = 0x52;
-        hd.smac[5] = 2;
-        memcpy(hd.sgid, peer_gid, 16);
-        tv_gid_bytes(hd.dgid, ctx0, 1);
-        hd.hop_limit = 64;
-        hd.udp_sport = 0xc000;
-        hd.opcode = ops[i];
-        hd.pkey = 0xffff;
+        peer_hdr(&hd, ops[i], PSN0);
         hd.dest_qp = udop ? (i & 1 ? 1 : ud->qpn) : rc->qpn;
-        hd.ack_req = true;
-        hd.psn = 100;
         hd.reth.va = region + 4096;
         hd.reth.rkey = mr;
         hd.reth.dma_len = 256;
@@ -243,37 +290,167 @@ static void write_seeds(const char *dir)
             hd.payload_len = ops[i] == 0x00 || ops[i] == 0x01 ||
                              ops[i] == 0x06 || ops[i] == 0x07 ? 256 : 100;
         }
-        write_seed(dir, i, &hd);
+        add_frame(b, &hd);
+        flush_seed(dir, b);
     }
+}
+
+/* An acknowledgement (syndrome: RNIC_ROCE_AETH_*) of 'psn'. */
+static void add_ack(GByteArray *b, uint32_t psn, uint8_t syndrome,
+                    uint32_t msn)
+{
+    RnicRoceHdr hd;
+
+    peer_hdr(&hd, RNIC_OP_RC_ACKNOWLEDGE, psn);
+    hd.ack_req = false;
+    hd.aeth.syndrome = syndrome;
+    hd.aeth.msn = msn;
+    add_frame(b, &hd);
+}
+
+/* READ response packets [first, last] of the outstanding READ. */
+static void add_read_resp(GByteArray *b, unsigned first, unsigned last)
+{
+    static uint8_t payload[256];
+    unsigned n = READ_LEN / 256, i;
+    RnicRoceHdr hd;
+
+    for (i = first; i <= last && i < n; i++) {
+        uint8_t op = n == 1 ? RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY :
+                     i == 0 ? RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST :
+                     i == n - 1 ? RNIC_OP_RC_RDMA_READ_RESPONSE_LAST :
+                     RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+
+        peer_hdr(&hd, op, READ_PSN + i);
+        hd.ack_req = false;
+        hd.aeth.syndrome = RNIC_ROCE_AETH_CREDIT_INVALID;
+        hd.aeth.msn = 1;
+        memset(payload, i + 1, sizeof(payload));
+        hd.payload = payload;
+        hd.payload_len = 256;
+        add_frame(b, &hd);
+    }
+}
+
+static void add_atomic_ack(GByteArray *b, uint32_t psn)
+{
+    RnicRoceHdr hd;
+
+    peer_hdr(&hd, RNIC_OP_RC_ATOMIC_ACKNOWLEDGE, psn);
+    hd.ack_req = false;
+    hd.aeth.syndrome = RNIC_ROCE_AETH_CREDIT_INVALID;
+    hd.aeth.msn = 2;
+    hd.atomic_ack_eth.orig = 0x1122334455667788ull;
+    add_frame(b, &hd);
+}
+
+/* The peer's answers to the outstanding requests, right and wrong. */
+static void write_response_seeds(const char *dir, GByteArray *b)
+{
+    const uint8_t nak = RNIC_ROCE_AETH_NAK;
+
+    /* everything answered in order */
+    add_read_resp(b, 0, 3);
+    add_atomic_ack(b, ATOMIC_PSN);
+    add_ack(b, LAST_PSN, RNIC_ROCE_AETH_CREDIT_INVALID, 3);
+    flush_seed(dir, b);
+    /* a coalesced ACK of all: the READ responses were lost */
+    add_ack(b, LAST_PSN, RNIC_ROCE_AETH_CREDIT_INVALID, 3);
+    flush_seed(dir, b);
+    /* READ responses out of order, duplicated, then the rest */
+    add_read_resp(b, 0, 0);
+    add_read_resp(b, 2, 3);
+    add_read_resp(b, 0, 1);
+    add_read_resp(b, 1, 3);
+    add_atomic_ack(b, ATOMIC_PSN);
+    add_atomic_ack(b, ATOMIC_PSN);
+    flush_seed(dir, b);
+    /* sequence error NAK at the READ, at the SEND's middle packet */
+    add_ack(b, READ_PSN, nak | RNIC_ROCE_NAK_PSN_SEQ_ERR, 0);
+    flush_seed(dir, b);
+    add_read_resp(b, 0, 3);
+    add_atomic_ack(b, ATOMIC_PSN);
+    add_ack(b, SEND_PSN + 1, nak | RNIC_ROCE_NAK_PSN_SEQ_ERR, 2);
+    flush_seed(dir, b);
+    /* RNR NAK of the SEND, then its ACK */
+    add_read_resp(b, 0, 3);
+    add_atomic_ack(b, ATOMIC_PSN);
+    add_ack(b, SEND_PSN, RNIC_ROCE_AETH_RNR_NAK | 1, 2);
+    add_ack(b, LAST_PSN, RNIC_ROCE_AETH_CREDIT_INVALID, 3);
+    flush_seed(dir, b);
+    /* fatal NAKs: remote access (the atomic), invalid request (READ) */
+    add_read_resp(b, 0, 3);
+    add_ack(b, ATOMIC_PSN, nak | RNIC_ROCE_NAK_REMOTE_ACCESS, 1);
+    flush_seed(dir, b);
+    add_ack(b, READ_PSN, nak | RNIC_ROCE_NAK_INVALID_REQ, 0);
+    add_ack(b, READ_PSN, nak | RNIC_ROCE_NAK_REMOTE_OP, 0);
+    flush_seed(dir, b);
+    /* an atomic ACK where a READ response is due, an ACK beyond the end */
+    add_atomic_ack(b, READ_PSN);
+    add_ack(b, LAST_PSN + 5, RNIC_ROCE_AETH_CREDIT_INVALID, 9);
+    flush_seed(dir, b);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *dir = getenv("RNIC_FUZZ_SEEDS");
+    const char *dir = fuzz_seed_dir(*argc, *argv);
 
     setup();
     if (dir) {
-        write_seeds(dir);
+        GByteArray *b = g_byte_array_new();
+
+        write_request_seeds(dir, b);
+        write_response_seeds(dir, b);
+        g_byte_array_unref(b);
     }
     return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The next FRAME_SEP in [p, end), or end. */
+static const uint8_t *find_sep(const uint8_t *p, const uint8_t *end)
+{
+    for (; end - p >= SEP_LEN; p++) {
+        if (!memcmp(p, FRAME_SEP, SEP_LEN)) {
+            return p;
+        }
+    }
+    return end;
+}
+
+/* Receive one frame (its ICRC fixed first), then do the work it made. */
+static void receive(const uint8_t *data, size_t size)
 {
     static uint8_t frame[RNIC_ETH_MAX_FRAME];
-    struct rnic_cqe c[64];
     struct iovec iov;
-    uint8_t *g;
-    unsigned i;
 
     if (size > sizeof(frame)) {
-        return 0;
+        return;
     }
     memcpy(frame, data, size);
     fix_icrc(frame, size);
     iov.iov_base = frame;
     iov.iov_len = size;
     CHECK(rnic_engine_receive(h->engine, &iov, 1));
+    test_host_run(h);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct rnic_cqe c[64];
+    const uint8_t *end = data + size, *sep;
+    uint8_t *g;
+    unsigned i;
+
+    /* the same starting point for every input */
+    rc_connect();
+    post_recvs(rc, region + 4096, mr);
+    post_requests();
+    g_ptr_array_set_size(h->frames, 0);
+    for (i = 0; i < MAX_FRAMES && data <= end; i++) {
+        sep = find_sep(data, end);
+        receive(data, sep - data);
+        data = sep + SEP_LEN;
+    }
     test_host_advance(h, 100000);       /* timers: retransmit, RNR */
     g_ptr_array_set_size(h->frames, 0); /* answers go nowhere */
     g_ptr_array_set_size(h->log, 0);
@@ -281,15 +458,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ;
     }
     g = test_ptr(h, region);
-    for (i = 0; i < 4096; i++) {
-        CHECK(g[i] == GUARD && g[8192 + i] == GUARD);
-    }
-    if (rnic_qp_lookup(h->engine, rc->handle)->state != RNIC_QPS_RTS) {
-        rc_connect();
-    }
+    CHECK(fuzz_all_bytes(g, 4096, GUARD));
+    CHECK(fuzz_all_bytes(g + 8192, 4096, GUARD));
     ud_restart(ud, 0x1234);
     ud_restart(gsi, RNIC_GSI_QKEY);
-    post_recvs(rc, region + 4096, mr);
     post_recvs(ud, region + 4096, mr);
     post_recvs(gsi, region9, mr9);
     return 0;

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Helpers shared by the libFuzzer targets: a check that aborts (libFuzzer
+ * reports it as a crash, with the input), and the seed writers' output.
+ *
+ * Seeds are written from LLVMFuzzerInitialize into the corpus directory
+ * given on the command line (the first argument that is not an option and
+ * names a directory), or into $RNIC_FUZZ_SEEDS when that is set; an empty
+ * $RNIC_FUZZ_SEEDS writes none. File names are the SHA-1 of the contents,
+ * as libFuzzer names the inputs it keeps.
+ */
+#ifndef RNIC_FUZZ_COMMON_H
+#define RNIC_FUZZ_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+
+#define CHECK(cond) do { \
+        if (!(cond)) { \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+                    __LINE__, #cond); \
+            abort(); \
+        } \
+    } while (0)
+
+/*
+ * Checks of large areas in functions marked FUZZ_NO_COVERAGE: their
+ * comparisons are no coverage feedback, only cost.
+ */
+#define FUZZ_NO_COVERAGE __attribute__((no_sanitize("coverage")))
+
+/* Does [p, p + len) hold only 'byte'? */
+static FUZZ_NO_COVERAGE inline bool fuzz_all_bytes(const uint8_t *p,
+                                                   size_t len, uint8_t byte)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (p[i] != byte) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Where LLVMFuzzerInitialize writes its seeds, or NULL for nowhere. */
+static inline const char *fuzz_seed_dir(int argc, char **argv)
+{
+    const char *env = getenv("RNIC_FUZZ_SEEDS");
+    int i;
+
+    if (env) {
+        return *env ? env : NULL;
+    }
+    for (i = 1; i < argc; i++) {
+        if (argv[i][0] != '-') {
+            return g_file_test(argv[i], G_FILE_TEST_IS_DIR) ? argv[i] : NULL;
+        }
+    }
+    return NULL;
+}
+
+static inline void fuzz_write_seed(const char *dir, const void *data,
+                                   size_t len)
+{
+    char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA1, data, len);
+    char *path = g_build_filename(dir, sum, NULL);
+
+    if (!g_file_set_contents(path, data, len, NULL)) {
+        fprintf(stderr, "cannot write seed %s\n", path);
+    }
+    g_free(path);
+    g_free(sum);
+}
+
+#endif /* RNIC_FUZZ_COMMON_H */
