@@ -8,34 +8,46 @@
  *    reaches a fixed point (save(load(save(load(x))))) == save(load(x))
  *    after the first normalisation, statistics aside): nothing is lost or
  *    invented;
- *  - the loaded engine runs (work, timers) and renders its tables.
+ *  - invariants across sections hold in the loaded engine: every QP has
+ *    its PD and CQs, a connected RC QP has a network context unless it
+ *    serves every network;
+ *  - the loaded engine runs (work, timers, a few rounds) and renders its
+ *    tables.
  *
- * Seeds: with RNIC_FUZZ_SEEDS=DIR the target first writes the images and
- * configuration records of an idle and of a busy device into DIR:
- *   RNIC_FUZZ_SEEDS=corpus ./fuzz-state-load corpus -max_total_time=60
+ * The mutator knows the image's layout (magic u32, version u32, sections
+ * { u16 tag, u16 flags, u32 length, payload }): it drops, duplicates and
+ * moves sections, mutates inside one payload and fixes its length, and
+ * splices sections of another input (LLVMFuzzerCustomCrossOver).
+ *
+ * Seeds (fuzz-common.h), written in LLVMFuzzerInitialize: the images and
+ * the configuration record of devices with objects of every kind (QPs in
+ * each state with work outstanding, MRs, fast-reg MRs, SRQs, EQs, CQs,
+ * multi-network PDs with bound RC QPs):
+ *   ./fuzz-state-load corpus -max_total_time=60
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz-common.h"
 #include "rnic-test-verbs.h"
-
-#define CHECK(cond) do { \
-        if (!(cond)) { \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-                    __LINE__, #cond); \
-            abort(); \
-        } \
-    } while (0)
+#include "rnic-engine-int.h"
 
 #define FUZZ_RAM (8u << 20)
 
+/*
+ * Small tables (the seeds' devices and the destination alike): a load
+ * resets the engine first, and that walks every table slot.
+ */
+static void fuzz_config(RnicEngineConfig *cfg)
+{
+    rnic_engine_config_defaults(cfg);
+    cfg->max_qp = 128;
+    cfg->max_cq = 128;
+    cfg->max_mr = 512;
+    cfg->max_pd = 64;
+    cfg->max_srq = 32;
+}
+
 static void write_seed(const char *dir, const char *name, GByteArray *b)
 {
-    char *path = g_strdup_printf("%s/%s", dir, name);
-
-    g_file_set_contents(path, (const char *)b->data, b->len, NULL);
-    g_free(path);
+    fuzz_write_seed(dir, b->data, b->len);
 }
 
 /*
@@ -74,16 +86,151 @@ static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
     g_free(cq);
 }
 
+/* An RC QP of 'pd' moved from RESET up to 'state' toward 'remote'. */
+static TvQp *rc_in_state(TestHost *h, uint32_t pd, TvCq *cq, TvSrq *srq,
+                         uint8_t state, const uint8_t remote[16])
+{
+    TvQp *qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, srq, 3, 0);
+    struct rnic_qp_attr a = {
+        .qp_state = RNIC_QPS_INIT, .port_num = 1,
+        .qp_access_flags = RNIC_ACCESS_ALL & ~RNIC_ACCESS_MW_BIND,
+    };
+
+    if (state == RNIC_QPS_INIT) {
+        CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
+                        RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS) == RNIC_ST_OK);
+    } else if (state == RNIC_QPS_RTR) {
+        CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
+                        RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS) == RNIC_ST_OK);
+        a.qp_state = RNIC_QPS_RTR;
+        a.path_mtu = RNIC_MTU_1024;
+        a.dest_qp_num = 0x99;
+        a.rq_psn = 5;
+        a.max_dest_rd_atomic = 4;
+        a.min_rnr_timer = 1;
+        memcpy(a.av.dgid, remote, 16);
+        CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
+                        RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
+                        RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
+                        RNIC_QP_MIN_RNR_TIMER) == RNIC_ST_OK);
+    } else {
+        tv_rc_connect(h, qp, 0, remote, 0x99);
+        if (state != RNIC_QPS_RTS) {
+            a.qp_state = state;
+            CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE) == RNIC_ST_OK);
+        }
+    }
+    return qp;
+}
+
+/* A READ, an atomic and a SEND of 3000 bytes on 'qp' (a remote peer). */
+static void post_outstanding(TestHost *h, TvQp *qp, uint64_t buf, uint32_t mr)
+{
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
+    struct rnic_sge s = tv_sge(buf, 4096, mr);
+
+    w.rdma.remote_addr = 0x10000;
+    w.rdma.rkey = 0x777;
+    tv_write_send(h, qp, &w, &s, NULL);
+    w = tv_wqe(2, RNIC_WR_ATOMIC_CMP_SWP, 1);
+    w.atomic.remote_addr = 0x20000;
+    w.atomic.rkey = 0x777;
+    w.atomic.swap = 5;
+    s = tv_sge(buf + 4096, 8, mr);
+    tv_write_send(h, qp, &w, &s, NULL);
+    w = tv_wqe(3, RNIC_WR_SEND, 1);
+    s = tv_sge(buf, 3000, mr);
+    tv_write_send(h, qp, &w, &s, NULL);
+    CHECK(tv_ring_sq(h, qp) == 0);
+}
+
+/*
+ * On top of everything: a second EQ with an armed CQ, an SRQ with
+ * receives, RC QPs toward a remote peer in every state (RTS and SQD with
+ * requests outstanding, one on the SRQ), a UD QP with receives, a valid
+ * and an invalid fast-reg MR.
+ */
+static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
+{
+    static const uint8_t states[] = {
+        RNIC_QPS_INIT, RNIC_QPS_RTR, RNIC_QPS_RTS, RNIC_QPS_RTS,
+        RNIC_QPS_SQD, RNIC_QPS_ERR,
+    };
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
+    TestHost *h = p->d;
+    uint32_t eq = tv_eq(h, 4, 2, 0, NULL), stag, i;
+    TvCq *cq = tv_cq(h, 5, eq, 0);
+    TvSrq *srq = tv_srq(h, p->pd, 3, 2, 0);
+    uint64_t buf = test_alloc(h, 16384, 4096), pbl = test_alloc(h, 32, 8);
+    uint64_t *pages = test_ptr(h, pbl);
+    struct rnic_sge s = tv_sge(buf, 2048, p->mra);
+    struct rnic_sq_wqe w;
+    uint8_t remote[16];
+    TvQp *qp;
+
+    tv_gid_v4(remote, 0, 0, 200);
+    tv_cq_arm(h, cq, RNIC_DB_ARM_NEXT);
+    s = tv_sge(p->bufa, 2048, p->mra);
+    for (i = 0; i < 4; i++) {
+        tv_post_srq(h, srq, 40 + i, &s, 1);
+    }
+    for (i = 0; i < G_N_ELEMENTS(states); i++) {
+        qp = rc_in_state(h, p->pd, cq, i == 3 ? srq : NULL, states[i],
+                         remote);
+        if (qp->srq == RNIC_HANDLE_NONE) {
+            tv_post_recv(h, qp, 50 + i, &s, 1);
+        }
+        if (states[i] >= RNIC_QPS_RTS) {
+            post_outstanding(h, qp, p->bufa, p->mra);
+        }
+        g_free(qp);
+    }
+    qp = tv_qp(h, RNIC_QPT_UD, p->pd, cq, cq, NULL, 3, 0);
+    tv_ud_ready(h, qp, 0x1234);
+    tv_post_recv(h, qp, 60, &s, 1);
+    g_free(qp);
+
+    c.mr.pd = p->pd;
+    c.mr.npages = 4;
+    c.mr.key = 0x21;
+    stag = tv_cmd_ok(h, &c);
+    c.mr.key = 0x22;
+    tv_cmd_ok(h, &c);
+    for (i = 0; i < 4; i++) {
+        pages[i] = buf + 4096 * i;
+    }
+    w = tv_wqe(70, RNIC_WR_REG_MR, 0);
+    w.reg.iova = 0x7000000;
+    w.reg.length = 16384;
+    w.reg.pbl_addr = pbl;
+    w.reg.stag = stag;
+    w.reg.access = RNIC_ACCESS_ALL;
+    w.reg.npages = 4;
+    w.reg.page_shift = 12;
+    tv_post_send(h, p->a, &w, NULL, NULL);
+    test_host_run(h);
+    g_byte_array_set_size(b, 0);
+    rnic_engine_save(h->engine, b);
+    write_seed(dir, "zoo", b);
+    g_free(cq);
+    g_free(srq);
+}
+
 /* An idle device and a busy one (objects of every kind, traffic done). */
 static void write_seeds(const char *dir)
 {
-    TvPair *p = tv_pair_new(NULL);
-    TestHost *h = p->d;
     GByteArray *b = g_byte_array_new();
+    RnicEngineConfig cfg;
     struct rnic_sq_wqe w;
     struct rnic_sge s, r;
+    TestHost *h;
+    TvPair *p;
     uint32_t ctx2;
     int i;
+
+    fuzz_config(&cfg);
+    p = tv_pair_new(&cfg);
+    h = p->d;
 
     rnic_engine_save_config(h->engine, b);
     write_seed(dir, "config", b);
@@ -117,13 +264,9 @@ static void write_seeds(const char *dir)
     rnic_engine_save(h->engine, b);
     write_seed(dir, "busy", b);
     write_multi_net_seed(dir, h, ctx2, b);
+    write_zoo_seed(dir, p, b);
     g_byte_array_unref(b);
     tv_pair_free(p);
-}
-
-static TestHost *fuzz_host(void)
-{
-    return test_host_new_sized(NULL, FUZZ_RAM);
 }
 
 static GByteArray *save(TestHost *h)
@@ -182,26 +325,303 @@ static void report_difference(const GByteArray *x, const GByteArray *y)
             x->len, y->len);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/*
+ * Guest memory the engine wrote (dma_write, dma_map for writing) since
+ * the last input: only that is cleared for the next, not all FUZZ_RAM.
+ * The wrappers sit between the engine and the test host's callbacks.
+ */
+static const RnicHostOps *host_ops;
+static RnicHostOps fuzz_ops;
+static uint64_t dirty_lo = UINT64_MAX, dirty_hi;
+
+static void note_dirty(uint64_t addr, uint64_t len)
+{
+    if (addr < FUZZ_RAM) {
+        dirty_lo = MIN(dirty_lo, addr);
+        dirty_hi = MAX(dirty_hi, MIN(addr + MIN(len, FUZZ_RAM), FUZZ_RAM));
+    }
+}
+
+static int fuzz_dma_write(void *opaque, uint64_t addr, const void *buf,
+                          size_t len)
+{
+    note_dirty(addr, len);
+    return host_ops->dma_write(opaque, addr, buf, len);
+}
+
+static void *fuzz_dma_map(void *opaque, uint64_t addr, uint64_t *len,
+                          bool is_write)
+{
+    if (is_write) {
+        note_dirty(addr, *len);
+    }
+    return host_ops->dma_map(opaque, addr, len, is_write);
+}
+
+static TestHost *fuzz_host(void)
+{
+    RnicEngineConfig cfg;
+    TestHost *h;
+
+    fuzz_config(&cfg);
+    h = test_host_new_sized(&cfg, FUZZ_RAM);
+
+    host_ops = h->engine->ops;
+    fuzz_ops = *host_ops;
+    fuzz_ops.dma_write = fuzz_dma_write;
+    fuzz_ops.dma_map = fuzz_dma_map;
+    h->engine->ops = &fuzz_ops;
+    return h;
+}
+
+static TestHost *a, *b;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *dir = fuzz_seed_dir(*argc, *argv);
+
+    if (dir) {
+        write_seeds(dir);
+    }
+    a = fuzz_host();
+    b = fuzz_host();
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Section-aware mutator                                                  */
+/* ---------------------------------------------------------------------- */
+
+#define IMG_HDR     8           /* magic, version */
+#define SEC_HDR     8           /* tag, flags, length */
+#define MAX_SECS    256
+
+typedef struct Sec {
+    const uint8_t *p;           /* its header */
+    size_t len;                 /* header + payload */
+} Sec;
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed);
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1,
+                                 const uint8_t *d2, size_t s2, uint8_t *out,
+                                 size_t max_out, unsigned int seed);
+
+static uint32_t ld_le32(const uint8_t *p)
+{
+    return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void st_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+    p[2] = v >> 16;
+    p[3] = v >> 24;
+}
+
+/*
+ * Split an image into sections; bytes after the last whole one are a
+ * last pseudo-section (*tail). Returns the number of sections, or -1 when
+ * there is not even a header.
+ */
+static int parse_image(const uint8_t *d, size_t size, Sec *secs, Sec *tail)
+{
+    size_t pos = IMG_HDR;
+    int n = 0;
+
+    if (size < IMG_HDR) {
+        return -1;
+    }
+    while (n < MAX_SECS && size - pos >= SEC_HDR &&
+           ld_le32(d + pos + 4) <= size - pos - SEC_HDR) {
+        secs[n].p = d + pos;
+        secs[n].len = SEC_HDR + ld_le32(d + pos + 4);
+        pos += secs[n++].len;
+    }
+    tail->p = d + pos;
+    tail->len = size - pos;
+    return n;
+}
+
+/* Header of 'hdr', then 'secs', then 'tail', into out; 0 if too big. */
+static size_t build_image(const uint8_t *hdr, const Sec *secs, int n,
+                          const Sec *tail, uint8_t *out, size_t max)
+{
+    size_t len = IMG_HDR;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        len += secs[i].len;
+    }
+    len += tail->len;
+    if (len > max) {
+        return 0;
+    }
+    memmove(out, hdr, IMG_HDR);
+    len = IMG_HDR;
+    for (i = 0; i < n; i++) {
+        memcpy(out + len, secs[i].p, secs[i].len);
+        len += secs[i].len;
+    }
+    memcpy(out + len, tail->p, tail->len);
+    return len + tail->len;
+}
+
+/* Mutate the payload of 'sec' (in data) and fix its length. */
+static size_t mutate_payload(uint8_t *data, size_t size, size_t max_size,
+                             const Sec *sec)
+{
+    size_t off = sec->p - data, plen = sec->len - SEC_HDR;
+    size_t rest = size - off - sec->len, cap = max_size - (size - plen);
+    uint8_t *pl = g_malloc(cap + 1);
+    size_t n;
+
+    memcpy(pl, data + off + SEC_HDR, plen);
+    n = MIN(LLVMFuzzerMutate(pl, plen, cap), cap);
+    memmove(data + off + SEC_HDR + n, data + off + sec->len, rest);
+    memcpy(data + off + SEC_HDR, pl, n);
+    st_le32(data + off + 4, n);
+    g_free(pl);
+    return size - plen + n;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed)
+{
+    static Sec secs[MAX_SECS + 1];
+    GRand *r = g_rand_new_with_seed(seed);
+    uint8_t *img = g_memdup2(data, size);
+    size_t out = 0;
+    Sec tail, t;
+    int n = parse_image(img, size, secs, &tail), i, j;
+
+    i = n > 0 ? g_rand_int_range(r, 0, n) : 0;
+    j = n > 0 ? g_rand_int_range(r, 0, n) : 0;
+    switch (n <= 0 ? 0 : g_rand_int_range(r, 0, 8)) {
+    case 1:                     /* drop section i */
+        memmove(&secs[i], &secs[i + 1], (n - i - 1) * sizeof(Sec));
+        out = build_image(img, secs, n - 1, &tail, data, max_size);
+        break;
+    case 2:                     /* duplicate it at j */
+        if (n < MAX_SECS) {
+            t = secs[i];
+            memmove(&secs[j + 1], &secs[j], (n - j) * sizeof(Sec));
+            secs[j] = t;
+            out = build_image(img, secs, n + 1, &tail, data, max_size);
+        }
+        break;
+    case 3:                     /* move it to j */
+        t = secs[i];
+        memmove(&secs[i], &secs[i + 1], (n - i - 1) * sizeof(Sec));
+        memmove(&secs[j + 1], &secs[j], (n - 1 - j) * sizeof(Sec));
+        secs[j] = t;
+        out = build_image(img, secs, n, &tail, data, max_size);
+        break;
+    case 4:                     /* flip the optional flag */
+        data[secs[i].p - img + 2] ^= 1;
+        out = size;
+        break;
+    case 5: case 6: case 7:     /* inside one payload */
+        if (max_size >= size) {
+            out = mutate_payload(data, size, max_size,
+                                 &(Sec){ data + (secs[i].p - img),
+                                         secs[i].len });
+        }
+        break;
+    }
+    g_free(img);
+    g_rand_free(r);
+    return out ? out : LLVMFuzzerMutate(data, size, max_size);
+}
+
+/*
+ * Splice: the header and sections of d1, some replaced by sections of d2
+ * (the one with the same tag when there is one), some of d2 inserted.
+ */
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1,
+                                 const uint8_t *d2, size_t s2, uint8_t *out,
+                                 size_t max_out, unsigned int seed)
+{
+    static Sec x[MAX_SECS], y[MAX_SECS], z[MAX_SECS];
+    GRand *r = g_rand_new_with_seed(seed);
+    int nx = parse_image(d1, s1, x, &(Sec){ 0 });
+    int ny = parse_image(d2, s2, y, &(Sec){ 0 });
+    Sec none = { d1, 0 };
+    int i, k, nz = 0;
+    size_t len;
+
+    if (nx < 0 || ny <= 0) {
+        len = MIN(s1, max_out);
+        memcpy(out, d1, len);
+        g_rand_free(r);
+        return len;
+    }
+    for (i = 0; i < nx && nz < MAX_SECS; i++) {
+        switch (g_rand_int_range(r, 0, 4)) {
+        case 0:                 /* d2's section of the same tag */
+            z[nz] = x[i];
+            for (k = 0; k < ny; k++) {
+                if (!memcmp(y[k].p, x[i].p, 2)) {
+                    z[nz] = y[k];
+                    break;
+                }
+            }
+            nz++;
+            break;
+        case 1:                 /* any of d2's, inserted */
+            z[nz++] = y[g_rand_int_range(r, 0, ny)];
+            if (nz < MAX_SECS) {
+                z[nz++] = x[i];
+            }
+            break;
+        default:
+            z[nz++] = x[i];
+        }
+    }
+    len = build_image(d1, z, nz, &none, out, max_out);
+    g_rand_free(r);
+    return len ? len : MIN(s1, max_out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The target                                                             */
+/* ---------------------------------------------------------------------- */
+
+/* What must hold in any engine a load accepted. */
+static void check_invariants(RnicEngine *e)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->qps.cap; i++) {
+        RnicQp *qp = e->qps.slots[i];
+
+        if (!qp) {
+            continue;
+        }
+        CHECK(qp->pd && qp->scq && qp->rcq);
+        if (qp->type == RNIC_QPT_RC && qp->state >= RNIC_QPS_RTR &&
+            qp->state <= RNIC_QPS_SQE) {
+            CHECK(qp->ctx || qp->all_nets);
+        }
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static TestHost *a, *b;
     GByteArray *img1, *img2, *img3;
     char *err = NULL, *tables;
+    int i;
 
-    if (!a) {
-        const char *seeds = getenv("RNIC_FUZZ_SEEDS");
-
-        if (seeds) {
-            write_seeds(seeds);
-        }
-        a = fuzz_host();
-        b = fuzz_host();
+    if (dirty_lo < dirty_hi) {
+        memset(a->ram + dirty_lo, 0, dirty_hi - dirty_lo);
     }
-    memset(a->ram, 0, FUZZ_RAM);
+    dirty_lo = UINT64_MAX;
+    dirty_hi = 0;
     g_ptr_array_set_size(a->frames, 0);
     g_ptr_array_set_size(a->log, 0);
+    g_ptr_array_set_size(b->log, 0);
 
     if (!rnic_engine_check_config(a->engine, data, size, &err)) {
         CHECK(err);
@@ -215,6 +635,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     CHECK(!err);
+    check_invariants(a->engine);
     /* round trip: whatever was accepted saves and loads again, exactly */
     img1 = save(a);
     CHECK(rnic_engine_load(b->engine, img1->data, img1->len, &err));
@@ -227,12 +648,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         report_difference(img2, img3);
         abort();
     }
+    check_invariants(a->engine);
     tables = rnic_engine_describe_tables(a->engine);
     g_free(tables);
-    /* and it runs: pending work, then the timers */
-    a->scheduled = true;
-    test_host_run(a);
-    test_host_advance(a, 2000000000ull);
+    /* and it runs: pending work, then the timers, a few rounds */
+    for (i = 0; i < 4; i++) {
+        a->scheduled = true;
+        test_host_run(a);
+        test_host_advance(a, 500000000ull << i);
+        g_ptr_array_set_size(a->frames, 0);
+    }
     g_byte_array_unref(img1);
     g_byte_array_unref(img2);
     g_byte_array_unref(img3);
