@@ -719,8 +719,32 @@ class Soak:
                 self.warnings.append(f"the switch relearned {chain.who.upper()}'s MAC "
                                      f"{moves} times for {done} migrations")
 
+    def budget_ms(self) -> float:
+        """The peers' retry budget: the first transmission's ACK timeout and
+        retry_cnt (7, the verifier's) more: 8 x 4.096 us x 2^T."""
+        return 8 * 4.096e-3 * 2 ** self.opts.qp_timeout
+
+    def causes(self) -> List[str]:
+        """Migrations whose switchover outlasted the peers' retry budget (a
+        peer then completes its request with "transport retry counter
+        exceeded", docs/migration.md "Guarantees to peers")."""
+        out = []
+        for step in self.steps:
+            for end in step.ends:
+                worst = max(filter(None, [end.wire_ms, end.downtime_ms]), default=0)
+                if worst > self.budget_ms():
+                    out.append(f"migration {step.index} ({end.source} -> {end.dest}): QEMU "
+                               f"downtime {end.downtime_ms} ms (rnic section {end.save_us} µs "
+                               f"save + {end.load_us} µs load), {end.who}'s MAC silent on the "
+                               f"switch {end.wire_ms} ms: beyond the peer's retry budget "
+                               f"{self.budget_ms():.0f} ms (QP timeout {self.opts.qp_timeout}, "
+                               f"retry_cnt 7)")
+        return out
+
     def evidence(self) -> str:
         text = [f"logs: {self.run_dir}"]
+        for cause in self.causes():
+            text.append(f"likely cause: {cause}")
         for chain in self.chains.values():
             text.append(f"--- {chain.who.upper()}: last lines of the console "
                         f"({chain.current.name if chain.current else '?'}) ---")
@@ -805,8 +829,11 @@ class Soak:
             "below_threshold": below, "gap_ms": self.opts.gap_ms,
             "steps": [{"index": s.index, "failure": s.failure, "spread_ms": s.spread_ms,
                        "blackout": s.blackout,
-                       "ends": [{k: v for k, v in e.__dict__.items() if k != "info"}
+                       "ends": [{**{k: v for k, v in e.__dict__.items() if k != "info"},
+                                 "ram": e.info.get("ram", {}),
+                                 "expected_downtime_ms": e.info.get("expected-downtime")}
                                 for e in s.ends]} for s in self.steps],
+            "retry_budget_ms": self.budget_ms(), "causes": self.causes(),
             "logs": str(self.run_dir),
         }
 
