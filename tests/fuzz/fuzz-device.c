@@ -1,0 +1,1204 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libFuzzer target: the whole device as a guest and a peer drive it. The
+ * input is a program of operations (one opcode byte, then its operands):
+ * BAR0 register writes, doorbells, writes into guest memory, admin
+ * commands built from the input with handles chosen among the objects
+ * earlier commands created, send/receive WQEs written into live rings
+ * (and posted WQEs rewritten), Ethernet descriptors, frames from the wire,
+ * clock steps and engine runs.
+ *
+ * The host is this file's own (not the unit tests'):
+ *  - guest RAM is UNITS units of UNIT bytes; the last page of each is a
+ *    guard page holding a canary. Everything the program names (rings,
+ *    page lists, buffers, result buffers) lies inside a unit and before
+ *    its guard page, so the device has no reason ever to write a guard:
+ *    a dma_write there aborts, dma_map stops short of it, and the
+ *    canaries are checked after every step that wrote guest memory;
+ *  - every engine entry point is counted against its bound: an admin run
+ *    completes at most 64 commands and reads at most 2 * 8 MiB + 64 * 64
+ *    bytes (plus what the packets it sends read), a receive call sends at
+ *    most 64 frames, a run or a timer call at most 256 * 64 + 1;
+ *  - it re-enters the engine from its callbacks as a guest can: an MSI
+ *    whose address is BAR0 (a DEV_CTRL write of RESET or 0, or a doorbell),
+ *    and DMA into a window that is BAR0 (rings may be placed there).
+ *
+ * Seeds (fuzz-common.h): programs that bring up a device and move traffic
+ * in loopback and to the peer:
+ *   ./fuzz-device corpus -max_total_time=60
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "fuzz-common.h"
+#include "rnic-engine-int.h"
+#include "rnic-roce.h"
+
+#define UNIT        (32 * 1024)
+#define PAGE        4096
+#define UNITS       49
+#define RAM_SIZE    ((uint64_t)UNITS * UNIT)
+#define USABLE      (UNIT - PAGE)       /* bytes before the guard page */
+#define CANARY      0xa5
+#define MMIO_BASE   0x40000000ull       /* DMA here is BAR0 */
+
+/* Units by use (unit 0: address 0, unused). */
+#define U_AQ        1
+#define U_ACQ       2
+#define U_MISC      3                   /* MODIFY_QP attributes, queries */
+#define U_PBL       4                   /* 4 units of page lists */
+#define U_ETH       8                   /* TX ring, RX ring */
+#define U_RING      10                  /* 23 units of rings */
+#define N_RING      23
+#define U_DATA      33                  /* 16 units of buffers */
+#define N_DATA      16
+
+#define AQ_LOG2     6
+
+/* Bounds per engine call (the engine's numbers). */
+#define MAX_ADMIN_CMDS      64
+#define MAX_ADMIN_DMA       (2 * 8ull * (1u << 20) + 64 * 64)
+#define MAX_RX_FRAMES       64
+#define MAX_RUN_FRAMES      (256 * 64 + 1)
+#define MAX_FRAME_BYTES     RNIC_ETH_MAX_FRAME
+
+#define NH          8                   /* handles kept per kind */
+
+enum { K_CTX, K_UCTX, K_PD, K_EQ, K_CQ, K_SRQ, K_QP, K_MR, K_KINDS };
+
+typedef struct Ring {
+    uint64_t addr;
+    uint32_t log, shift, prod;
+} Ring;
+
+typedef struct Obj {
+    bool live;
+    uint32_t handle;
+    uint32_t qpn;                       /* QP */
+    uint8_t type;                       /* QP */
+    Ring sq, rq;                        /* QP: SQ, RQ; SRQ, CQ, EQ: sq */
+} Obj;
+
+/* What a command posted in a slot will create, for its completion. */
+typedef struct Pending {
+    int kind;                           /* -1: nothing to remember */
+    Obj obj;
+} Pending;
+
+typedef struct Host {
+    RnicEngine *e;
+    uint8_t *ram;
+    Obj objs[K_KINDS][NH];
+    Pending pending[1u << AQ_LOG2];
+    uint32_t aq_tail, acq_head;
+    uint16_t cmd_id;
+    uint32_t ring_next;                 /* next ring unit, round robin */
+    uint8_t msi_action[RNIC_DEFAULT_VECTORS];
+    bool dma_reenter;
+    bool scheduled;
+    uint64_t now, deadline;
+    uint64_t frames, dma_read, writes;  /* counters */
+    unsigned depth;                     /* our nested callbacks */
+} Host;
+
+static Host H;
+
+/* ---------------------------------------------------------------------- */
+/* The host                                                               */
+/* ---------------------------------------------------------------------- */
+
+static bool in_guard(uint64_t addr)
+{
+    return addr % UNIT >= USABLE;
+}
+
+/* Units end with their guard page: a range may not leave its unit. */
+static void check_range_writable(uint64_t addr, size_t len)
+{
+    if (in_guard(addr) || addr % UNIT + len > USABLE) {
+        fprintf(stderr, "DMA write [0x%" PRIx64 ", +%zu) reaches the guard "
+                "page of unit %" PRIu64 "\n", addr, len, addr / UNIT);
+        abort();
+    }
+}
+
+static FUZZ_NO_COVERAGE void check_canaries(void)
+{
+    unsigned u;
+
+    for (u = 0; u < UNITS; u++) {
+        if (!fuzz_all_bytes(H.ram + (uint64_t)u * UNIT + USABLE, PAGE,
+                            CANARY)) {
+            fprintf(stderr, "guard page of unit %u written\n", u);
+            abort();
+        }
+    }
+}
+
+static int h_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    if (addr > RAM_SIZE || len > RAM_SIZE - addr) {
+        return -1;
+    }
+    H.dma_read += len;
+    memcpy(buf, H.ram + addr, len);
+    return 0;
+}
+
+static void reenter_ctrl(uint32_t value);
+
+static int h_dma_write(void *opaque, uint64_t addr, const void *buf,
+                       size_t len)
+{
+    if (addr >= MMIO_BASE && addr - MMIO_BASE < RNIC_REGS_SIZE &&
+        len <= RNIC_REGS_SIZE - (addr - MMIO_BASE)) {
+        /* DMA aimed at BAR0: aligned dwords become register writes */
+        uint64_t off = (addr - MMIO_BASE + 3) & ~3ull;
+        const uint8_t *p = buf;
+
+        for (; off + 4 <= addr - MMIO_BASE + len; off += 4) {
+            uint32_t v;
+
+            memcpy(&v, p + (off - (addr - MMIO_BASE)), 4);
+            if (H.dma_reenter) {
+                H.depth++;
+                rnic_engine_reg_write(H.e, off, v);
+                H.depth--;
+            }
+        }
+        return 0;
+    }
+    if (addr > RAM_SIZE || len > RAM_SIZE - addr) {
+        return -1;
+    }
+    check_range_writable(addr, len);
+    H.writes++;
+    memcpy(H.ram + addr, buf, len);
+    return 0;
+}
+
+static void *h_dma_map(void *opaque, uint64_t addr, uint64_t *len,
+                       bool is_write)
+{
+    uint64_t end;
+
+    if (addr >= RAM_SIZE || in_guard(addr)) {
+        return NULL;
+    }
+    end = (addr / UNIT) * UNIT + USABLE;    /* stop before the guard */
+    *len = MIN(*len, end - addr);
+    if (is_write) {
+        H.writes++;
+    } else {
+        H.dma_read += *len;
+    }
+    return H.ram + addr;
+}
+
+static void h_dma_unmap(void *opaque, void *ptr, uint64_t len, bool is_write,
+                        uint64_t access_len)
+{
+    CHECK(access_len <= len);
+}
+
+static void reenter_ctrl(uint32_t value)
+{
+    H.depth++;
+    rnic_engine_reg_write(H.e, RNIC_REG_DEV_CTRL, value);
+    H.depth--;
+}
+
+/* An MSI: as the program configured the vector's address. */
+static void h_raise_irq(void *opaque, unsigned vector)
+{
+    Obj *qp = &H.objs[K_QP][0];
+
+    CHECK(vector < RNIC_DEFAULT_VECTORS);
+    switch (H.msi_action[vector]) {
+    case 1:
+        reenter_ctrl(RNIC_CTRL_RESET);
+        break;
+    case 2:
+        reenter_ctrl(0);
+        break;
+    case 3:
+        reenter_ctrl(RNIC_CTRL_ENABLE | RNIC_CTRL_AQ_IRQ);
+        break;
+    case 4:
+        if (qp->live) {
+            H.depth++;
+            rnic_engine_doorbell(H.e, 0, RNIC_DB_SQ,
+                                 rnic_db_value(qp->handle, 0, qp->sq.prod));
+            H.depth--;
+        }
+        break;
+    }
+}
+
+static void h_transmit(void *opaque, const struct iovec *iov, int iovcnt)
+{
+    size_t len = 0;
+    int i;
+
+    for (i = 0; i < iovcnt; i++) {
+        len += iov[i].iov_len;
+    }
+    CHECK(len <= MAX_FRAME_BYTES);
+    H.frames++;
+}
+
+static void h_schedule(void *opaque)
+{
+    H.scheduled = true;
+}
+
+static void h_timer_arm(void *opaque, uint64_t deadline)
+{
+    H.deadline = deadline;
+}
+
+static uint64_t h_clock_ns(void *opaque)
+{
+    return H.now;
+}
+
+static void h_log(void *opaque, RnicLogKind kind, const char *msg)
+{
+}
+
+static const RnicHostOps host_ops = {
+    .dma_read = h_dma_read,
+    .dma_write = h_dma_write,
+    .raise_irq = h_raise_irq,
+    .transmit = h_transmit,
+    .schedule = h_schedule,
+    .timer_arm = h_timer_arm,
+    .clock_ns = h_clock_ns,
+    .log = h_log,
+    .dma_map = h_dma_map,
+    .dma_unmap = h_dma_unmap,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Engine calls, counted                                                  */
+/* ---------------------------------------------------------------------- */
+
+typedef struct Count {
+    uint64_t frames, dma_read;
+    uint32_t aq_head;
+} Count;
+
+static void count_start(Count *c)
+{
+    c->frames = H.frames;
+    c->dma_read = H.dma_read;
+    rnic_engine_reg_read(H.e, RNIC_REG_AQ_HEAD, &c->aq_head);
+}
+
+/* After a run: commands and bytes of the admin queue, frames. */
+static void count_run(const Count *c)
+{
+    uint64_t frames = H.frames - c->frames;
+    uint32_t head;
+
+    rnic_engine_reg_read(H.e, RNIC_REG_AQ_HEAD, &head);
+    if (head - c->aq_head <= (1u << RNIC_AQ_SIZE_LOG2_MAX)) {
+        /* (a reset in the run sets the head back: not counted) */
+        CHECK(head - c->aq_head <= MAX_ADMIN_CMDS);
+    }
+    CHECK(frames <= MAX_RUN_FRAMES);
+    CHECK(H.dma_read - c->dma_read <= MAX_ADMIN_DMA +
+          frames * MAX_FRAME_BYTES + 256 * 64 * 4096ull);
+}
+
+static void run(void)
+{
+    Count c;
+
+    H.scheduled = false;
+    count_start(&c);
+    rnic_engine_run(H.e);
+    count_run(&c);
+}
+
+static void run_all(void)
+{
+    int i;
+
+    for (i = 0; i < 64 && H.scheduled; i++) {
+        run();
+    }
+}
+
+static void advance(uint64_t ns)
+{
+    Count c;
+
+    H.now += ns;
+    if (H.deadline != UINT64_MAX && H.now >= H.deadline) {
+        H.deadline = UINT64_MAX;
+        count_start(&c);
+        rnic_engine_timer_expired(H.e);
+        CHECK(H.frames - c.frames <= MAX_RUN_FRAMES);
+    }
+}
+
+static void receive(const uint8_t *f, size_t len)
+{
+    struct iovec iov = { .iov_base = (void *)f, .iov_len = len };
+    uint64_t before = H.frames;
+
+    rnic_engine_receive(H.e, &iov, 1);
+    CHECK(H.frames - before <= MAX_RX_FRAMES);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The program                                                            */
+/* ---------------------------------------------------------------------- */
+
+typedef struct Prog {
+    const uint8_t *p, *end;
+} Prog;
+
+static uint8_t u8(Prog *g)
+{
+    return g->p < g->end ? *g->p++ : 0;
+}
+
+static uint16_t u16(Prog *g)
+{
+    return u8(g) | u8(g) << 8;
+}
+
+static uint32_t u32(Prog *g)
+{
+    return u16(g) | (uint32_t)u16(g) << 16;
+}
+
+static uint64_t u64(Prog *g)
+{
+    return u32(g) | (uint64_t)u32(g) << 32;
+}
+
+static uint64_t unit_addr(unsigned u)
+{
+    return (uint64_t)u * UNIT;
+}
+
+/* An address of 'len' bytes (<= USABLE) in a data unit. */
+static uint64_t data_addr(Prog *g, uint32_t len)
+{
+    uint32_t off = u16(g) % (USABLE - len + 1);
+
+    return unit_addr(U_DATA + u8(g) % N_DATA) + off;
+}
+
+/* A handle: usually a live object's of 'kind', sometimes anything. */
+static uint32_t pick(Prog *g, int kind)
+{
+    uint8_t b = u8(g);
+    Obj *o = &H.objs[kind][b % NH];
+
+    if (b >= 0xf8) {
+        return b == 0xff ? RNIC_HANDLE_NONE : u32(g);
+    }
+    return o->live ? o->handle : H.objs[kind][0].handle;
+}
+
+static Obj *pick_obj(Prog *g, int kind)
+{
+    Obj *o = &H.objs[kind][u8(g) % NH];
+
+    return o->live ? o : NULL;
+}
+
+/* GID ::ffff:10.0.c.host from one byte. */
+static void gid_of(uint8_t sel, uint8_t gid[16])
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    gid[12] = 10;
+    gid[14] = (sel >> 3) & 3;
+    gid[15] = 1 + (sel & 7);
+}
+
+/* A ring unit for a ring of 2^log entries of 2^shift bytes (clamped). */
+static Ring ring_for(uint32_t log, uint32_t shift)
+{
+    Ring r = { .log = log, .shift = shift };
+
+    while (r.log > 0 && (1ull << (r.log + r.shift)) > USABLE) {
+        r.log--;
+    }
+    r.addr = unit_addr(U_RING + H.ring_next++ % N_RING);
+    return r;
+}
+
+/* The ring's base is sometimes BAR0 (a guest aiming DMA at the device). */
+static uint64_t ring_base(Prog *g, Ring *r)
+{
+    return u8(g) == 0xee ? MMIO_BASE : r->addr;
+}
+
+/* A page list in a page-list unit: 'n' data pages; returns its address. */
+static uint64_t page_list(Prog *g, uint32_t n, uint64_t first)
+{
+    uint64_t pbl = unit_addr(U_PBL + u8(g) % 4);
+    uint64_t *l = (uint64_t *)(H.ram + pbl);
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        l[i] = (first & ~(uint64_t)(PAGE - 1)) + (uint64_t)i * PAGE;
+        if (in_guard(l[i])) {
+            l[i] -= PAGE;
+        }
+    }
+    return pbl;
+}
+
+static void post_cmd(struct rnic_admin_cmd *c, int kind, const Obj *o,
+                     bool ring)
+{
+    uint32_t mask = (1u << AQ_LOG2) - 1, slot = H.aq_tail & mask;
+    Pending *pd;
+
+    c->cmd_id = ++H.cmd_id;
+    memcpy(H.ram + unit_addr(U_AQ) + slot * sizeof(*c), c, sizeof(*c));
+    pd = &H.pending[c->cmd_id & mask];
+    pd->kind = kind;
+    if (o) {
+        pd->obj = *o;
+    }
+    H.aq_tail++;
+    if (ring) {
+        rnic_engine_reg_write(H.e, RNIC_REG_AQ_TAIL, H.aq_tail);
+    }
+}
+
+/* Completions since the last look: remember what was created. */
+static void reap(void)
+{
+    uint32_t mask = (1u << AQ_LOG2) - 1, i;
+
+    for (i = 0; i < 64; i++) {
+        struct rnic_admin_cqe *q = (void *)(H.ram + unit_addr(U_ACQ) +
+                                            (H.acq_head & mask) * 16);
+        uint8_t phase = ((H.acq_head >> AQ_LOG2) & 1) ^ 1;
+        Pending *pd;
+
+        if ((q->phase & 1) != phase) {
+            break;
+        }
+        pd = &H.pending[q->cmd_id & mask];
+        if (getenv("RNIC_FUZZ_DEBUG")) {
+            fprintf(stderr, "cmd %u: status %u result %u kind %d\n",
+                    q->cmd_id, q->status, q->result0, pd->kind);
+        }
+        if (q->status == RNIC_ST_OK && pd->kind >= 0) {
+            Obj *o = &H.objs[pd->kind][q->cmd_id % NH];
+
+            *o = pd->obj;
+            o->live = true;
+            o->handle = q->result0;
+            o->qpn = q->result1;
+        }
+        H.acq_head++;
+        rnic_engine_reg_write(H.e, RNIC_REG_ACQ_HEAD, H.acq_head);
+    }
+}
+
+static void op_admin(Prog *g)
+{
+    struct rnic_admin_cmd c;
+    uint8_t op = u8(g) % RNIC_CMD_OPCODE_COUNT, flags = u8(g);
+    uint64_t misc = unit_addr(U_MISC);
+    int kind = -1;
+    Obj o;
+
+    memset(&c, 0, sizeof(c));
+    memset(&o, 0, sizeof(o));
+    c.opcode = op;
+    c.uctx = flags & 0x80 ? pick(g, K_UCTX) : 0;
+    switch (op) {
+    case RNIC_CMD_QUERY_DEVICE:
+    case RNIC_CMD_QUERY_PORT:
+    case RNIC_CMD_QUERY_QP:
+        c.query.addr = u8(g) == 0xee ? MMIO_BASE + RNIC_REG_DEV_CTRL - 8 :
+                       misc + 1024 + u8(g);
+        c.query.len = u8(g) % 160;
+        c.query.handle = op == RNIC_CMD_QUERY_QP ? pick(g, K_QP) : u8(g) % 3;
+        break;
+    case RNIC_CMD_CREATE_NET_CTX:
+        c.net_ctx.net_id = u16(g) % 16;
+        c.net_ctx.net_type = u8(g) % 3 == 2;
+        kind = K_CTX;
+        break;
+    case RNIC_CMD_ADD_GID:
+    case RNIC_CMD_DEL_GID:
+        gid_of(u8(g), c.gid.gid);
+        c.gid.index = u8(g) % 8;
+        c.gid.net_ctx = pick(g, K_CTX);
+        break;
+    case RNIC_CMD_ALLOC_UCTX:
+        kind = K_UCTX;
+        break;
+    case RNIC_CMD_ALLOC_PD:
+        c.pd.net_ctx = u8(g) & 1 ? RNIC_PD_MULTI_NET : pick(g, K_CTX);
+        kind = K_PD;
+        break;
+    case RNIC_CMD_CREATE_EQ:
+        o.sq = ring_for(2 + u8(g) % 6, 4);
+        c.eq.ring_addr = ring_base(g, &o.sq);
+        c.eq.log_size = o.sq.log;
+        c.eq.flags = u8(g) & 1;
+        c.eq.vector = u8(g) % (RNIC_DEFAULT_VECTORS + 1);
+        kind = K_EQ;
+        break;
+    case RNIC_CMD_CREATE_CQ:
+    case RNIC_CMD_RESIZE_CQ:
+        o.sq = ring_for(1 + u8(g) % 8, 6);
+        c.cq.ring_addr = ring_base(g, &o.sq);
+        c.cq.log_size = o.sq.log;
+        c.cq.eq = pick(g, K_EQ);
+        c.cq.cq = pick(g, K_CQ);
+        kind = op == RNIC_CMD_CREATE_CQ ? K_CQ : -1;
+        break;
+    case RNIC_CMD_CREATE_SRQ:
+    case RNIC_CMD_MODIFY_SRQ:
+        o.sq = ring_for(u8(g) % 8, 4 + u8(g) % 4);
+        c.srq.ring_addr = o.sq.addr;
+        c.srq.log_size = o.sq.log;
+        c.srq.wqe_shift = o.sq.shift;
+        c.srq.pd = pick(g, K_PD);
+        c.srq.srq = pick(g, K_SRQ);
+        c.srq.limit = u8(g) % 4;
+        kind = op == RNIC_CMD_CREATE_SRQ ? K_SRQ : -1;
+        break;
+    case RNIC_CMD_CREATE_QP:
+        o.type = u8(g) % 3;
+        o.sq = ring_for(u8(g) % 6, 6 + u8(g) % 3);
+        o.rq = ring_for(u8(g) % 6, 4 + u8(g) % 4);
+        c.qp.sq_addr = o.sq.addr;
+        c.qp.pd = pick(g, K_PD);
+        c.qp.send_cq = pick(g, K_CQ);
+        c.qp.recv_cq = pick(g, K_CQ);
+        c.qp.srq = flags & 1 ? pick(g, K_SRQ) : RNIC_HANDLE_NONE;
+        c.qp.rq_addr = c.qp.srq == RNIC_HANDLE_NONE ? o.rq.addr : 0;
+        c.qp.qp_type = o.type;
+        c.qp.sq_log_size = o.sq.log;
+        c.qp.rq_log_size = c.qp.srq == RNIC_HANDLE_NONE ? o.rq.log : 0;
+        c.qp.sq_wqe_shift = o.sq.shift;
+        c.qp.rq_wqe_shift = o.rq.shift;
+        c.qp.sq_sig_all = flags & 2;
+        kind = K_QP;
+        break;
+    case RNIC_CMD_MODIFY_QP: {
+        struct rnic_qp_attr *a = (void *)(H.ram + misc);
+
+        memset(a, 0, sizeof(*a));
+        a->qp_state = u8(g) % 7;
+        a->path_mtu = 1 + u8(g) % 5;
+        a->timeout = u8(g) % 20;
+        a->retry_cnt = u8(g) % 8;
+        a->rnr_retry = u8(g) % 8;
+        a->min_rnr_timer = u8(g) % 32;
+        a->max_rd_atomic = u8(g) % 17;
+        a->max_dest_rd_atomic = u8(g) % 17;
+        a->port_num = 1;
+        a->qkey = u8(g) & 1 ? RNIC_GSI_QKEY : 0x1234;
+        a->rq_psn = u8(g);
+        a->sq_psn = u8(g);
+        a->dest_qp_num = u8(g) & 1 ? pick(g, K_QP) : u32(g) & 0xffffff;
+        if (a->dest_qp_num < 1u << 24 && (a->dest_qp_num & 0x80)) {
+            Obj *q = pick_obj(g, K_QP);
+
+            a->dest_qp_num = q ? q->qpn : 0x77;
+        }
+        a->qp_access_flags = u8(g) & RNIC_ACCESS_ALL;
+        gid_of(u8(g), a->av.dgid);
+        a->av.sgid_index = u8(g) % 8;
+        a->av.hop_limit = 64;
+        c.modify_qp.attr_addr = misc;
+        c.modify_qp.qp = pick(g, K_QP);
+        c.modify_qp.attr_mask = u32(g) & 0x1fffff;
+        if (flags & 1) {
+            /* the masks a driver uses for each transition */
+            static const uint32_t masks[] = {
+                RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
+                RNIC_QP_ACCESS_FLAGS,
+                RNIC_QP_STATE | RNIC_QP_AV | RNIC_QP_PATH_MTU |
+                RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN |
+                RNIC_QP_MAX_DEST_RD_ATOMIC | RNIC_QP_MIN_RNR_TIMER,
+                RNIC_QP_STATE | RNIC_QP_TIMEOUT | RNIC_QP_RETRY_CNT |
+                RNIC_QP_RNR_RETRY | RNIC_QP_SQ_PSN |
+                RNIC_QP_MAX_QP_RD_ATOMIC,
+                RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_QKEY |
+                RNIC_QP_PORT,
+                RNIC_QP_STATE,
+                RNIC_QP_STATE | RNIC_QP_SQ_PSN,
+            };
+
+            c.modify_qp.attr_mask = masks[(flags >> 1) % 6];
+        }
+        break;
+    }
+    case RNIC_CMD_REG_MR:
+    case RNIC_CMD_ALLOC_MR: {
+        uint32_t len = 1 + u16(g) % (4 * PAGE);
+        uint64_t va = data_addr(g, len);
+        uint32_t np = ((va & (PAGE - 1)) + len + PAGE - 1) / PAGE;
+
+        c.mr.iova = flags & 4 ? va : (uint64_t)u32(g) << 12 | (va & 0xfff);
+        c.mr.length = len;
+        c.mr.levels = u8(g) % 3 ? 1 : 0;
+        c.mr.pbl_addr = c.mr.levels ? page_list(g, np, va) :
+                        (va & ~(uint64_t)(PAGE - 1));
+        if (!c.mr.levels && np > 1 &&
+            (va / UNIT) != ((va + len - 1) / UNIT)) {
+            c.mr.length = PAGE - (va & (PAGE - 1));
+        }
+        c.mr.pd = pick(g, K_PD);
+        c.mr.npages = op == RNIC_CMD_ALLOC_MR ? 1 + u8(g) % 8 : np;
+        c.mr.access = u8(g) & RNIC_ACCESS_ALL;
+        c.mr.page_shift = 12;
+        c.mr.key = u8(g);
+        kind = K_MR;
+        break;
+    }
+    default:                    /* destroy and the rest */
+        c.destroy.handle = pick(g, u8(g) % K_KINDS);
+        c.destroy.net_ctx = u8(g) & 1 ? RNIC_PD_MULTI_NET : pick(g, K_CTX);
+        c.destroy.flags = u8(g) & 1;
+        break;
+    }
+    post_cmd(&c, kind, &o, !(flags & 0x40));
+}
+
+/* A send WQE from the program, for 'qp' (fast-reg lists sanitized). */
+static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
+{
+    struct rnic_sq_wqe *w = (void *)slot;
+    struct rnic_sge *s = (void *)(slot + sizeof(*w));
+    uint32_t i, max = (stride - sizeof(*w)) / sizeof(*s);
+    Obj *peer;
+
+    memset(slot, 0, stride);
+    w->wr_id = u8(g);
+    w->opcode = u8(g) % RNIC_WR_OPCODE_COUNT;
+    w->flags = u8(g) & 0x0f;
+    w->num_sge = u8(g) % 4;
+    w->num_sge = MIN(w->num_sge, max);
+    w->imm_or_inv = u8(g) & 1 ? pick(g, K_MR) : u32(g);
+    w->rdma.remote_addr = u8(g) & 1 ? data_addr(g, 8) & ~7ull : u64(g);
+    w->rdma.rkey = pick(g, K_MR);
+    if (w->opcode == RNIC_WR_ATOMIC_CMP_SWP ||
+        w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) {
+        w->atomic.compare_add = u8(g);
+        w->atomic.swap = u8(g);
+    } else if (w->opcode == RNIC_WR_REG_MR) {
+        uint64_t va = data_addr(g, 4 * PAGE);
+        uint32_t np = 1 + u8(g) % 4;
+
+        w->reg.iova = va;
+        w->reg.length = np * PAGE - (u8(g) & 0xff);
+        w->reg.pbl_addr = page_list(g, np, va);
+        w->reg.stag = pick(g, K_MR);
+        w->reg.access = u8(g) & RNIC_ACCESS_ALL;
+        w->reg.npages = np;
+        w->reg.page_shift = 12;
+    } else if (u8(g) & 1) {
+        peer = pick_obj(g, K_QP);
+        w->ud.remote_qpn = peer ? peer->qpn : 1;
+        w->ud.remote_qkey = u8(g) & 1 ? RNIC_GSI_QKEY : 0x1234;
+        gid_of(u8(g), w->ud.av.dgid);
+        w->ud.av.sgid_index = u8(g) % 8;
+    }
+    if (w->flags & RNIC_WQE_INLINE) {
+        w->inline_len = u16(g) % (stride - sizeof(*w) + 8);
+        w->num_sge = 0;
+    }
+    for (i = 0; i < w->num_sge; i++) {
+        s[i].length = u16(g) % 9000;
+        s[i].addr = data_addr(g, MIN(s[i].length, USABLE));
+        s[i].lkey = pick(g, K_MR);
+    }
+}
+
+static void build_recv(Prog *g, uint8_t *slot, uint32_t stride)
+{
+    struct rnic_rq_wqe *w = (void *)slot;
+    struct rnic_sge *s = (void *)(slot + sizeof(*w));
+    uint32_t i;
+
+    memset(slot, 0, stride);
+    w->wr_id = u8(g);
+    w->num_sge = u8(g) % 4;
+    w->num_sge = MIN(w->num_sge, (stride - sizeof(*w)) / sizeof(*s));
+    for (i = 0; i < w->num_sge; i++) {
+        s[i].length = u16(g) % 9000;
+        s[i].addr = data_addr(g, MIN(s[i].length, USABLE));
+        s[i].lkey = pick(g, K_MR);
+    }
+}
+
+static uint8_t *slot_of(Ring *r, uint32_t index)
+{
+    return H.ram + r->addr + ((uint64_t)(index & ((1u << r->log) - 1)) <<
+                              r->shift);
+}
+
+/* Post (or rewrite an already posted) WQE of a QP's SQ/RQ or an SRQ. */
+static void op_wqe(Prog *g, bool rewrite)
+{
+    uint8_t which = u8(g);
+    Obj *o = pick_obj(g, which & 2 ? K_SRQ : K_QP);
+    Ring *r;
+    uint32_t index;
+    uint64_t db;
+
+    if (!o) {
+        return;
+    }
+    r = which & 1 && !(which & 2) ? &o->sq : &o->rq;
+    if (which & 2) {
+        r = &o->sq;             /* an SRQ's ring */
+    }
+    index = rewrite ? r->prod - 1 - u8(g) % 4 : r->prod++;
+    if (r == &o->sq && !(which & 2)) {
+        build_send(g, slot_of(r, index), 1u << r->shift);
+    } else {
+        build_recv(g, slot_of(r, index), 1u << r->shift);
+    }
+    if (!rewrite && !(which & 4)) {
+        db = rnic_db_value(o->handle, 0, r->prod);
+        rnic_engine_doorbell(H.e, 0, which & 2 ? RNIC_DB_SRQ :
+                             r == &o->sq ? RNIC_DB_SQ : RNIC_DB_RQ, db);
+    }
+}
+
+static void op_doorbell(Prog *g)
+{
+    static const uint32_t offs[] = {
+        RNIC_DB_SQ, RNIC_DB_RQ, RNIC_DB_SRQ, RNIC_DB_CQ, RNIC_DB_EQ,
+    };
+    uint8_t b = u8(g);
+    uint32_t off = offs[b % 5];
+    int kind = off == RNIC_DB_SRQ ? K_SRQ : off == RNIC_DB_CQ ? K_CQ :
+               off == RNIC_DB_EQ ? K_EQ : K_QP;
+    uint32_t handle = pick(g, kind);
+    uint32_t flags = (u8(g) & 3) << 24;
+
+    rnic_engine_doorbell(H.e, b & 0x80 ? u8(g) % 4 : 0, off,
+                         rnic_db_value(handle, flags, u32(g)));
+}
+
+static void op_reg_write(Prog *g)
+{
+    static const uint32_t regs[] = {
+        RNIC_REG_DEV_CTRL, RNIC_REG_SCRATCH, RNIC_REG_MAC_LO,
+        RNIC_REG_MAC_HI, RNIC_REG_IRQ_TEST, RNIC_REG_AQ_TAIL,
+        RNIC_REG_ACQ_HEAD, RNIC_REG_ETH_CTRL, RNIC_REG_ETH_MTU,
+        RNIC_REG_ETH_IRQ_VECTOR, RNIC_REG_ETH_IRQ_MASK,
+        RNIC_REG_ETH_MC_HASH_LO, RNIC_REG_ETH_TX_TAIL,
+        RNIC_REG_ETH_RX_TAIL, RNIC_REG_ETH_TX_SIZE_LOG2,
+        RNIC_REG_ETH_RX_SIZE_LOG2, RNIC_REG_ETH_TX_BASE_LO,
+        RNIC_REG_ETH_RX_BASE_LO, RNIC_REG_AQ_SIZE_LOG2,
+    };
+    uint8_t b = u8(g);
+    uint32_t off = b < 0xf0 ? regs[b % G_N_ELEMENTS(regs)] :
+                   (u16(g) & (RNIC_REGS_SIZE - 4));
+    uint32_t v = u32(g);
+
+    /* rings the device writes stay where they may be written */
+    switch (off) {
+    case RNIC_REG_ETH_TX_SIZE_LOG2:
+    case RNIC_REG_ETH_RX_SIZE_LOG2:
+        v = 2 + v % 9;          /* up to 1024 entries: 16 KiB */
+        break;
+    case RNIC_REG_ETH_TX_BASE_LO:
+    case RNIC_REG_ETH_RX_BASE_LO:
+        v = unit_addr(U_ETH + (off == RNIC_REG_ETH_RX_BASE_LO));
+        break;
+    case RNIC_REG_AQ_SIZE_LOG2:
+        v = 2 + v % 7;
+        break;
+    case RNIC_REG_AQ_BASE_LO:
+    case RNIC_REG_AQ_BASE_HI:
+    case RNIC_REG_ACQ_BASE_LO:
+    case RNIC_REG_ACQ_BASE_HI:
+    case RNIC_REG_ETH_TX_BASE_HI:
+    case RNIC_REG_ETH_RX_BASE_HI:
+        return;
+    }
+    rnic_engine_reg_write(H.e, off, v);
+}
+
+/* An Ethernet descriptor: a buffer in a data unit. */
+static void op_eth_desc(Prog *g)
+{
+    uint8_t b = u8(g);
+    uint64_t ring = unit_addr(U_ETH + (b & 1));
+    uint32_t i = u16(g) % 1024;
+    uint16_t len = 1 + u16(g) % 2048;
+
+    if (b & 1) {
+        struct rnic_eth_rx_desc *d = (void *)(H.ram + ring + i * 16);
+
+        d->addr = data_addr(g, len);
+        d->buf_len = len;
+        d->len = 0;
+        d->status = 0;
+    } else {
+        struct rnic_eth_tx_desc *d = (void *)(H.ram + ring + i * 16);
+
+        d->addr = data_addr(g, len);
+        d->len = len;
+        d->flags = u8(g) & 1;
+        d->status = 0;
+    }
+}
+
+static void op_mem_write(Prog *g)
+{
+    uint32_t len = u8(g) % 64;
+    uint64_t a = data_addr(g, len);
+    uint32_t i;
+
+    for (i = 0; i < len; i++) {
+        H.ram[a + i] = u8(g);
+    }
+}
+
+static uint16_t ld_be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* A frame from the peer: built from fields, or raw bytes (ICRC fixed). */
+static void op_frame(Prog *g)
+{
+    static uint8_t f[RNIC_ETH_MAX_FRAME], payload[4096];
+    uint8_t mode = u8(g);
+    RnicRoceHdr hd;
+    size_t len;
+    Obj *qp;
+
+    if (mode & 1) {
+        len = u16(g) % 1500;
+        len = MIN(len, (size_t)(g->end - g->p));
+        memcpy(f, g->p, len);
+        g->p += len;
+        if (rnic_roce_decode(f, len, &hd) == RNIC_ROCE_ERR_ICRC) {
+            uint8_t *ip = f + hd.l3_offset;
+            size_t ip_len = hd.ipv6 ? RNIC_ROCE_IPV6_HLEN + ld_be16(ip + 4) :
+                            ld_be16(ip + 2);
+            uint32_t crc = rnic_roce_icrc(ip, hd.ipv6,
+                                          ip_len - RNIC_ROCE_ICRC_LEN);
+
+            memcpy(ip + ip_len - RNIC_ROCE_ICRC_LEN, &crc, 4);
+        }
+        receive(f, len);
+        return;
+    }
+    memset(&hd, 0, sizeof(hd));
+    memcpy(hd.dmac, H.e->cfg.mac, 6);
+    hd.smac[0] = 0x52;
+    gid_of(u8(g), hd.sgid);
+    gid_of(u8(g), hd.dgid);
+    hd.vlan_present = mode & 2;
+    hd.vlan_id = u8(g) % 16;
+    hd.hop_limit = 64;
+    hd.udp_sport = 0xc000;
+    hd.opcode = u8(g);
+    hd.pkey = 0xffff;
+    qp = pick_obj(g, K_QP);
+    hd.dest_qp = qp ? qp->qpn : u8(g);
+    hd.ack_req = mode & 4;
+    hd.psn = u8(g);
+    hd.reth.va = u8(g) & 1 ? data_addr(g, 8) : u64(g);
+    hd.reth.rkey = pick(g, K_MR);
+    hd.reth.dma_len = u16(g);
+    hd.atomic_eth.va = hd.reth.va & ~7ull;
+    hd.atomic_eth.rkey = hd.reth.rkey;
+    hd.aeth.syndrome = u8(g);
+    hd.aeth.msn = u8(g);
+    hd.deth.qkey = mode & 8 ? RNIC_GSI_QKEY : 0x1234;
+    hd.deth.src_qp = u8(g);
+    hd.immdt = u32(g);
+    hd.ieth.rkey = hd.reth.rkey;
+    if (rnic_roce_op_info(hd.opcode) &&
+        (rnic_roce_op_info(hd.opcode)->flags & RNIC_ROCE_OPF_PAYLOAD)) {
+        hd.payload = payload;
+        hd.payload_len = u16(g) % 4097;
+    }
+    if (rnic_roce_encode_linear(&hd, f, sizeof(f), &len) == RNIC_ROCE_OK) {
+        receive(f, len);
+    }
+}
+
+static void op_msi(Prog *g)
+{
+    uint8_t v = u8(g);
+
+    H.msi_action[v % RNIC_DEFAULT_VECTORS] = (v >> 3) % 5;
+    H.dma_reenter = v & 0x80;
+}
+
+static void reset_host(void)
+{
+    unsigned u;
+
+    rnic_engine_reset(H.e);
+    memset(H.ram, 0, RAM_SIZE);
+    for (u = 0; u < UNITS; u++) {
+        memset(H.ram + (uint64_t)u * UNIT + USABLE, CANARY, PAGE);
+    }
+    memset(H.objs, 0, sizeof(H.objs));
+    memset(H.pending, 0xff, sizeof(H.pending));
+    memset(H.msi_action, 0, sizeof(H.msi_action));
+    H.dma_reenter = false;
+    H.aq_tail = H.acq_head = 0;
+    H.cmd_id = 0;
+    H.ring_next = 0;
+    H.scheduled = false;
+    H.deadline = UINT64_MAX;
+    H.now = 1000000000ull;
+    rnic_engine_set_link(H.e, true);
+    rnic_engine_reg_write(H.e, RNIC_REG_AQ_BASE_LO, unit_addr(U_AQ));
+    rnic_engine_reg_write(H.e, RNIC_REG_ACQ_BASE_LO, unit_addr(U_ACQ));
+    rnic_engine_reg_write(H.e, RNIC_REG_AQ_SIZE_LOG2, AQ_LOG2);
+    rnic_engine_reg_write(H.e, RNIC_REG_DEV_CTRL,
+                          RNIC_CTRL_ENABLE | RNIC_CTRL_AQ_IRQ);
+    if (getenv("RNIC_FUZZ_DEBUG")) {
+        uint32_t st;
+
+        rnic_engine_reg_read(H.e, RNIC_REG_DEV_STATUS, &st);
+        fprintf(stderr, "status %x\n", st);
+    }
+}
+
+enum {
+    OP_ADMIN, OP_RUN, OP_SEND, OP_REWRITE, OP_DOORBELL, OP_REG, OP_FRAME,
+    OP_STEP, OP_MEM, OP_ETH, OP_MSI, OP_COUNT
+};
+
+static void step(Prog *g)
+{
+    uint64_t writes = H.writes;
+
+    switch (u8(g) % OP_COUNT) {
+    case OP_ADMIN:
+        op_admin(g);
+        break;
+    case OP_RUN:
+        run_all();
+        reap();
+        break;
+    case OP_SEND:
+        op_wqe(g, false);
+        break;
+    case OP_REWRITE:
+        op_wqe(g, true);
+        break;
+    case OP_DOORBELL:
+        op_doorbell(g);
+        break;
+    case OP_REG:
+        op_reg_write(g);
+        break;
+    case OP_FRAME:
+        op_frame(g);
+        break;
+    case OP_STEP:
+        advance(1000ull << (u8(g) % 24));
+        break;
+    case OP_MEM:
+        op_mem_write(g);
+        break;
+    case OP_ETH:
+        op_eth_desc(g);
+        break;
+    case OP_MSI:
+        op_msi(g);
+        break;
+    }
+    if (H.writes != writes) {
+        check_canaries();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    Prog g = { data, data + size };
+    unsigned n;
+
+    reset_host();
+    for (n = 0; n < 256 && g.p < g.end; n++) {
+        step(&g);
+    }
+    run_all();
+    advance(1000000000ull);
+    run_all();
+    check_canaries();
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Seeds                                                                  */
+/* ---------------------------------------------------------------------- */
+
+typedef struct Seed {
+    GByteArray *b;
+} Seed;
+
+static void emit(GByteArray *b, int n, ...)
+{
+    va_list ap;
+    int i;
+
+    va_start(ap, n);
+    for (i = 0; i < n; i++) {
+        uint8_t v = va_arg(ap, int);
+
+        g_byte_array_append(b, &v, 1);
+    }
+    va_end(ap);
+}
+
+/* Admin: opcode, flags, operands (each a byte). */
+#define ADMIN(b, ...) emit(b, 1 + G_N_ELEMENTS(((int[]){ __VA_ARGS__ })), \
+                           OP_ADMIN, __VA_ARGS__)
+#define RUN(b) emit(b, 1, OP_RUN)
+
+/*
+ * A device with a context (VLAN 0), GIDs, a PD, an EQ, CQs, MRs and two
+ * QPs of 'type'; handles land in slot cmd_id % NH of their kind.
+ */
+static void seed_setup(GByteArray *b, uint8_t qp_type)
+{
+    /* cmd 1: CREATE_NET_CTX vlan 0 */
+    ADMIN(b, RNIC_CMD_CREATE_NET_CTX, 0, 0, 0, 0);
+    RUN(b);
+    /* cmds 2, 3: ADD_GID host 1, 2 at index 0, 1 of ctx slot 1 */
+    ADMIN(b, RNIC_CMD_ADD_GID, 0, 0, 0, 1);
+    ADMIN(b, RNIC_CMD_ADD_GID, 0, 1, 1, 1);
+    RUN(b);
+    /* cmd 4: ALLOC_PD of ctx slot 1 */
+    ADMIN(b, RNIC_CMD_ALLOC_PD, 0, 0, 1);
+    /* cmd 5: CREATE_EQ log 4, async, vector 1 */
+    ADMIN(b, RNIC_CMD_CREATE_EQ, 0, 2, 0, 1, 1);
+    RUN(b);
+    /* cmd 6: CREATE_CQ log 6 on EQ slot 5 */
+    ADMIN(b, RNIC_CMD_CREATE_CQ, 0, 5, 0, 5, 0);
+    RUN(b);
+    /* cmd 7: REG_MR 16 KiB at data unit 0, all rights, PD slot 4 */
+    ADMIN(b, RNIC_CMD_REG_MR, 4, 0xff, 0x3f, 0, 0, 0, 1, 0, 4, 0x1f, 0x5a);
+    /* cmds 8, 9: CREATE_QP */
+    ADMIN(b, RNIC_CMD_CREATE_QP, 0, qp_type, 4, 2, 4, 4, 4, 6, 6);
+    ADMIN(b, RNIC_CMD_CREATE_QP, 0, qp_type, 4, 2, 4, 4, 4, 6, 6);
+    RUN(b);
+}
+
+/* MODIFY_QP of QP slot 'qp' through the transition 'mask' (0..5). */
+static void seed_modify(GByteArray *b, uint8_t qp, uint8_t state,
+                        uint8_t mask, uint8_t sgid, uint8_t dgid,
+                        uint8_t dest)
+{
+    ADMIN(b, RNIC_CMD_MODIFY_QP, 1 | mask << 1, state, 3, 14, 7, 7, 1, 4, 4,
+          0, 100, 100, 0, dest | 0x80, dest, 0x0f, dgid, sgid, qp,
+          0, 0, 0, 0);
+    RUN(b);
+}
+
+static void write_seeds(const char *dir)
+{
+    GByteArray *b = g_byte_array_new();
+    int i;
+
+    /* RC loopback: QP slot 0 (cmd 8) <-> slot 1 (cmd 9), SEND + RECV */
+    seed_setup(b, RNIC_QPT_RC);
+    for (i = 0; i < 2; i++) {
+        uint8_t me = i ? 1 : 0, other = i ? 0 : 1;
+
+        seed_modify(b, me, RNIC_QPS_INIT, 0, 0, 0, 0);
+        seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
+        seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
+    }
+    fuzz_write_seed(dir, b->data, b->len);
+    /* + a receive on QP 1 and a SEND, a READ, an atomic on QP 0 */
+    emit(b, 10, OP_SEND, 0, 1, 1, 1, 0, 1, 0, 0, 0);
+    emit(b, 1, OP_RUN);
+    emit(b, 12, OP_SEND, 1, 0, 1, 0, 1, 1, 0, 7, 0x10, 0, 0);
+    emit(b, 12, OP_SEND, 1, 0, 2, RNIC_WR_RDMA_READ, 1, 1, 0xff, 0xff, 0xff,
+         0xff, 1);
+    emit(b, 4, OP_RUN, OP_STEP, 10, OP_RUN);
+    fuzz_write_seed(dir, b->data, b->len);
+    /* + an MSI aimed at DEV_CTRL (RESET) and a retransmit timeout */
+    emit(b, 2, OP_MSI, 0x80 | 1 << 3 | 1);
+    emit(b, 12, OP_SEND, 1, 0, 3, RNIC_WR_SEND, 1, 1, 0, 0, 0, 0, 0);
+    emit(b, 5, OP_RUN, OP_STEP, 23, OP_STEP, 23);
+    fuzz_write_seed(dir, b->data, b->len);
+    g_byte_array_set_size(b, 0);
+
+    /* UD: two QPs, frames from the wire to them and a structured READ */
+    seed_setup(b, RNIC_QPT_UD);
+    for (i = 0; i < 2; i++) {
+        seed_modify(b, i, RNIC_QPS_INIT, 3, 0, 0, 0);
+        seed_modify(b, i, RNIC_QPS_RTR, 4, 0, 0, 0);
+        seed_modify(b, i, RNIC_QPS_RTS, 5, 0, 0, 0);
+    }
+    emit(b, 10, OP_SEND, 0, 0, 1, 1, 0, 1, 0, 0, 0);
+    emit(b, 11, OP_FRAME, 0, 2, 0, 0, 0x64, 0, 0, 0, 0, 0);
+    emit(b, 3, OP_RUN, OP_STEP, 5);
+    fuzz_write_seed(dir, b->data, b->len);
+    g_byte_array_set_size(b, 0);
+
+    /* RC toward the peer (host 3): requests out, answers in */
+    seed_setup(b, RNIC_QPT_RC);
+    seed_modify(b, 0, RNIC_QPS_INIT, 0, 0, 0, 0);
+    seed_modify(b, 0, RNIC_QPS_RTR, 1, 0, 2, 0x77);
+    seed_modify(b, 0, RNIC_QPS_RTS, 2, 0, 2, 0x77);
+    emit(b, 12, OP_SEND, 1, 0, 2, RNIC_WR_RDMA_READ, 1, 1, 0xff, 0xff, 0xff,
+         0xff, 1);
+    emit(b, 1, OP_RUN);
+    emit(b, 13, OP_FRAME, 0, 2, 0, 0x0d, 0, 100, 0, 0, 0, 0, 0, 0);
+    emit(b, 13, OP_FRAME, 0, 2, 0, 0x11, 0, 101, 0, 0, 0, 0, 0, 0);
+    emit(b, 4, OP_RUN, OP_STEP, 20, OP_RUN);
+    fuzz_write_seed(dir, b->data, b->len);
+    g_byte_array_set_size(b, 0);
+
+    /* Ethernet: rings, descriptors, TX and RX */
+    emit(b, 6, OP_REG, 16, 0, 0, 0, 0);
+    emit(b, 6, OP_REG, 17, 0, 0, 0, 0);
+    emit(b, 6, OP_REG, 14, 4, 0, 0, 0);
+    emit(b, 6, OP_REG, 15, 4, 0, 0, 0);
+    for (i = 0; i < 4; i++) {
+        emit(b, 8, OP_ETH, 1, i, 0, 0, 8, i, 0);
+        emit(b, 9, OP_ETH, 0, i, 0, 64, 0, i, 1, 1);
+    }
+    emit(b, 6, OP_REG, 7, 0x13, 0, 0, 0);
+    emit(b, 6, OP_REG, 13, 4, 0, 0, 0);
+    emit(b, 6, OP_REG, 12, 4, 0, 0, 0);
+    emit(b, 1, OP_RUN);
+    fuzz_write_seed(dir, b->data, b->len);
+    g_byte_array_unref(b);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    RnicEngineConfig cfg;
+    const char *dir = fuzz_seed_dir(*argc, *argv);
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.max_qp = 64;
+    cfg.max_cq = 64;
+    cfg.max_mr = 256;
+    cfg.max_pd = 32;
+    cfg.max_srq = 16;
+    H.ram = g_malloc0(RAM_SIZE);
+    H.e = rnic_engine_new(&cfg, &host_ops, NULL);
+    if (dir) {
+        write_seeds(dir);
+    }
+    return 0;
+}
