@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Run every libFuzzer target for a fixed time, as CI does:
+#   tests/fuzz/run-fuzz.sh SECONDS
+# Builds build/fuzz (clang, ASan + UBSan) when missing, then for each
+# target runs its regression inputs (tests/fuzz/regressions/<target>/)
+# once and fuzzes for SECONDS from a copy of the committed corpus
+# (tests/fuzz/corpus/<target>/, copied to build/fuzz/work/<target>/; the
+# committed corpus is never modified). Prints TAP on stdout; the exit
+# status is non-zero when a target failed. Artifacts (crash-*, timeout-*)
+# and logs stay in build/fuzz/work/<target>/.
+set -uo pipefail
+secs=${1:-45}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+build=build/fuzz
+work=$build/work
+targets="fuzz-roce-decode fuzz-wire-rx fuzz-state-load fuzz-device"
+opts=(-rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
+
+mkdir -p "$work"
+if [ ! -e $build/build.ninja ]; then
+    CC=clang meson setup $build -Dfuzzing=true \
+        -Db_sanitize=address,undefined >"$work/setup.log" 2>&1 || {
+        echo "1..1"
+        echo "not ok 1 - meson setup $build: $(tail -n 1 "$work/setup.log")"
+        exit 1
+    }
+fi
+if ! ninja -C $build $(for t in $targets; do echo tests/fuzz/$t; done) \
+        >"$work/build.log" 2>&1; then
+    echo "1..1"
+    echo "not ok 1 - build: $(grep -m1 -E 'error|FAILED' "$work/build.log")"
+    exit 1
+fi
+
+# The first line of a libFuzzer/sanitizer report in a log.
+report() {
+    grep -m1 -E '==[0-9]+==ERROR|check failed|runtime error|guard page|'`
+               `'deadly signal|ALARM|out-of-memory|SUMMARY' "$1" ||
+        tail -n 1 "$1"
+}
+
+set -- $targets
+echo "1..$#"
+n=0
+status=0
+for t in $targets; do
+    n=$((n + 1))
+    bin=$build/tests/fuzz/$t
+    dir=$work/$t
+    rm -rf "$dir"
+    mkdir -p "$dir/corpus"
+    if [ -d tests/fuzz/corpus/$t ]; then
+        cp tests/fuzz/corpus/$t/* "$dir/corpus/" 2>/dev/null
+    fi
+    regs=(tests/fuzz/regressions/$t/*)
+    if [ -e "${regs[0]}" ]; then
+        if ! RNIC_FUZZ_SEEDS= "$bin" "${opts[@]}" "${regs[@]}" \
+                >"$dir/regressions.log" 2>&1; then
+            echo "not ok $n - $t: regression: $(report "$dir/regressions.log")"
+            status=1
+            continue
+        fi
+    fi
+    timeout $((secs + 300)) "$bin" "${opts[@]}" -max_total_time="$secs" \
+        -artifact_prefix="$dir/" "$dir/corpus" >"$dir/fuzz.log" 2>&1
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log")
+    if [ $rc -eq 0 ]; then
+        echo "ok $n - $t: ${execs:-0} execs, no finding"
+    else
+        echo "not ok $n - $t: $(report "$dir/fuzz.log")"
+        status=1
+    fi
+done
+exit $status
