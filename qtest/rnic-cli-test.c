@@ -31,6 +31,9 @@ static const BadOption bad_options[] = {
     { "mac=01:02:03:04:05:06", "mac is a multicast address" },
     { "mac=nonsense", "doesn't take value 'nonsense'" },
     { "max-qps=-1", "max-qps" },
+    { "memory-budget-mib=8", "memory-budget-mib=8 is out of range" },
+    { "max-mrs=4000000,memory-budget-mib=64",
+      "memory-budget-mib=64 is too small for max-mrs=4000000" },
 };
 
 /* Start QEMU with a bad -device rnic; it must exit 1 with the message. */

@@ -1417,6 +1417,44 @@ static void test_refuse_image(void)
 }
 
 /*
+ * A stream whose rnic state image says it is 4 GiB long (the length before
+ * the image's magic "RIMG", big-endian): the destination refuses it before
+ * allocating a buffer for it, with an error, and stays alive.
+ */
+static void test_huge_image_len(void)
+{
+    MigVm *vm = mig_boot(MIG_DEVICE);
+    g_autofree char *file = mig_path("img-file");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *log = mig_path("huge-log");
+    g_autofree char *text = NULL, *st = NULL;
+    QTestState *dst;
+    gsize len;
+    char *magic;
+    TvPair p;
+
+    pair_init(&vm->d, &p);
+    pair_traffic(&vm->d, &p, 1);
+    qtest_qmp_assert_success(vm->qts, "{ 'execute': 'migrate',"
+                             " 'arguments': { 'uri': %s } }", uri);
+    mig_wait_status(vm->qts, "completed");
+    g_assert_true(g_file_get_contents(file, &text, &len, NULL));
+    magic = memmem(text, len, "RIMG", 4);
+    g_assert_nonnull(magic);
+    g_assert_cmpint(magic - text, >=, 4);
+    stl_be_p(magic - 4, 0xffffff00);
+    g_assert_true(g_file_set_contents(file, text, len, NULL));
+    dst = mig_dest_deferred(MIG_DEVICE, uri, log);
+    st = mig_wait_final(dst);
+    g_assert_cmpstr(st, ==, "failed");
+    assert_log_contains(log, "rnic_err_stream_len state image of 4294967040");
+    assert_run_state(dst, "inmigrate");
+    qtest_quit(dst);
+    tv_pair_fini(&p);
+    mig_done(vm);
+}
+
+/*
  * The driver writes RESET and the migration starts before anything else:
  * the destination is a reset device the driver brings up again.
  */
@@ -1919,6 +1957,7 @@ static void rnic_migration_register_tests(void)
     qtest_add_func("rnic-migration/cancel", test_cancel);
     qtest_add_func("rnic-migration/refuse-config", test_refuse_config);
     qtest_add_func("rnic-migration/refuse-image", test_refuse_image);
+    qtest_add_func("rnic-migration/huge-image-len", test_huge_image_len);
     qtest_add_func("rnic-migration/no-device", test_no_device);
     qtest_add_func("rnic-migration/postcopy-refused", test_postcopy_refused);
     qtest_add_func("rnic-migration/reset", test_reset);

@@ -3,10 +3,13 @@
  * Engine unit tests: every call into the engine does a bounded amount of
  * work, whatever the guest queued: commands, page-list entries and DMA
  * bytes per admin run. (Packets per receive call and per run after a
- * READ stream and a PSN gap: test-transport resp-read-gap-bounded.)
+ * READ stream and a PSN gap: test-transport resp-read-gap-bounded.) And
+ * what the guest makes the host allocate stays within the host memory
+ * budget (memory-budget-mib).
  */
 #include <string.h>
 #include "rnic-test-verbs.h"
+#include "rnic-engine-int.h"
 
 #define AQ_LOG2     12
 #define AQ_ENTRIES  (1u << AQ_LOG2)
@@ -41,6 +44,27 @@ static const struct rnic_admin_cqe *admin_cqe(TestHost *h, uint32_t i)
     return test_ptr(h, h->acq + (uint64_t)i * sizeof(struct rnic_admin_cqe));
 }
 
+/*
+ * A REG_MR of 'npages' 4 KiB pages: a list at 'pbl' (levels 1), or the
+ * contiguous region at 'pbl' (levels 0, npages 1).
+ */
+static struct rnic_admin_cmd reg_mr_cmd(uint32_t pd, uint64_t pbl,
+                                        uint32_t npages, uint8_t levels)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_REG_MR };
+
+    c.mr.iova = levels ? 0 : pbl;
+    c.mr.length = (uint64_t)npages << 12;
+    c.mr.pbl_addr = pbl;
+    c.mr.pd = pd;
+    c.mr.npages = npages;
+    c.mr.access = RNIC_ACCESS_LOCAL_WRITE;
+    c.mr.page_shift = 12;
+    c.mr.levels = levels;
+    c.mr.key = TV_MR_KEY;
+    return c;
+}
+
 /* One engine run; returns the admin commands it completed. */
 static uint32_t run_once(TestHost *h, uint64_t *read_bytes)
 {
@@ -62,7 +86,7 @@ static uint32_t run_once(TestHost *h, uint64_t *read_bytes)
 static void test_admin_maximal_registrations(void)
 {
     TestHost *h = test_host_new_sized(NULL, 96u << 20);
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_REG_MR };
+    struct rnic_admin_cmd c;
     uint64_t pbl, *pages, bytes;
     uint32_t ctx, pd, i, n, first, total = 0;
 
@@ -75,15 +99,7 @@ static void test_admin_maximal_registrations(void)
         pages[i] = 0x100000;
     }
     pages[MAX_PAGES - 1] |= 1;
-    c.mr.iova = 0;
-    c.mr.length = (uint64_t)MAX_PAGES << 12;
-    c.mr.pbl_addr = pbl;
-    c.mr.pd = pd;
-    c.mr.npages = MAX_PAGES;
-    c.mr.access = RNIC_ACCESS_LOCAL_WRITE;
-    c.mr.page_shift = 12;
-    c.mr.levels = 1;
-    c.mr.key = TV_MR_KEY;
+    c = reg_mr_cmd(pd, pbl, MAX_PAGES, 1);
     first = fill_admin_queue(h, &c);
     for (i = 0; i < 4; i++) {
         n = run_once(h, &bytes);
@@ -125,6 +141,271 @@ static void test_admin_full_queue_of_nops(void)
     test_host_free(h);
 }
 
+/* A raw CREATE_QP (RC, the same rings for every QP); its status. */
+static uint8_t create_qp(TestHost *h, uint32_t pd, TvCq *cq, uint64_t ring,
+                         uint32_t log, uint32_t *handle)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_CREATE_QP };
+    struct rnic_admin_cqe r;
+
+    c.qp.sq_addr = ring;
+    c.qp.rq_addr = ring;
+    c.qp.pd = pd;
+    c.qp.send_cq = cq->handle;
+    c.qp.recv_cq = cq->handle;
+    c.qp.srq = RNIC_HANDLE_NONE;
+    c.qp.qp_type = RNIC_QPT_RC;
+    c.qp.sq_log_size = log;
+    c.qp.rq_log_size = log;
+    c.qp.sq_wqe_shift = 7;
+    c.qp.rq_wqe_shift = 6;
+    r = tv_cmd(h, &c);
+    *handle = r.result0;
+    return r.status;
+}
+
+static void destroy(TestHost *h, uint8_t opcode, uint32_t handle)
+{
+    struct rnic_admin_cmd c = { .opcode = opcode };
+
+    c.destroy.handle = handle;
+    tv_cmd_ok(h, &c);
+}
+
+/* REG_MR of 'npages' 4 KiB pages, all naming 'page'; its status. */
+static uint8_t reg_mr_pages(TestHost *h, uint32_t pd, uint64_t pbl,
+                            uint64_t page, uint32_t npages, uint32_t *stag)
+{
+    struct rnic_admin_cmd c = reg_mr_cmd(pd, pbl, npages, 1);
+    struct rnic_admin_cqe r;
+    uint64_t *pages = test_ptr(h, pbl);
+    uint32_t i;
+
+    for (i = 0; i < npages; i++) {
+        pages[i] = page;
+    }
+    r = tv_cmd(h, &c);
+    *stag = r.result0;
+    return r.status;
+}
+
+static void reset_device(TestHost *h)
+{
+    g_assert_cmpint(test_reg_write(h, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET), ==,
+                    RNIC_ACCESS_OK);
+    h->aq = 0;
+}
+
+/*
+ * Host memory budget of 16 MiB: QPs with 4,096-slot send queues until the
+ * device says NO_RESOURCES (long before max-qps); page lists of 2^20
+ * entries (8 MiB each) until it does. The account never passes the
+ * budget, every object gives back exactly what it took, and a reset
+ * leaves nothing.
+ */
+static void test_mem_budget(void)
+{
+    RnicEngineConfig cfg;
+    TestHost *h;
+    TvCq *cq;
+    uint32_t ctx, pd, handles[1024], n, i, stag[4], nmr;
+    uint64_t budget = 16u << 20, ring, pbl, page, before, base;
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.mem_budget_mib = 16;
+    h = test_host_new_sized(&cfg, 96u << 20);
+    g_assert_cmpuint(rnic_engine_mem_used(h->engine), ==, 0);
+    tv_enable(h, 6);
+    ctx = tv_net_ctx(h, 0);
+    g_assert_cmpuint(rnic_engine_mem_used(h->engine), >=,
+                     rnic_mrt_bytes(&cfg));
+    pd = tv_pd(h, ctx, 0);
+    cq = tv_cq(h, 6, RNIC_HANDLE_NONE, 0);
+    ring = test_alloc(h, 4096u << 7, 4096);
+
+    base = rnic_engine_mem_used(h->engine);
+    for (n = 0; n < G_N_ELEMENTS(handles); n++) {
+        before = rnic_engine_mem_used(h->engine);
+        if (create_qp(h, pd, cq, ring, 12, &handles[n]) != RNIC_ST_OK) {
+            g_assert_cmpuint(rnic_engine_mem_used(h->engine), ==, before);
+            break;
+        }
+        g_assert_cmpuint(rnic_engine_mem_used(h->engine), >,
+                         before + 4096 * sizeof(RnicSqSlot));
+        g_assert_cmpuint(rnic_engine_mem_used(h->engine), <=, budget);
+    }
+    g_assert_cmpuint(n, >=, 16);
+    g_assert_cmpuint(n, <, cfg.max_qp);
+    g_assert_cmpuint(tv_cmd(h, &(struct rnic_admin_cmd) {
+        .opcode = RNIC_CMD_NOP }).status, ==, RNIC_ST_OK);
+    for (i = 0; i < n; i++) {
+        destroy(h, RNIC_CMD_DESTROY_QP, handles[i]);
+    }
+    g_assert_cmpuint(rnic_engine_mem_used(h->engine), ==, base);
+
+    pbl = test_alloc(h, 8ull * MAX_PAGES, 4096);
+    page = test_alloc(h, 4096, 4096);
+    for (nmr = 0; nmr < G_N_ELEMENTS(stag); nmr++) {
+        if (reg_mr_pages(h, pd, pbl, page, MAX_PAGES, &stag[nmr]) !=
+            RNIC_ST_OK) {
+            break;
+        }
+        g_assert_cmpuint(rnic_engine_mem_used(h->engine), <=, budget);
+    }
+    g_assert_cmpuint(nmr, ==, 1);       /* 8 MiB fit once in 16 */
+    g_assert_cmpuint(reg_mr_pages(h, pd, pbl, page, 1000, &stag[1]), ==,
+                     RNIC_ST_OK);
+    destroy(h, RNIC_CMD_DEREG_MR, stag[0]);
+    g_assert_cmpuint(reg_mr_pages(h, pd, pbl, page, MAX_PAGES, &stag[0]), ==,
+                     RNIC_ST_OK);
+    reset_device(h);
+    g_assert_cmpuint(rnic_engine_mem_used(h->engine), ==, 0);
+    g_free(cq);
+    test_host_free(h);
+}
+
+/*
+ * Every table filled to its limit (small limits), one object more of each
+ * refused; the account stays within the budget, and after a reset it is
+ * zero again and the STag index users are all gone (a multi-network
+ * registration finds a free index).
+ */
+static void test_mem_tables_full(void)
+{
+    RnicEngineConfig cfg;
+    TestHost *h;
+    TvCq *cqs[8];
+    uint32_t ctxs[2], pds[4], handle, i, stag;
+    uint64_t ring, pbl, page, budget;
+    struct rnic_admin_cmd c;
+    uint32_t round;
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.max_net_ctx = 2;
+    cfg.max_pd = 4;
+    cfg.max_cq = 8;
+    cfg.max_eq = 4;
+    cfg.max_srq = 4;
+    cfg.max_qp = 8;
+    cfg.max_mr = 32;
+    cfg.mem_budget_mib = 16;
+    budget = 16u << 20;
+    h = test_host_new(&cfg);
+    for (round = 0; round < 2; round++) {
+        tv_enable(h, 6);
+        ring = test_alloc(h, 64u << 7, 4096);
+        pbl = test_alloc(h, 8 * 16, 8);
+        page = test_alloc(h, 4096, 4096);
+        for (i = 0; i < 2; i++) {
+            ctxs[i] = tv_net_ctx(h, 10 + i);
+        }
+        c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_CREATE_NET_CTX };
+        c.net_ctx.net_id = 12;
+        c.net_ctx.net_type = RNIC_NET_VLAN;
+        g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NO_RESOURCES);
+        pds[0] = tv_pd(h, RNIC_PD_MULTI_NET, 0);
+        for (i = 1; i < 4; i++) {
+            pds[i] = tv_pd(h, ctxs[i & 1], 0);
+        }
+        c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_PD };
+        c.pd.net_ctx = ctxs[0];
+        g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NO_RESOURCES);
+        for (i = 0; i < 4; i++) {
+            tv_eq(h, 4, 1, 0, NULL);
+        }
+        for (i = 0; i < 8; i++) {
+            cqs[i] = tv_cq(h, 4, RNIC_HANDLE_NONE, 0);
+        }
+        for (i = 0; i < 4; i++) {
+            g_free(tv_srq(h, pds[1], 4, 0, 0));
+        }
+        for (i = 0; i < 8; i++) {
+            g_assert_cmpuint(create_qp(h, pds[1 + i % 3], cqs[i], ring, 6,
+                                       &handle), ==, RNIC_ST_OK);
+        }
+        g_assert_cmpuint(create_qp(h, pds[1], cqs[0], ring, 6, &handle), ==,
+                         RNIC_ST_NO_RESOURCES);
+        /* max-mrs per table: the two contexts' and the multi-network one */
+        for (i = 0; i < 3 * 32; i++) {
+            g_assert_cmpuint(reg_mr_pages(h, pds[i % 3], pbl, page, 16,
+                                          &stag), ==, RNIC_ST_OK);
+        }
+        for (i = 0; i < 3; i++) {
+            g_assert_cmpuint(reg_mr_pages(h, pds[i], pbl, page, 16, &stag),
+                             ==, RNIC_ST_NO_RESOURCES);
+        }
+        g_assert_cmpuint(rnic_engine_mem_used(h->engine), >, 0);
+        g_assert_cmpuint(rnic_engine_mem_used(h->engine), <=, budget);
+        reset_device(h);
+        g_assert_cmpuint(rnic_engine_mem_used(h->engine), ==, 0);
+        for (i = 0; i < rnic_mrt_bytes(&cfg) / sizeof(void *) / 2; i++) {
+            g_assert_cmpuint(h->engine->mrt_users[i], ==, 0);
+        }
+        for (i = 0; i < 8; i++) {
+            g_free(cqs[i]);
+        }
+    }
+    test_host_free(h);
+}
+
+/* A one-page contiguous REG_MR (no page list); its status. */
+static uint8_t reg_mr_small(TestHost *h, uint32_t pd, uint64_t page,
+                            uint32_t *stag)
+{
+    struct rnic_admin_cmd c = reg_mr_cmd(pd, page, 1, 0);
+    struct rnic_admin_cqe r;
+
+    r = tv_cmd(h, &c);
+    *stag = r.result0;
+    return r.status;
+}
+
+/*
+ * F7: sixteen network contexts with full mapping tables (1,024 MRs each
+ * over 4,096 indexes) leave few indexes unused in every table; then the
+ * multi-network PD registers until it is refused. Each registration checks
+ * at most 64 random indexes and the 64 words of the unused-index bitmap
+ * (before: every index times every context, 65,536 lookups here).
+ */
+static void test_mnet_index_space(void)
+{
+    RnicEngineConfig cfg;
+    TestHost *h;
+    uint32_t ctx, pd, mpd, c, i, stag, n = 0;
+    uint64_t page, before;
+    uint8_t st;
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.max_mr = 1024;                  /* 4,096 indexes */
+    h = test_host_new(&cfg);
+    tv_enable(h, 6);
+    page = test_alloc(h, 4096, 4096);
+    for (c = 0; c < 16; c++) {
+        ctx = tv_net_ctx(h, 100 + c);
+        pd = tv_pd(h, ctx, 0);
+        for (i = 0; i < 1024; i++) {
+            before = h->engine->mrt_checks;
+            g_assert_cmpuint(reg_mr_small(h, pd, page, &stag), ==,
+                             RNIC_ST_OK);
+            g_assert_cmpuint(h->engine->mrt_checks - before, <=, 64);
+        }
+    }
+    mpd = tv_pd(h, RNIC_PD_MULTI_NET, 0);
+    do {
+        before = h->engine->mrt_checks;
+        st = reg_mr_small(h, mpd, page, &stag);
+        g_assert_cmpuint(h->engine->mrt_checks - before, <=, 64 + 4096 / 64);
+        n += st == RNIC_ST_OK;
+    } while (st == RNIC_ST_OK);
+    g_assert_cmpuint(st, ==, RNIC_ST_NO_RESOURCES);
+    /* every index had an entry somewhere: the refusal was right */
+    for (i = 1; i < 4096; i++) {
+        g_assert_cmpuint(h->engine->mrt_users[i], >, 0);
+    }
+    g_test_message("%u multi-network MRs fitted", n);
+    test_host_free(h);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -132,5 +413,8 @@ int main(int argc, char **argv)
                     test_admin_maximal_registrations);
     g_test_add_func("/rnic/bounds/admin-full-queue-of-nops",
                     test_admin_full_queue_of_nops);
+    g_test_add_func("/rnic/bounds/mem-budget", test_mem_budget);
+    g_test_add_func("/rnic/bounds/mem-tables-full", test_mem_tables_full);
+    g_test_add_func("/rnic/bounds/mnet-index-space", test_mnet_index_space);
     return g_test_run();
 }

@@ -405,6 +405,45 @@ static struct rnic_sq_wqe fastreg_wqe(TestHost *h, uint64_t wr_id,
     return w;
 }
 
+/*
+ * F10: fast registration names guest-physical pages, so ALLOC_MR and the
+ * REG_MR work request are the kernel's only: a user context's ALLOC_MR
+ * is refused, and a REG_MR WQE on a user QP fails with a local QP
+ * operation error without registering anything.
+ */
+static void test_fast_reg_kernel_only(void)
+{
+    TvPair *p = tv_pair_new(NULL);
+    TestHost *h = p->d;
+    uint32_t uctx = tv_uctx(h);
+    uint32_t upd = tv_pd(h, p->ctx, uctx);
+    TvCq *ucq = tv_cq(h, 6, RNIC_HANDLE_NONE, uctx);
+    TvQp *uqp = tv_qp(h, RNIC_QPT_RC, upd, ucq, ucq, NULL, 5, uctx);
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR, .uctx = uctx };
+    uint32_t kstag = alloc_mr(h, p->pd, 4, 0x20);
+    uint8_t gid[16];
+    struct rnic_sq_wqe w;
+    struct rnic_cqe cqe;
+
+    c.mr.pd = upd;
+    c.mr.npages = 4;
+    c.mr.key = 0x21;
+    g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_PERMISSION);
+    tv_gid_bytes(gid, p->ctx, 2);
+    tv_rc_connect(h, uqp, 0, gid, p->b->qpn);
+    w = fastreg_wqe(h, 9, RNIC_STAG(RNIC_STAG_INDEX(kstag), 0x22), 0x9000,
+                    p->bufa, 1, RNIC_ACCESS_ALL);
+    tv_post_send(h, uqp, &w, NULL, NULL);
+    cqe = tv_poll_one(h, ucq);
+    g_assert_cmphex(cqe.wr_id, ==, 9);
+    g_assert_cmpuint(cqe.status, ==, RNIC_WC_LOC_QP_OP_ERR);
+    /* nothing registered: the kernel's MR still has its key */
+    g_assert_cmpuint(dereg_flags(h, kstag, p->ctx, 0), ==, RNIC_ST_OK);
+    g_free(ucq);
+    g_free(uqp);
+    tv_pair_free(p);
+}
+
 static void test_fast_reg(void)
 {
     TvPair *p = tv_pair_new(NULL);
@@ -623,6 +662,7 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/mr/table-full", test_table_full);
     g_test_add_func("/rnic/mr/dereg", test_dereg);
     g_test_add_func("/rnic/mr/fast-reg", test_fast_reg);
+    g_test_add_func("/rnic/mr/fast-reg-kernel-only", test_fast_reg_kernel_only);
     g_test_add_func("/rnic/mr/fast-reg-limits", test_fast_reg_limits);
     g_test_add_func("/rnic/mr/local-inv", test_local_inv);
     g_test_add_func("/rnic/mr/send-with-inv", test_send_with_inv);

@@ -877,6 +877,43 @@ static int rnic_config_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/*
+ * Lengths from the migration stream are checked before the buffer they
+ * size is allocated (a g_malloc of a length near 4 GiB would abort).
+ */
+#define RNIC_CONFIG_RECORD_MAX  (64 * KiB)
+
+static bool rnic_config_len_valid(void *opaque, int version_id)
+{
+    RnicState *s = opaque;
+
+    if (s->config_len > RNIC_CONFIG_RECORD_MAX) {
+        trace_rnic_err_stream_len("configuration record", s->config_len,
+                                  RNIC_CONFIG_RECORD_MAX);
+        error_report("rnic: configuration record of %u bytes in the "
+                     "migration stream (at most %u)", s->config_len,
+                     (unsigned)RNIC_CONFIG_RECORD_MAX);
+        return false;
+    }
+    return true;
+}
+
+static bool rnic_state_len_valid(void *opaque, int version_id)
+{
+    RnicState *s = opaque;
+    uint64_t max = rnic_engine_state_max(s->engine);
+
+    if (s->state_len > max) {
+        trace_rnic_err_stream_len("state image", s->state_len, max);
+        error_report("rnic: state image of %u bytes in the migration "
+                     "stream; this device's images are at most %" PRIu64
+                     " bytes (memory-budget-mib=%u)", s->state_len, max,
+                     s->cfg.mem_budget_mib);
+        return false;
+    }
+    return true;
+}
+
 static const VMStateDescription rnic_config_vmstate = {
     .name = "rnic-config",
     .version_id = 1,
@@ -887,6 +924,7 @@ static const VMStateDescription rnic_config_vmstate = {
     .post_load = rnic_config_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(config_len, RnicState),
+        VMSTATE_VALIDATE("rnic-config length", rnic_config_len_valid),
         VMSTATE_VBUFFER_ALLOC_UINT32(config_buf, RnicState, 0, NULL,
                                      config_len),
         VMSTATE_END_OF_LIST()
@@ -904,6 +942,7 @@ static const VMStateDescription rnic_vmstate = {
         VMSTATE_PCI_DEVICE(parent_obj, RnicState),
         VMSTATE_MSIX(parent_obj, RnicState),
         VMSTATE_UINT32(state_len, RnicState),
+        VMSTATE_VALIDATE("rnic state image length", rnic_state_len_valid),
         VMSTATE_VBUFFER_ALLOC_UINT32(state_buf, RnicState, 0, NULL, state_len),
         VMSTATE_END_OF_LIST()
     },
@@ -947,6 +986,8 @@ static const Property rnic_properties[] = {
                        RNIC_DEFAULT_MAX_GID),
     DEFINE_PROP_UINT32("max-rd-atomic", RnicState, cfg.max_rd_atomic,
                        RNIC_DEFAULT_MAX_RD_ATOMIC),
+    DEFINE_PROP_UINT32("memory-budget-mib", RnicState, cfg.mem_budget_mib,
+                       RNIC_DEFAULT_MEM_BUDGET_MIB),
     DEFINE_PROP_UINT32("vendor-id", RnicState, cfg.vendor_id, RNIC_PCI_VENDOR_ID),
     DEFINE_PROP_UINT32("device-id", RnicState, cfg.device_id, RNIC_PCI_DEVICE_ID),
     /* off: doorbell work only in the bottom half (for comparisons) */

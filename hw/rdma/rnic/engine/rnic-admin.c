@@ -301,13 +301,14 @@ static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)
 
 /*
  * Work per rnic_admin_process() call, which holds the BQL: this many
- * commands, or until the commands have read this many page-list entries
- * (8 MiB of DMA, about a millisecond; one maximal REG_MR). The rest waits
- * for the next run: a full queue of maximal registrations is 4,096 runs,
- * not one of seconds.
+ * commands, or until the commands have done this much work (admin_work:
+ * page-list entries read, CQEs staged by RESIZE_CQ, STag index probes;
+ * 2^20 is 8 MiB of DMA, about a millisecond, one maximal REG_MR). The
+ * rest waits for the next run: a full queue of maximal registrations is
+ * 4,096 runs, not one of seconds.
  */
 #define RNIC_ADMIN_RUN_CMDS         64
-#define RNIC_ADMIN_RUN_PBL_ENTRIES  RNIC_MR_MAX_PAGES
+#define RNIC_ADMIN_RUN_WORK         RNIC_MR_MAX_PAGES
 
 void rnic_admin_process(RnicEngine *e)
 {
@@ -320,14 +321,14 @@ void rnic_admin_process(RnicEngine *e)
     }
     entries = rnic_aq_entries(e);
     mask = entries - 1;
-    e->pbl_read = 0;
+    e->admin_work = 0;
     while (r->aq_head != r->aq_tail && r->acq_tail - r->acq_head < entries) {
         struct rnic_admin_cmd cmd;
         struct rnic_admin_cqe cqe;
         RnicAdminResult res;
 
         if (done == RNIC_ADMIN_RUN_CMDS ||
-            e->pbl_read >= RNIC_ADMIN_RUN_PBL_ENTRIES) {
+            e->admin_work >= RNIC_ADMIN_RUN_WORK) {
             rnic_engine_schedule(e);    /* the rest in the next run */
             break;
         }

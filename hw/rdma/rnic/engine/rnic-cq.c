@@ -29,6 +29,7 @@ static void rnic_cq_free(RnicEngine *e, RnicCq *cq)
     rnic_uctx_put(e, cq->owner);
     rnic_table_remove(&e->cqs, cq->handle);
     g_free(cq);
+    rnic_mem_release(e, sizeof(RnicCq));
 }
 
 static void rnic_eq_free(RnicEngine *e, RnicEq *eq)
@@ -39,6 +40,7 @@ static void rnic_eq_free(RnicEngine *e, RnicEq *eq)
     }
     rnic_table_remove(&e->eqs, eq->handle);
     g_free(eq);
+    rnic_mem_release(e, sizeof(RnicEq));
 }
 
 void rnic_cq_reset(RnicEngine *e)
@@ -69,7 +71,12 @@ RnicCq *rnic_cq_lookup(RnicEngine *e, uint32_t handle)
 
 RnicEq *rnic_eq_create(RnicEngine *e, uint32_t handle)
 {
-    RnicEq *eq = g_new0(RnicEq, 1);
+    RnicEq *eq;
+
+    if (!rnic_mem_charge(e, sizeof(*eq))) {
+        return NULL;
+    }
+    eq = g_new0(RnicEq, 1);
 
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->eqs, eq);
@@ -78,6 +85,7 @@ RnicEq *rnic_eq_create(RnicEngine *e, uint32_t handle)
     }
     if (handle == UINT32_MAX) {
         g_free(eq);
+        rnic_mem_release(e, sizeof(*eq));
         return NULL;
     }
     eq->handle = handle;
@@ -87,7 +95,12 @@ RnicEq *rnic_eq_create(RnicEngine *e, uint32_t handle)
 
 RnicCq *rnic_cq_create(RnicEngine *e, uint32_t handle)
 {
-    RnicCq *cq = g_new0(RnicCq, 1);
+    RnicCq *cq;
+
+    if (!rnic_mem_charge(e, sizeof(*cq))) {
+        return NULL;
+    }
+    cq = g_new0(RnicCq, 1);
 
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->cqs, cq);
@@ -96,6 +109,7 @@ RnicCq *rnic_cq_create(RnicEngine *e, uint32_t handle)
     }
     if (handle == UINT32_MAX) {
         g_free(cq);
+        rnic_mem_release(e, sizeof(*cq));
         return NULL;
     }
     cq->handle = handle;
@@ -202,7 +216,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_eq)
     eq = rnic_eq_create(e, UINT32_MAX);
     if (!eq) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "CREATE_EQ: all %u EQs in use", e->cfg.max_eq);
+                        "CREATE_EQ: all %u EQs in use or host memory "
+                        "budget exhausted", e->cfg.max_eq);
         return;
     }
     eq->ring = ring;
@@ -365,7 +380,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_cq)
     cq = rnic_cq_create(e, UINT32_MAX);
     if (!cq) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "CREATE_CQ: all %u CQs in use", e->cfg.max_cq);
+                        "CREATE_CQ: all %u CQs in use or host memory "
+                        "budget exhausted", e->cfg.max_cq);
         return;
     }
     cq->owner = GUINT32_FROM_LE(cmd->uctx);
@@ -385,6 +401,7 @@ RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
     uint64_t ring = GUINT64_FROM_LE(cmd->cq.ring_addr);
     uint8_t log = cmd->cq.log_size;
     uint32_t entries, i, outstanding;
+    uint64_t staging;
     uint8_t *buf;
     RnicCq *cq;
 
@@ -409,7 +426,20 @@ RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
      * indexes, every other slot with the owner value that reads as "not
      * yet valid" when the consumer reaches it.
      */
-    buf = g_malloc(entries * sizeof(struct rnic_cqe));
+    staging = (uint64_t)entries * sizeof(struct rnic_cqe);
+    buf = NULL;
+    if (rnic_mem_charge(e, staging)) {
+        buf = g_try_malloc(staging);
+        if (!buf) {
+            rnic_mem_release(e, staging);
+        }
+    }
+    if (!buf) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "RESIZE_CQ: no host memory to stage %u CQEs", entries);
+        return;
+    }
+    e->admin_work += entries;
     for (i = 0; i < entries; i++) {
         struct rnic_cqe *c = (struct rnic_cqe *)buf + i;
         /* the index the consumer will find in slot i next */
@@ -421,6 +451,7 @@ RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
             if (rnic_dma_read(e, cq->ring + (uint64_t)(idx & (oentries - 1)) *
                               sizeof(*c), c, sizeof(*c))) {
                 g_free(buf);
+                rnic_mem_release(e, staging);
                 rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,
                                 "RESIZE_CQ: old ring not readable");
                 return;
@@ -433,11 +464,13 @@ RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
     }
     if (rnic_dma_write(e, ring, buf, entries * sizeof(struct rnic_cqe))) {
         g_free(buf);
+        rnic_mem_release(e, staging);
         rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,
                         "RESIZE_CQ: new ring not writable");
         return;
     }
     g_free(buf);
+    rnic_mem_release(e, staging);
     cq->ring = ring;
     cq->log_size = log;
     res->result0 = cq->handle;

@@ -32,6 +32,20 @@ void rnic_ctx_fini(RnicEngine *e)
     g_free(e->gids);
 }
 
+/* A PD in the host memory account (a multi-network one: its bindings). */
+static uint64_t rnic_pd_bytes(const RnicEngine *e, bool multi_net)
+{
+    return sizeof(RnicPd) +
+           (multi_net ? (uint64_t)e->cfg.max_net_ctx * sizeof(uint32_t) : 0);
+}
+
+static void rnic_pd_free(RnicEngine *e, RnicPd *pd)
+{
+    rnic_mem_release(e, rnic_pd_bytes(e, !pd->ctx));
+    g_free(pd->binds);
+    g_free(pd);
+}
+
 void rnic_ctx_reset(RnicEngine *e)
 {
     uint32_t i;
@@ -41,8 +55,7 @@ void rnic_ctx_reset(RnicEngine *e)
 
         if (pd) {
             rnic_table_remove(&e->pds, i);
-            g_free(pd->binds);
-            g_free(pd);
+            rnic_pd_free(e, pd);
         }
     }
     memset(e->gids, 0, sizeof(RnicGid) * e->cfg.max_gid);
@@ -73,19 +86,29 @@ RnicNetCtx *rnic_netctx_by_id(RnicEngine *e, uint8_t type, uint32_t net_id)
     return g_hash_table_lookup(e->net_ids, rnic_net_key(type, net_id));
 }
 
+/* A context in the host memory account: itself and its mapping table. */
+static uint64_t rnic_netctx_bytes(const RnicEngine *e)
+{
+    return sizeof(RnicNetCtx) + rnic_mrt_bytes(&e->cfg);
+}
+
 RnicNetCtx *rnic_netctx_create(RnicEngine *e, uint32_t handle, uint8_t type,
                                uint32_t net_id)
 {
-    RnicNetCtx *ctx = g_new0(RnicNetCtx, 1);
+    RnicNetCtx *ctx;
 
+    if (!rnic_mem_charge(e, rnic_netctx_bytes(e))) {
+        return NULL;
+    }
+    ctx = g_new0(RnicNetCtx, 1);
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->net_ctxs, ctx);
-        if (handle == UINT32_MAX) {
-            g_free(ctx);
-            return NULL;
-        }
     } else if (!rnic_table_insert_at(&e->net_ctxs, handle, ctx)) {
+        handle = UINT32_MAX;
+    }
+    if (handle == UINT32_MAX) {
         g_free(ctx);
+        rnic_mem_release(e, rnic_netctx_bytes(e));
         return NULL;
     }
     ctx->handle = handle;
@@ -106,6 +129,7 @@ void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx)
     g_hash_table_destroy(ctx->qpns);
     rnic_table_remove(&e->net_ctxs, ctx->handle);
     g_free(ctx);
+    rnic_mem_release(e, rnic_netctx_bytes(e));
 }
 
 RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx)
@@ -319,16 +343,20 @@ RnicPd *rnic_pd_lookup(RnicEngine *e, uint32_t handle)
 RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
                        uint32_t owner)
 {
-    RnicPd *pd = g_new0(RnicPd, 1);
+    RnicPd *pd;
 
+    if (!rnic_mem_charge(e, rnic_pd_bytes(e, !ctx))) {
+        return NULL;
+    }
+    pd = g_new0(RnicPd, 1);
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->pds, pd);
-        if (handle == UINT32_MAX) {
-            g_free(pd);
-            return NULL;
-        }
     } else if (!rnic_table_insert_at(&e->pds, handle, pd)) {
+        handle = UINT32_MAX;
+    }
+    if (handle == UINT32_MAX) {
         g_free(pd);
+        rnic_mem_release(e, rnic_pd_bytes(e, !ctx));
         return NULL;
     }
     pd->handle = handle;
@@ -400,6 +428,5 @@ RNIC_ADMIN_HANDLER(rnic_cmd_dealloc_pd)
     }
     rnic_uctx_put(e, pd->owner);
     rnic_table_remove(&e->pds, h);
-    g_free(pd->binds);
-    g_free(pd);
+    rnic_pd_free(e, pd);
 }

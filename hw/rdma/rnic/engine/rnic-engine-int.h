@@ -474,6 +474,7 @@ struct RnicQp {
 
     /* caches (rebuilt on demand, never migrated) */
     RnicSendWqe *txc;           /* WQE being transmitted */
+    uint64_t mem;               /* bytes in the host memory account */
     RnicSendWqe *rxc;           /* WQE receiving READ/atomic responses */
     RnicQp *peer;               /* loopback destination of RC traffic */
     bool peer_local;            /* the AV's GID is one of ours */
@@ -536,10 +537,17 @@ struct RnicEngine {
     RnicTable qps;
     uint64_t mr_count;          /* MRs (a replicated one counts once) */
     RnicMrTable mnet_mrt;       /* MRs of multi-network PDs (originals) */
+    uint16_t *mrt_users;        /* per STag index: entries in all tables */
+    uint64_t *mrt_unused;       /* bit per STag index: no entry anywhere */
+    uint64_t mrt_checks;        /* index checks and bitmap words, all time */
     GHashTable *mnet_qpns;      /* QPN -> RnicQp of multi-network PDs */
     uint32_t mnet_next_qpn;
     uint64_t pbl_pages;         /* page-list entries held, all entries */
-    uint64_t pbl_read;          /* page-list entries read this admin run */
+    uint64_t mem_used;          /* host memory account (rnic_mem_charge) */
+    uint64_t reglog_charged;    /* of which registration-log records */
+    /* work of this admin run: page-list entries read, CQEs staged, STag
+     * index probes (rnic_admin_process budget) */
+    uint64_t admin_work;
 
     /* registration log */
     GArray *reglog;             /* of RnicRegLogRec */
@@ -583,6 +591,16 @@ static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 }
 
 void rnic_engine_schedule(RnicEngine *e);
+/*
+ * The host memory account (RnicEngineConfig.mem_budget_mib): charge before
+ * allocating what a guest action asks for; false: over budget, the action
+ * fails (RNIC_ST_NO_RESOURCES). Release what was charged when freeing.
+ */
+bool rnic_mem_charge(RnicEngine *e, uint64_t bytes);
+void rnic_mem_release(RnicEngine *e, uint64_t bytes);
+/* A network context's mapping table, charged whole when it is created. */
+uint64_t rnic_mrt_bytes(const RnicEngineConfig *cfg);
+
 /*
  * Bracket an entry point that does work (runs, timers, doorbells, frames,
  * register writes): see RnicEngine.depth.
@@ -832,7 +850,7 @@ bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
 bool rnic_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next,
                            uint32_t mask);
 uint8_t rnic_wc_opcode(uint8_t wr_opcode);
-void rnic_qp_load_attach(RnicEngine *e, RnicQp *qp);
+bool rnic_qp_load_attach(RnicEngine *e, RnicQp *qp);
 /* May a QP of 'pd' take 'qpn' (state load)? */
 bool rnic_qpn_free_for(RnicEngine *e, const RnicPd *pd, uint32_t qpn);
 /* Put the all-network QPs into a new context's QPN space. */

@@ -28,6 +28,7 @@ void rnic_engine_config_defaults(RnicEngineConfig *cfg)
     cfg->max_mtu = RNIC_DEFAULT_MAX_MTU;
     cfg->max_gid = RNIC_DEFAULT_MAX_GID;
     cfg->max_rd_atomic = RNIC_DEFAULT_MAX_RD_ATOMIC;
+    cfg->mem_budget_mib = RNIC_DEFAULT_MEM_BUDGET_MIB;
     memcpy(cfg->mac, default_mac, sizeof(default_mac));
     cfg->vendor_id = RNIC_PCI_VENDOR_ID;
     cfg->device_id = RNIC_PCI_DEVICE_ID;
@@ -63,6 +64,8 @@ char *rnic_engine_config_check(const RnicEngineConfig *cfg)
         { "max-mtu", cfg->max_mtu, 1280, RNIC_CFG_MAX_MTU },
         { "max-gids", cfg->max_gid, 1, RNIC_CFG_MAX_GID },
         { "max-rd-atomic", cfg->max_rd_atomic, 1, 128 },
+        { "memory-budget-mib", cfg->mem_budget_mib,
+          RNIC_CFG_MIN_MEM_BUDGET_MIB, RNIC_CFG_MAX_MEM_BUDGET_MIB },
     };
     char *msg;
     size_t i;
@@ -84,7 +87,50 @@ char *rnic_engine_config_check(const RnicEngineConfig *cfg)
     if (cfg->mac[0] & 1) {
         return g_strdup("mac is a multicast address");
     }
+    /* one network context's mapping table must fit, with room to spare */
+    if (rnic_mrt_bytes(cfg) > ((uint64_t)cfg->mem_budget_mib << 20) / 4) {
+        return g_strdup_printf("memory-budget-mib=%u is too small for "
+                               "max-mrs=%u (a network context's mapping "
+                               "table takes %" G_GUINT64_FORMAT " KiB)",
+                               cfg->mem_budget_mib, cfg->max_mr,
+                               rnic_mrt_bytes(cfg) >> 10);
+    }
     return NULL;
+}
+
+bool rnic_mem_charge(RnicEngine *e, uint64_t bytes)
+{
+    uint64_t budget = (uint64_t)e->cfg.mem_budget_mib << 20;
+
+    if (bytes > budget || e->mem_used > budget - bytes) {
+        rnic_trace(e, "host memory budget: %" G_GUINT64_FORMAT " bytes more "
+                   "would pass %u MiB (%" G_GUINT64_FORMAT " in use)", bytes,
+                   e->cfg.mem_budget_mib, e->mem_used);
+        return false;
+    }
+    e->mem_used += bytes;
+    return true;
+}
+
+void rnic_mem_release(RnicEngine *e, uint64_t bytes)
+{
+    g_assert(bytes <= e->mem_used);
+    e->mem_used -= bytes;
+}
+
+uint64_t rnic_engine_mem_used(const RnicEngine *e)
+{
+    return e->mem_used;
+}
+
+/*
+ * Every object's image is smaller than twice what it holds in the account
+ * (a send slot: 38 bytes of image, 32 of memory; a page-list entry 8 and
+ * 8), and the image has a fixed part besides (registers, GIDs, counters).
+ */
+uint64_t rnic_engine_state_max(const RnicEngine *e)
+{
+    return 2 * ((uint64_t)e->cfg.mem_budget_mib << 20) + (16u << 20);
 }
 
 RnicEngine *rnic_engine_new(const RnicEngineConfig *cfg,

@@ -97,6 +97,7 @@ typedef struct RnicEngineConfig {
     uint32_t max_mtu;
     uint32_t max_gid;
     uint32_t max_rd_atomic;
+    uint32_t mem_budget_mib;    /* host memory the guest's objects may hold */
     uint8_t mac[6];
     uint32_t vendor_id;
     uint32_t device_id;
@@ -135,6 +136,16 @@ typedef struct RnicEngineConfig {
 #define RNIC_DEFAULT_MAX_MTU        9000
 #define RNIC_DEFAULT_MAX_GID        128
 #define RNIC_DEFAULT_MAX_RD_ATOMIC  16
+/*
+ * The host memory budget: what guest actions make the engine allocate
+ * (page lists, MRs, QPs and their send-queue slots, CQs, EQs, SRQs, PDs,
+ * network contexts with their mapping tables, registration-log records,
+ * staging buffers) is accounted device-wide; a command that would pass
+ * the budget fails with RNIC_ST_NO_RESOURCES.
+ */
+#define RNIC_DEFAULT_MEM_BUDGET_MIB 256
+#define RNIC_CFG_MIN_MEM_BUDGET_MIB 16
+#define RNIC_CFG_MAX_MEM_BUDGET_MIB (64u << 10)
 
 /* Memory registration limits (QUERY_DEVICE reports them). */
 #define RNIC_MR_MAX_SIZE            (1ull << 40)    /* bytes per region */
@@ -182,6 +193,14 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
 void rnic_engine_run(RnicEngine *e);
 /* The deadline given to RnicHostOps.timer_arm has passed. */
 void rnic_engine_timer_expired(RnicEngine *e);
+
+/* Bytes of host memory the guest's objects hold now (the budget's account). */
+uint64_t rnic_engine_mem_used(const RnicEngine *e);
+/*
+ * The largest state image this engine can produce (a bound for the host
+ * before it allocates a buffer for one from a migration stream).
+ */
+uint64_t rnic_engine_state_max(const RnicEngine *e);
 
 /* Read a statistics counter (enum rnic_stat). */
 uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat);

@@ -61,6 +61,8 @@ static const RnicCfgItem rnic_cfg_items[] = {
     { 27, RNIC_CFG_AT_LEAST, "max-mtu", RNIC_CFG_FIELD(max_mtu) },
     { 28, RNIC_CFG_AT_LEAST, "max-gids", RNIC_CFG_FIELD(max_gid) },
     { 29, RNIC_CFG_AT_LEAST, "max-rd-atomic", RNIC_CFG_FIELD(max_rd_atomic) },
+    { 30, RNIC_CFG_AT_LEAST, "memory-budget-mib",
+      RNIC_CFG_FIELD(mem_budget_mib) },
 };
 
 static uint32_t rnic_cfg_value(const RnicEngine *e, const RnicCfgItem *it)

@@ -32,19 +32,51 @@
 /* Page lists                                                             */
 /* ---------------------------------------------------------------------- */
 
+static void rnic_reglog_account(RnicEngine *e);
+
+static uint64_t rnic_pbl_bytes(uint32_t n)
+{
+    return sizeof(RnicPbl) + (uint64_t)n * sizeof(uint64_t);
+}
+
+static bool rnic_pbl_fits(RnicEngine *e, uint32_t npages, bool contiguous)
+{
+    uint32_t n = contiguous ? 1 : npages;
+
+    if (!contiguous && e->pbl_pages + npages > RNIC_PBL_BUDGET) {
+        return false;
+    }
+    return rnic_mem_charge(e, rnic_pbl_bytes(n));
+}
+
 static RnicPbl *rnic_pbl_new(RnicEngine *e, uint32_t npages, uint8_t shift,
                              bool contiguous)
 {
     uint32_t n = contiguous ? 1 : npages;
     RnicPbl *pbl;
 
-    if (!contiguous) {
-        if (e->pbl_pages + npages > RNIC_PBL_BUDGET) {
+    if (!rnic_pbl_fits(e, npages, contiguous)) {
+        /*
+         * Records of deregistered MRs may still hold their page lists:
+         * compact the log (work of the order of the live MRs) and retry.
+         */
+        if (e->reglog->len <= e->mr_count) {
             return NULL;
         }
+        e->admin_work += e->mr_count;
+        rnic_reglog_compact(e, true);
+        if (!rnic_pbl_fits(e, npages, contiguous)) {
+            return NULL;
+        }
+    }
+    pbl = g_try_malloc(rnic_pbl_bytes(n));
+    if (!pbl) {
+        rnic_mem_release(e, rnic_pbl_bytes(n));
+        return NULL;
+    }
+    if (!contiguous) {
         e->pbl_pages += npages;
     }
-    pbl = g_malloc(sizeof(*pbl) + (size_t)n * sizeof(uint64_t));
     pbl->refs = 1;
     pbl->npages = npages;
     pbl->page_shift = shift;
@@ -66,6 +98,8 @@ void rnic_pbl_unref(RnicEngine *e, RnicPbl *pbl)
         if (!pbl->contiguous) {
             e->pbl_pages -= pbl->npages;
         }
+        rnic_mem_release(e, rnic_pbl_bytes(pbl->contiguous ? 1 :
+                                            pbl->npages));
         g_free(pbl);
     }
 }
@@ -154,11 +188,11 @@ static RnicPbl *rnic_pbl_read(RnicEngine *e, uint64_t addr, uint8_t levels,
     pbl = rnic_pbl_new(e, npages, shift, levels == 0);
     if (!pbl) {
         *status = RNIC_ST_NO_RESOURCES;
-        *why = "device page-list budget exhausted";
+        *why = "device page-list or host memory budget exhausted";
         return NULL;
     }
     if (levels > 0) {
-        e->pbl_read += npages;      /* the admin run's work budget */
+        e->admin_work += npages;    /* the admin run's work budget */
     }
     if (levels == 0) {
         pbl->pages[0] = addr;
@@ -229,14 +263,31 @@ fail:
 /* Mapping tables                                                         */
 /* ---------------------------------------------------------------------- */
 
-void rnic_mrt_init(RnicEngine *e, RnicMrTable *t)
+/* Indexes of a mapping table: a power of two, four times max-mrs. */
+static uint32_t rnic_mrt_range(const RnicEngineConfig *cfg)
 {
-    uint64_t want = MAX(4ull * e->cfg.max_mr, 4ull * RNIC_MRT_LEAF_SIZE);
+    uint64_t want = MAX(4ull * cfg->max_mr, 4ull * RNIC_MRT_LEAF_SIZE);
     uint32_t range = RNIC_MRT_LEAF_SIZE;
 
     while (range < want && range < (1u << 24)) {
         range <<= 1;
     }
+    return range;
+}
+
+uint64_t rnic_mrt_bytes(const RnicEngineConfig *cfg)
+{
+    uint32_t range = rnic_mrt_range(cfg);
+
+    /* the directory and every leaf it may get */
+    return (uint64_t)range / RNIC_MRT_LEAF_SIZE * sizeof(RnicMr **) +
+           (uint64_t)range * sizeof(RnicMr *);
+}
+
+void rnic_mrt_init(RnicEngine *e, RnicMrTable *t)
+{
+    uint32_t range = rnic_mrt_range(&e->cfg);
+
     t->range = range;
     t->ndir = range / RNIC_MRT_LEAF_SIZE;
     t->dir = g_new0(RnicMr **, t->ndir);
@@ -254,52 +305,91 @@ RnicMr *rnic_mrt_lookup(const RnicMrTable *t, uint32_t index)
     return leaf ? leaf[index & (RNIC_MRT_LEAF_SIZE - 1)] : NULL;
 }
 
-static void rnic_mrt_set(RnicMrTable *t, uint32_t index, RnicMr *mr)
+/* One entry more (+1) or less (-1) at STag index 'index', in any table. */
+static void rnic_mrt_user(RnicEngine *e, uint32_t index, int delta)
+{
+    uint64_t bit = 1ull << (index & 63);
+
+    e->mrt_users[index] += delta;
+    if (e->mrt_users[index]) {
+        e->mrt_unused[index / 64] &= ~bit;
+    } else {
+        e->mrt_unused[index / 64] |= bit;
+    }
+}
+
+static void rnic_mrt_set(RnicEngine *e, RnicMrTable *t, uint32_t index,
+                         RnicMr *mr)
 {
     RnicMr ***leaf = &t->dir[index >> RNIC_MRT_LEAF_BITS];
+    RnicMr **slot;
 
     if (!*leaf) {
+        /* charged with the table (rnic_mrt_bytes) */
         *leaf = g_new0(RnicMr *, RNIC_MRT_LEAF_SIZE);
     }
-    (*leaf)[index & (RNIC_MRT_LEAF_SIZE - 1)] = mr;
+    slot = &(*leaf)[index & (RNIC_MRT_LEAF_SIZE - 1)];
+    if (!*slot && mr) {
+        rnic_mrt_user(e, index, +1);
+    } else if (*slot && !mr) {
+        rnic_mrt_user(e, index, -1);
+    }
+    *slot = mr;
 }
 
 /*
  * May a new entry of table 't' take 'idx'? A context table's index must
  * also be free in the multi-network table, and a multi-network index in
- * every context table, so that binding a PD to a context never collides.
+ * every context table (no entry in any table: mrt_users), so that binding
+ * a PD to a context never collides. O(1) either way.
  */
 static bool rnic_mrt_index_free(RnicEngine *e, const RnicMrTable *t,
                                 uint32_t idx)
 {
-    uint32_t c;
-
+    e->mrt_checks++;
     if (!idx || idx >= t->range || rnic_mrt_lookup(t, idx)) {
         return false;
     }
     if (t != &e->mnet_mrt) {
         return !rnic_mrt_lookup(&e->mnet_mrt, idx);
     }
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-
-        if (ctx && rnic_mrt_lookup(&ctx->mrt, idx)) {
-            return false;
-        }
-    }
-    return true;
+    return !e->mrt_users[idx];
 }
 
-/* A random free index (never 0): unpredictable STags. */
+/*
+ * A random free index (never 0): unpredictable STags. Random probes first:
+ * a table holds at most max-mrs entries in a range of four times that
+ * (rnic_mrt_range), so a context table's index (free there and in the
+ * multi-network table) is found by a probe with probability 1/2 at least,
+ * and this many probes fail together with probability 2^-64. A
+ * multi-network index must be unused in every table, which many full
+ * contexts can make rare: after the probes, the bitmap of unused indexes
+ * is searched from a random word, range / 64 words at most (4,096 at the
+ * defaults), instead of every index times every context.
+ */
+#define RNIC_MRT_PROBES 64
+
 static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
 {
-    uint32_t start = g_rand_int_range(e->rand, 1, t->range);
-    uint32_t i, idx;
+    uint32_t i, idx, words = t->range / 64, w0;
 
-    for (i = 0; i < t->range; i++) {
-        idx = (start + i) & (t->range - 1);
+    for (i = 0; i < RNIC_MRT_PROBES; i++) {
+        idx = g_rand_int_range(e->rand, 1, t->range);
         if (rnic_mrt_index_free(e, t, idx)) {
             return idx;
+        }
+    }
+    if (t != &e->mnet_mrt) {
+        return 0;
+    }
+    w0 = g_rand_int_range(e->rand, 0, words);
+    e->admin_work += words / 64;
+    for (i = 0; i < words; i++) {
+        uint64_t bits = e->mrt_unused[(w0 + i) % words];
+
+        e->mrt_checks++;
+        if (bits) {
+            return ((w0 + i) % words) * 64 + __builtin_ctzll(bits);
         }
     }
     return 0;
@@ -308,6 +398,7 @@ static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
 static void rnic_mr_free(RnicEngine *e, RnicMr *mr)
 {
     rnic_pbl_unref(e, mr->pbl);
+    rnic_mem_release(e, sizeof(*mr));
     g_free(mr);
 }
 
@@ -321,8 +412,12 @@ static void rnic_mrt_free(RnicEngine *e, RnicMrTable *t, RnicNetCtx *ctx)
             continue;
         }
         for (i = 0; i < RNIC_MRT_LEAF_SIZE; i++) {
+            if (!t->dir[d][i]) {
+                continue;
+            }
+            rnic_mrt_user(e, (d << RNIC_MRT_LEAF_BITS) + i, -1);
             /* a replica belongs to the multi-network table */
-            if (t->dir[d][i] && t->dir[d][i]->ctx == ctx) {
+            if (t->dir[d][i]->ctx == ctx) {
                 rnic_mr_free(e, t->dir[d][i]);
                 e->mr_count--;
             }
@@ -395,6 +490,24 @@ static void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque)
 /* Registration log                                                       */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The log's records in the host memory account. Compaction keeps the log
+ * within a small multiple of the live MRs, each of which was charged, so
+ * the records are charged even past the budget (they cannot be refused:
+ * the MR change they record has happened).
+ */
+static void rnic_reglog_account(RnicEngine *e)
+{
+    uint64_t want = (uint64_t)e->reglog->len * sizeof(RnicRegLogRec);
+
+    if (want < e->reglog_charged) {
+        rnic_mem_release(e, e->reglog_charged - want);
+    } else {
+        e->mem_used += want - e->reglog_charged;
+    }
+    e->reglog_charged = want;
+}
+
 static void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
 {
     RnicRegLogRec rec = {
@@ -415,6 +528,7 @@ static void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
     }
     g_array_append_val(e->reglog, rec);
     e->reglog_appended++;
+    rnic_reglog_account(e);
 }
 
 static void rnic_reglog_clear(RnicEngine *e)
@@ -425,6 +539,7 @@ static void rnic_reglog_clear(RnicEngine *e)
         rnic_pbl_unref(e, g_array_index(e->reglog, RnicRegLogRec, i).pbl);
     }
     g_array_set_size(e->reglog, 0);
+    rnic_reglog_account(e);
 }
 
 static void rnic_reglog_snapshot_one(RnicEngine *e, RnicMr *mr, void *opaque)
@@ -478,11 +593,16 @@ void rnic_reglog_compact(RnicEngine *e, bool force)
     rnic_reglog_clear(e);
     g_array_free(e->reglog, TRUE);
     e->reglog = log;
+    rnic_reglog_account(e);
 }
 
 void rnic_mr_init(RnicEngine *e)
 {
     e->reglog = g_array_new(FALSE, FALSE, sizeof(RnicRegLogRec));
+    e->mrt_users = g_new0(uint16_t, rnic_mrt_range(&e->cfg));
+    e->mrt_unused = g_new(uint64_t, rnic_mrt_range(&e->cfg) / 64);
+    memset(e->mrt_unused, 0xff, rnic_mrt_range(&e->cfg) / 8);
+    e->mrt_unused[0] &= ~1ull;      /* index 0 is never an STag's */
     rnic_mrt_init(e, &e->mnet_mrt);
 }
 
@@ -491,6 +611,8 @@ void rnic_mr_fini(RnicEngine *e)
     rnic_reglog_clear(e);
     g_array_free(e->reglog, TRUE);
     rnic_mrt_free(e, &e->mnet_mrt, NULL);
+    g_free(e->mrt_users);
+    g_free(e->mrt_unused);
 }
 
 /* Is 'pd' (multi-network) bound to context handle c? */
@@ -514,7 +636,7 @@ static void rnic_mr_replicate(RnicEngine *e, const RnicPd *pd, uint32_t idx,
         RnicNetCtx *ctx = e->net_ctxs.slots[c];
 
         if (ctx && rnic_pd_bound(e, pd, c)) {
-            rnic_mrt_set(&ctx->mrt, idx, mr);
+            rnic_mrt_set(e, &ctx->mrt, idx, mr);
             ctx->mrt.count += mr ? 1 : -1;
         }
     }
@@ -550,7 +672,7 @@ static void rnic_pd_bind_one(RnicEngine *e, RnicMr *mr, void *opaque)
     RnicBindArg *a = opaque;
 
     if (mr->pd == a->pd) {
-        rnic_mrt_set(&a->ctx->mrt, RNIC_STAG_INDEX(mr->stag),
+        rnic_mrt_set(e, &a->ctx->mrt, RNIC_STAG_INDEX(mr->stag),
                      a->add ? mr : NULL);
         a->ctx->mrt.count += a->add ? 1 : -1;
     }
@@ -602,10 +724,10 @@ static void rnic_mr_remove(RnicEngine *e, RnicMr *mr)
     uint32_t idx = RNIC_STAG_INDEX(mr->stag);
 
     if (mr->ctx) {
-        rnic_mrt_set(&mr->ctx->mrt, idx, NULL);
+        rnic_mrt_set(e, &mr->ctx->mrt, idx, NULL);
         mr->ctx->mrt.count--;
     } else {
-        rnic_mrt_set(&e->mnet_mrt, idx, NULL);
+        rnic_mrt_set(e, &e->mnet_mrt, idx, NULL);
         e->mnet_mrt.count--;
         rnic_mr_replicate(e, mr->pd, idx, NULL);
         mr->pd->mrs--;
@@ -651,12 +773,15 @@ static RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
     } else if (!rnic_mrt_index_free(e, t, index)) {
         return NULL;
     }
+    if (!rnic_mem_charge(e, sizeof(*mr))) {
+        return NULL;
+    }
     mr = g_new0(RnicMr, 1);
     mr->stag = RNIC_STAG(index, key);
     mr->owner = owner;
     mr->ctx = pd->ctx;
     mr->pd = pd;
-    rnic_mrt_set(t, index, mr);
+    rnic_mrt_set(e, t, index, mr);
     t->count++;
     if (!pd->ctx) {
         rnic_mr_replicate(e, pd, index, mr);
@@ -767,6 +892,13 @@ RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr)
     RnicPd *pd;
     RnicMr *mr;
 
+    /*
+     * Fast registration names guest-physical pages: only the kernel may
+     * (docs/spec.md, "Security"), as with ib_alloc_mr on real hardware.
+     */
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
     pd = rnic_mr_cmd_pd(e, cmd, res);
     if (!pd) {
         return;

@@ -167,16 +167,30 @@ bool rnic_qp_bind(RnicEngine *e, RnicQp *qp, RnicNetCtx *ctx,
  * Allocate a QP object at 'handle' (UINT32_MAX: any); the caller fills it
  * and calls rnic_qp_attach() once ctx/qpn are known.
  */
+/* A QP in the host memory account, before its send-queue slots. */
+static uint64_t rnic_qp_base_bytes(const RnicEngine *e)
+{
+    return sizeof(RnicQp) + 2 * sizeof(RnicSendWqe) +
+           (uint64_t)e->cfg.max_rd_atomic * sizeof(RnicRespRes) +
+           64;  /* its entries in the QPN hash tables */
+}
+
 RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn)
 {
-    RnicQp *qp = g_new0(RnicQp, 1);
+    RnicQp *qp;
 
+    if (!rnic_mem_charge(e, rnic_qp_base_bytes(e))) {
+        return NULL;
+    }
+    qp = g_new0(RnicQp, 1);
+    qp->mem = rnic_qp_base_bytes(e);
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->qps, qp);
     } else if (!rnic_table_insert_at(&e->qps, handle, qp)) {
         handle = UINT32_MAX;
     }
     if (handle == UINT32_MAX) {
+        rnic_mem_release(e, qp->mem);
         g_free(qp);
         return NULL;
     }
@@ -227,13 +241,28 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
     g_free(qp->txc);
     g_free(qp->rxc);
     g_free(qp->resp.res);
+    rnic_mem_release(e, qp->mem);
     g_free(qp);
     e->qp_gen++;
 }
 
-/* Link a filled-in QP to its objects (create and state load). */
-static void rnic_qp_attach(RnicEngine *e, RnicQp *qp)
+/*
+ * Link a filled-in QP to its objects (create and state load). false: its
+ * send-queue slots do not fit the host memory budget (nothing linked).
+ */
+static bool rnic_qp_attach(RnicEngine *e, RnicQp *qp)
 {
+    uint64_t slots = (uint64_t)sizeof(RnicSqSlot) << qp->sq_log;
+
+    if (!rnic_mem_charge(e, slots)) {
+        return false;
+    }
+    qp->slots = g_try_malloc0(slots);
+    if (!qp->slots) {
+        rnic_mem_release(e, slots);
+        return false;
+    }
+    qp->mem += slots;
     if (qp->ctx) {
         g_hash_table_insert(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
     }
@@ -250,12 +279,12 @@ static void rnic_qp_attach(RnicEngine *e, RnicQp *qp)
     if (qp->srq) {
         qp->srq->refs++;
     }
-    qp->slots = g_new0(RnicSqSlot, 1u << qp->sq_log);
     qp->sq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->sq_shift) - 64) / 16);
     qp->max_inline = MIN(e->cfg.max_inline, (1u << qp->sq_shift) - 64);
     if (!qp->srq) {
         qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) - 16) / 16);
     }
+    return true;
 }
 
 /* Back to the state of a fresh QP (RESET). */
@@ -395,7 +424,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_qp)
     qp = rnic_qp_create(e, UINT32_MAX, qpn);
     if (!qp) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "CREATE_QP: all %u QPs in use", e->cfg.max_qp);
+                        "CREATE_QP: all %u QPs in use or host memory budget "
+                        "exhausted", e->cfg.max_qp);
         return;
     }
     qp->owner = owner;
@@ -417,7 +447,19 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_qp)
         qp->rq_shift = cmd->qp.rq_wqe_shift;
     }
     qp->port = 1;
-    rnic_qp_attach(e, qp);
+    if (!rnic_qp_attach(e, qp)) {
+        /* nothing linked yet: destroy must not drop references */
+        qp->ctx = NULL;
+        qp->all_nets = false;
+        qp->pd = NULL;
+        qp->scq = qp->rcq = NULL;
+        qp->srq = NULL;
+        rnic_qp_destroy(e, qp);
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "CREATE_QP: a send queue of 2^%u slots passes the "
+                        "host memory budget", cmd->qp.sq_log_size);
+        return;
+    }
     rnic_qp_clear(e, qp);
     res->result0 = qp->handle;
     res->result1 = qp->qpn;
@@ -1250,7 +1292,7 @@ bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
 }
 
 /* State load: attach a QP rebuilt from the image. */
-void rnic_qp_load_attach(RnicEngine *e, RnicQp *qp)
+bool rnic_qp_load_attach(RnicEngine *e, RnicQp *qp)
 {
-    rnic_qp_attach(e, qp);
+    return rnic_qp_attach(e, qp);
 }

@@ -134,6 +134,11 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "opcode not valid on a UD QP");
     }
+    if (w->opcode == RNIC_WR_REG_MR && qp->owner != RNIC_UCTX_KERNEL) {
+        /* a page list is guest-physical addresses: the kernel's only */
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "registration work request on a user QP");
+    }
     if (rnic_wr_is_local(w->opcode)) {
         return RNIC_WC_SUCCESS;
     }

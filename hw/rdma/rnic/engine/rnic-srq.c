@@ -24,6 +24,7 @@ static void rnic_srq_free(RnicEngine *e, RnicSrq *srq)
     rnic_uctx_put(e, srq->owner);
     rnic_table_remove(&e->srqs, srq->handle);
     g_free(srq);
+    rnic_mem_release(e, sizeof(RnicSrq));
 }
 
 void rnic_srq_reset(RnicEngine *e)
@@ -44,7 +45,12 @@ RnicSrq *rnic_srq_lookup(RnicEngine *e, uint32_t handle)
 
 RnicSrq *rnic_srq_create(RnicEngine *e, uint32_t handle)
 {
-    RnicSrq *srq = g_new0(RnicSrq, 1);
+    RnicSrq *srq;
+
+    if (!rnic_mem_charge(e, sizeof(*srq))) {
+        return NULL;
+    }
+    srq = g_new0(RnicSrq, 1);
 
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->srqs, srq);
@@ -53,6 +59,7 @@ RnicSrq *rnic_srq_create(RnicEngine *e, uint32_t handle)
     }
     if (handle == UINT32_MAX) {
         g_free(srq);
+        rnic_mem_release(e, sizeof(*srq));
         return NULL;
     }
     srq->handle = handle;
@@ -142,7 +149,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_srq)
     srq = rnic_srq_create(e, UINT32_MAX);
     if (!srq) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "CREATE_SRQ: all %u SRQs in use", e->cfg.max_srq);
+                        "CREATE_SRQ: all %u SRQs in use or host memory "
+                        "budget exhausted", e->cfg.max_srq);
         return;
     }
     srq->owner = pd->owner;

@@ -840,7 +840,10 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
     qp->scq = scq;
     qp->rcq = rcq;
     qp->srq = srq;
-    rnic_qp_load_attach(e, qp);
+    LOAD_CHECK(rnic_qp_load_attach(e, qp),
+               "QP %u: send queue of 2^%u slots passes the host memory "
+               "budget (memory-budget-mib=%u)", h, qp->sq_log,
+               e->cfg.mem_budget_mib);
     mask = (1u << qp->sq_log) - 1;
     for (i = qp->sq_una; i != qp->sq_hi; i++) {
         RnicSqSlot *s = &qp->slots[i & mask];
