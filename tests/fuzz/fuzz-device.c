@@ -608,11 +608,12 @@ static void op_admin(Prog *g)
         a->qkey = u8(g) & 1 ? RNIC_GSI_QKEY : 0x1234;
         a->rq_psn = u8(g);
         a->sq_psn = u8(g);
-        a->dest_qp_num = u8(g) & 1 ? pick(g, K_QP) : u32(g) & 0xffffff;
-        if (a->dest_qp_num < 1u << 24 && (a->dest_qp_num & 0x80)) {
+        if (u8(g) & 0x80) {     /* a live QP's number, or the peer's */
             Obj *q = pick_obj(g, K_QP);
 
             a->dest_qp_num = q ? q->qpn : 0x77;
+        } else {
+            a->dest_qp_num = u32(g) & 0xffffff;
         }
         a->qp_access_flags = u8(g) & RNIC_ACCESS_ALL;
         gid_of(u8(g), a->av.dgid);
