@@ -25,10 +25,16 @@ fixed time; a migration that would start less than 3 s + 1.5 x the slowest
 migration so far before that end is not started, and the run fails: choose
 an --interval above the migration time, 2-7 s under TCG on a loaded host).
 
-`--both-ends --rounds R`: A -> A1 and B -> B1 at the same time (the two
-`migrate` commands are issued from two threads released together; the
-spread between them is reported), then A1 -> A2 and B1 -> B2, ... R times,
-under the same traffic and the same check.
+`--both-ends --rounds R`: A -> A1 and B -> B1 at the same time, then
+A1 -> A2 and B1 -> B2, ... R times, under the same traffic and the same
+check. The two `migrate` commands are written back to back on a second QMP
+monitor of each source (the spread is reported). Each precopy converges on
+its own (seconds apart under TCG), so by default both start with
+downtime-limit 0 (they keep iterating) and once both have passed their
+first passes (dirty-sync-count >= 3) downtime-limit is set to 300 ms on
+both at once: both switch over at their next iteration, and the report
+gives how far apart the switchovers were and how long both MACs were
+silent at the same time (--no-sync-switchover: no hold).
 
 Per migration it prints QEMU's downtime and total time (query-migrate), the
 host time from `migrate` to `completed`, how long the switch heard nothing
@@ -44,7 +50,9 @@ summary (count, failures, min/median/max). Exit status 0 only if every
 migration completed and both ends report 0 errors, 0 lost, 0 duplicated,
 the same iteration count, and exit 0.
 
-All consoles and QEMU logs (with the traces) stay in the log directory
+The QEMU binary, kernel and initramfs are copied into the log directory
+first (--no-snapshot: not): the build tree may be relinked during a long
+run. All consoles and QEMU logs (with the traces) stay there
 (build/guest-logs/soak-<time>/, one directory per QEMU: A0, A1, ..., B0, ...);
 a failure prints what failed and the last lines of the logs involved.
 
@@ -58,6 +66,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import sys
@@ -71,7 +80,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from migrate_rdma import (DEST_TRACE, MAC_A, MAC_B, PROVIDER_IMAGE,  # noqa: E402
                           SCRIPT_A, SCRIPT_B, SOURCE_TRACE, verify_result)
 from rdma_pair import build_provider_image  # noqa: E402
-from rnic_guest import DEFAULT_QEMU, LOG_ROOT, Guest  # noqa: E402
+from rnic_guest import DEFAULT_QEMU, GUEST_DIR, LOG_ROOT, Guest  # noqa: E402
 from rnic_hub import Hub  # noqa: E402
 
 GAP_RE = re.compile(r"^verify: gap ([\d.]+) ms at t=([\d.]+) s")
@@ -172,7 +181,8 @@ class Chain:
         qmp = f"{self.sock_dir}/{name}.qmp"
         self.qmp_paths[f"soak-{name}"] = qmp
         return Guest(self.script, name=f"soak-{name}", qemu=self.opts.qemu,
-                     initrd=self.opts.initrd, memory=self.opts.memory,
+                     initrd=self.opts.initrd, kernel=self.opts.kernel,
+                     memory=self.opts.memory,
                      timeout=1e6, log_dir=self.run_dir / name, keep_logs=True,
                      args=self.args + SOURCE_TRACE + DEST_TRACE + extra
                      + ["-chardev", f"socket,id=soakqmp,path={qmp},server=on,wait=off",
@@ -322,6 +332,7 @@ class Step:
     ends: List[EndFigures]
     spread_ms: float = 0.0                  # between the migrate commands
     segments: Dict[str, int] = field(default_factory=dict)  # clock segment before it
+    release_ms: Optional[float] = None      # --both-ends: migrate -> downtime-limit set
     blackout: Dict[str, Optional[float]] = field(default_factory=dict)
     peer_ops_before: Optional[int] = None
     peer_ops_after: Optional[int] = None
@@ -383,7 +394,22 @@ class Soak:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.run_dir = Path(opts.log_dir or LOG_ROOT / f"soak-{stamp}")
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if not opts.no_snapshot:
+            # every QEMU of the run is this one binary, even if the build
+            # tree is relinked meanwhile (a relink leaves a moment in which
+            # the file cannot be executed, and a changed device in between)
+            snap = self.run_dir / "qemu-system-x86_64"
+            shutil.copy2(opts.qemu, snap)
+            log(f"QEMU {opts.qemu} (modified {time.ctime(os.path.getmtime(opts.qemu))}) "
+                f"copied to {snap}")
+            opts.qemu = str(snap)
+            for attr, path in (("initrd", opts.initrd), ("kernel", opts.kernel)):
+                if path and os.path.exists(path):
+                    copy = self.run_dir / Path(path).name
+                    shutil.copy2(path, copy)
+                    setattr(opts, attr, str(copy))
         nsteps = opts.rounds if opts.both_ends else opts.migrations
+        self.sync = opts.both_ends and not opts.no_sync_switchover
         self.nsteps = nsteps
         self.duration = opts.settle + nsteps * opts.interval + opts.tail
         verify = "rnic_migrate_verify"
@@ -473,7 +499,12 @@ class Soak:
         for chain, end in zip(movers, step.ends):
             chain.prepare_next()
             end.source, end.dest = chain.current.name, chain.next.name
-            chain.current.vm.cmd("migrate-set-parameters", **{"max-bandwidth": 2 << 30})
+            params = {"max-bandwidth": 2 << 30}
+            if self.sync:
+                params["downtime-limit"] = 0        # precopy until released
+            elif self.opts.downtime_limit is not None:
+                params["downtime-limit"] = self.opts.downtime_limit
+            chain.current.vm.cmd("migrate-set-parameters", **params)
         self.pump()
         # every migrate at once: the commands are written to all sources
         # back to back on their second monitors, the answers read after
@@ -499,7 +530,9 @@ class Soak:
             return step
         pending = dict(zip([c.who for c in movers], zip(movers, step.ends)))
         deadline = time.monotonic() + self.opts.migrate_timeout
+        released = not self.sync
         while pending:
+            ready = 0
             for who, (chain, end) in list(pending.items()):
                 try:
                     info = chain.current.vm.cmd("query-migrate")
@@ -508,6 +541,9 @@ class Soak:
                     step.failure += f"{end.who}: query-migrate: {type(exc).__name__}: {exc}; "
                     del pending[who]
                     continue
+                if (info.get("status") == "active"
+                        and info.get("ram", {}).get("dirty-sync-count", 0) >= 3):
+                    ready += 1      # past its first passes, iterating
                 if info.get("status") in ("completed", "failed", "cancelled"):
                     end.t1 = time.monotonic()
                     end.info = info
@@ -524,6 +560,19 @@ class Soak:
                     except Exception:  # pylint: disable=broad-except
                         pass
                     del pending[who]
+            if not released and (ready == len(movers) or len(pending) < len(movers)
+                                 or time.monotonic() > deadline - 30):
+                # every source converges at its next iteration from here
+                released = True
+                step.release_ms = (time.monotonic() - min(e.t0 for e in step.ends)) * 1e3
+                try:
+                    for mon in monitors:
+                        mon.send("migrate-set-parameters",
+                                 **{"downtime-limit": self.opts.downtime_limit or 300})
+                    for mon in monitors:
+                        mon.reply()
+                except Exception as exc:  # pylint: disable=broad-except
+                    step.failure += f"releasing the switchover: {type(exc).__name__}: {exc}; "
             self.sleep(0.02)
         for chain, end in zip(movers, step.ends):
             if end.status != "completed":
@@ -572,6 +621,20 @@ class Soak:
         if step.peer_ops_after is None:
             step.peer_ops_after = self.chains["b"].progress()[2]
 
+    @staticmethod
+    def switchovers(step: Step) -> Optional[Tuple[float, float]]:
+        """Both ends: (ms between the two switchovers, i.e. the switch seeing
+        each destination's first frame; ms during which both MACs were
+        silent at once, 0 if their silences did not overlap)."""
+        if len(step.ends) != 2 or any(e.move_at is None or e.wire_ms is None
+                                      for e in step.ends):
+            return None
+        a, b = step.ends
+        apart = abs(a.move_at - b.move_at) * 1e3
+        both = (min(a.move_at, b.move_at)
+                - max(a.move_at - a.wire_ms / 1e3, b.move_at - b.wire_ms / 1e3)) * 1e3
+        return apart, max(0.0, both)
+
     def describe(self, step: Step) -> str:
         parts = []
         for end in step.ends:
@@ -584,6 +647,10 @@ class Soak:
             parts.append(f"{who.upper()}'s pause {'< %g' % self.opts.gap_ms if ms is None else f'{ms:.0f}'} ms")
         if self.opts.both_ends:
             parts.append(f"migrate commands {step.spread_ms:.1f} ms apart")
+            sw = self.switchovers(step)
+            if sw:
+                parts.append(f"switchovers {sw[0]:.0f} ms apart, both MACs silent "
+                             f"together {sw[1]:.0f} ms")
         return f"migration {step.index}/{self.nsteps}: " + "; ".join(parts)
 
     def run_steps(self) -> None:
@@ -799,6 +866,10 @@ class Soak:
         if self.opts.both_ends and done:
             spreads = [s.spread_ms for s in done]
             print(f"  migrate commands apart ms: {stats(spreads, '{:.1f}')}")
+            sws = [sw for sw in map(self.switchovers, done) if sw]
+            print(f"  switchovers apart ms: {stats([sw[0] for sw in sws])}; both MACs "
+                  f"silent at the same time in {sum(1 for sw in sws if sw[1] > 0)} of "
+                  f"{len(sws)} rounds (overlap ms: {stats([sw[1] for sw in sws])})")
         if client:
             print(f"  B (client): iters={client.get('iters')} ops={client.get('ops')} "
                   f"errors={client.get('errors')} lost={client.get('lost')} "
@@ -828,6 +899,7 @@ class Soak:
             "client": client, "server": server,
             "below_threshold": below, "gap_ms": self.opts.gap_ms,
             "steps": [{"index": s.index, "failure": s.failure, "spread_ms": s.spread_ms,
+                       "switchovers": self.switchovers(s), "release_ms": s.release_ms,
                        "blackout": s.blackout,
                        "ends": [{**{k: v for k, v in e.__dict__.items() if k != "info"},
                                  "ram": e.info.get("ram", {}),
@@ -897,6 +969,11 @@ def main() -> int:
                         help="verifier iterations in flight (-w, default 8)")
     parser.add_argument("--rate", type=float, default=0,
                         help="verifier iterations per second (-r, default 0: no limit)")
+    parser.add_argument("--no-sync-switchover", action="store_true",
+                        help="with --both-ends: do not hold both precopies until both "
+                        "iterate (each switches over when it converges)")
+    parser.add_argument("--downtime-limit", type=int, metavar="MS",
+                        help="QEMU's downtime-limit (default: QEMU's, 300)")
     parser.add_argument("--qp-timeout", type=int, default=16,
                         help="QP timeout exponent (-T, default 16: 268 ms)")
     parser.add_argument("--gap-ms", type=float, default=50,
@@ -908,7 +985,12 @@ def main() -> int:
     parser.add_argument("--end-timeout", type=float, default=180,
                         help="seconds after the traffic's end for both verdicts")
     parser.add_argument("--qemu", default=str(DEFAULT_QEMU))
+    parser.add_argument("--no-snapshot", action="store_true",
+                        help="run --qemu itself, not a copy in the log directory")
     parser.add_argument("--initrd", default=str(PROVIDER_IMAGE))
+    parser.add_argument("--kernel", default=str(GUEST_DIR / "vmlinux")
+                        if (GUEST_DIR / "vmlinux").exists() else None,
+                        help="default: what rnic_guest.py boots")
     parser.add_argument("--log-dir", help="default build/guest-logs/soak-<time>")
     parser.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     parser.add_argument("--no-build", action="store_true",
