@@ -406,6 +406,59 @@ static void test_mnet_index_space(void)
     test_host_free(h);
 }
 
+static void count_frame(void *opaque, const RnicPacket *pkt)
+{
+    (*(uint64_t *)opaque)++;
+}
+
+/*
+ * After a state load every connected RC QP prompts its peer (a NAK at the
+ * expected PSN). With 600 of them the first run sends at most 256, the
+ * rest follows in later runs, and every peer is prompted once.
+ */
+static void test_prompt_after_load(void)
+{
+    TestHost *h = test_host_new(NULL), *dst;
+    GByteArray *img = g_byte_array_new();
+    uint32_t ctx, pd, i, runs = 0;
+    uint64_t frames = 0, before;
+    uint8_t remote[16];
+    TvCq *cq;
+    char *err = NULL;
+
+    tv_enable(h, 6);
+    ctx = tv_net_ctx(h, 0);
+    tv_gid(h, 0, ctx, 1);
+    tv_gid_bytes(remote, ctx, 200);
+    pd = tv_pd(h, ctx, 0);
+    cq = tv_cq(h, 6, RNIC_HANDLE_NONE, 0);
+    for (i = 0; i < 600; i++) {
+        TvQp *qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 1, 0);
+
+        tv_rc_connect(h, qp, 0, remote, 0x100 + i);
+        g_free(qp);
+    }
+    rnic_engine_save(h->engine, img);
+    dst = test_host_new(NULL);
+    memcpy(dst->ram, h->ram, h->ram_size);
+    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
+    dst->engine->wire_tap = count_frame;
+    dst->engine->wire_tap_opaque = &frames;
+    while (dst->scheduled) {
+        dst->scheduled = false;
+        before = frames;
+        rnic_engine_run(dst->engine);
+        g_assert_cmpuint(frames - before, <=, 256);
+        runs++;
+    }
+    g_assert_cmpuint(frames, ==, 600);
+    g_assert_cmpuint(runs, >=, 3);
+    g_byte_array_unref(img);
+    g_free(cq);
+    test_host_free(dst);
+    test_host_free(h);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -416,5 +469,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/bounds/mem-budget", test_mem_budget);
     g_test_add_func("/rnic/bounds/mem-tables-full", test_mem_tables_full);
     g_test_add_func("/rnic/bounds/mnet-index-space", test_mnet_index_space);
+    g_test_add_func("/rnic/bounds/prompt-after-load", test_prompt_after_load);
     return g_test_run();
 }

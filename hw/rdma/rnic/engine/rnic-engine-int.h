@@ -514,6 +514,7 @@ struct RnicEngine {
     bool run_scheduled;
     bool run_inline;            /* a doorbell's work runs now (rnic-doorbell.c) */
     bool prompt_peers;          /* loaded: NAK the RC peers at the next run */
+    uint32_t prompt_next;       /* QP handle the prompting goes on from */
     /*
      * Calls into the engine in progress (rnic_engine_enter). A host
      * callback may re-enter it (an MSI or DMA the guest aimed at BAR0);

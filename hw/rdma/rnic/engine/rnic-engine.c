@@ -185,6 +185,7 @@ void rnic_engine_reset(RnicEngine *e)
     memset(e->stats, 0, sizeof(e->stats));
     e->run_scheduled = false;
     e->ctrl_deferred = false;
+    e->prompt_peers = false;
 }
 
 void rnic_engine_schedule(RnicEngine *e)

@@ -1010,15 +1010,22 @@ bool rnic_qps_load(RnicEngine *e, RnicImageReader *rd, char **err)
  * the peer's pause is the switchover, not the switchover plus its ACK
  * timeout. Not in the image: set by the load, done by the next run.
  */
+#define RNIC_PROMPT_PER_RUN 256     /* QP handles visited (a frame each) */
+
 void rnic_state_prompt_peers(RnicEngine *e)
 {
-    uint32_t i;
+    uint32_t i, end = MIN(e->qps.cap, e->prompt_next + RNIC_PROMPT_PER_RUN);
 
-    e->prompt_peers = false;
-    for (i = 0; i < e->qps.cap; i++) {
+    for (i = e->prompt_next; i < end; i++) {
         if (e->qps.slots[i]) {
             rnic_resp_prompt(e, e->qps.slots[i]);
         }
+    }
+    e->prompt_next = end;
+    if (end < e->qps.cap) {
+        rnic_engine_schedule(e);    /* the rest in the next run */
+    } else {
+        e->prompt_peers = false;
     }
 }
 
@@ -1052,6 +1059,7 @@ void rnic_state_post_load(RnicEngine *e)
     uint32_t i;
 
     e->prompt_peers = true;
+    e->prompt_next = 0;
     e->mr_gen++;
     e->qp_gen++;
     for (i = 0; i < e->qps.cap; i++) {
