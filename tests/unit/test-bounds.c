@@ -459,6 +459,70 @@ static void test_prompt_after_load(void)
     test_host_free(h);
 }
 
+/*
+ * A QP with 4,096 posted receives goes to ERR inside one timer call (a
+ * SEND to a peer that never answers, retry count 0): that call flushes a
+ * bounded part (256 WQEs, about as many CQE writes), the rest follows in
+ * the next runs, and every WQE completes exactly once.
+ */
+static void test_flush_bounded(void)
+{
+    TestHost *h = test_host_new(NULL);
+    uint32_t ctx, pd, mr, i;
+    uint8_t remote[16];
+    uint64_t buf, before;
+    struct rnic_sge s;
+    struct rnic_sq_wqe w;
+    struct rnic_cqe cqe;
+    TvCq *cq;
+    TvQp *qp;
+    unsigned recv_flushed = 0, send_failed = 0;
+
+    tv_enable(h, 6);
+    ctx = tv_net_ctx(h, 0);
+    tv_gid(h, 0, ctx, 1);
+    tv_gid_bytes(remote, ctx, 200);
+    pd = tv_pd(h, ctx, 0);
+    cq = tv_cq(h, 13, RNIC_HANDLE_NONE, 0);
+    qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 12, 0);
+    tv_retry_cnt = 0;
+    tv_rc_connect(h, qp, 0, remote, 0x99);
+    tv_retry_cnt = 7;
+    buf = test_alloc(h, 4096, 4096);
+    mr = tv_reg_mr(h, pd, buf, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    s = tv_sge(buf, 64, mr);
+    for (i = 0; i < 4096; i++) {
+        tv_write_recv(h, qp, 1000 + i, &s, 1);
+    }
+    g_assert_cmpint(tv_ring_rq(h, qp), ==, 0);
+    w = tv_wqe(1, RNIC_WR_SEND, 1);
+    tv_post_send(h, qp, &w, &s, NULL);
+    g_assert_cmpuint(h->timer_deadline, !=, UINT64_MAX);
+    h->now_ns = h->timer_deadline;
+    h->timer_deadline = UINT64_MAX;
+    before = h->dma_write_bytes;
+    rnic_engine_timer_expired(h->engine);
+    g_assert_cmpuint(h->dma_write_bytes - before, <=,
+                     (256 + 2) * sizeof(struct rnic_cqe));
+    g_assert_true(h->scheduled);
+    test_host_run(h);
+    while (tv_poll(h, cq, &cqe, 1) == 1) {
+        if (cqe.wr_id == 1) {
+            g_assert_cmpuint(cqe.status, ==, RNIC_WC_RETRY_EXC_ERR);
+            send_failed++;
+        } else {
+            g_assert_cmpuint(cqe.wr_id, ==, 1000 + recv_flushed);
+            g_assert_cmpuint(cqe.status, ==, RNIC_WC_WR_FLUSH_ERR);
+            recv_flushed++;
+        }
+    }
+    g_assert_cmpuint(send_failed, ==, 1);
+    g_assert_cmpuint(recv_flushed, ==, 4096);
+    g_free(cq);
+    g_free(qp);
+    test_host_free(h);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -470,5 +534,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/bounds/mem-tables-full", test_mem_tables_full);
     g_test_add_func("/rnic/bounds/mnet-index-space", test_mnet_index_space);
     g_test_add_func("/rnic/bounds/prompt-after-load", test_prompt_after_load);
+    g_test_add_func("/rnic/bounds/flush-bounded", test_flush_bounded);
     return g_test_run();
 }

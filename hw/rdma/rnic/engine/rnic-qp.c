@@ -978,10 +978,18 @@ static void rnic_flush_cqe(RnicEngine *e, RnicQp *qp, RnicCq *cq,
 }
 
 /*
- * Flush the send queue: completed-in-error slots keep their status, the
- * rest (started or never fetched) complete with WR_FLUSH_ERR.
+ * WQEs flushed per call: a QP that goes to ERR with full queues (2 x
+ * 32,768 WQEs at most) flushes over several turns of the work queue, not
+ * all inside the receive, timer or command that moved it there.
  */
-static void rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp)
+#define RNIC_FLUSH_BUDGET 256
+
+/*
+ * Flush the send queue: completed-in-error slots keep their status, the
+ * rest (started or never fetched) complete with WR_FLUSH_ERR. At most
+ * *budget WQEs (decremented); true when the queue is empty.
+ */
+static bool rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
 {
     uint32_t mask = (1u << qp->sq_log) - 1;
     uint32_t start, hi;
@@ -991,6 +999,10 @@ static void rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp)
     start = qp->sq_una;
     hi = qp->sq_hi;
     while (qp->sq_una != qp->sq_prod) {
+        if (!*budget) {
+            return false;
+        }
+        --*budget;
         uint32_t i = qp->sq_una;
         RnicSqSlot *s = &qp->slots[i & mask];
 
@@ -1014,6 +1026,10 @@ static void rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp)
         }
         memset(s, 0, sizeof(*s));
         qp->sq_una++;
+        if (qp->sq_una == hi) {
+            qp->sq_hi = qp->sq_una;     /* the started ones are flushed */
+            start = hi = qp->sq_una;
+        }
     }
     qp->sq_next = qp->sq_hi = qp->sq_una;
     qp->tx_pkt = 0;
@@ -1022,9 +1038,10 @@ static void rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp)
     qp->rxc->valid = false;
     qp->rnr_wait = false;
     rnic_qp_timer_cancel(e, qp);
+    return true;
 }
 
-static void rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp)
+static bool rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
 {
     RnicResp *r = &qp->resp;
     uint32_t mask = (1u << qp->rq_log) - 1;
@@ -1036,11 +1053,15 @@ static void rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp)
     }
     r->in_msg = 0;
     if (qp->srq) {
-        return;
+        return true;
     }
     while (qp->rq_cons != qp->rq_prod) {
         uint64_t wr_id = 0;
 
+        if (!*budget) {
+            return false;
+        }
+        --*budget;
         if (rnic_dma_read(e, qp->rq_addr + ((uint64_t)(qp->rq_cons & mask) <<
                                             qp->rq_shift),
                           &wr_id, 8)) {
@@ -1050,12 +1071,27 @@ static void rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp)
                        RNIC_WC_WR_FLUSH_ERR);
         qp->rq_cons++;
     }
+    return true;
 }
 
+/* A bounded part of the flush; the rest in a later turn of the QP. */
 void rnic_qp_flush(RnicEngine *e, RnicQp *qp)
 {
-    rnic_qp_flush_sq(e, qp);
-    rnic_qp_flush_rq(e, qp);
+    uint32_t budget = RNIC_FLUSH_BUDGET;
+
+    if (!rnic_qp_flush_sq(e, qp, &budget) ||
+        !rnic_qp_flush_rq(e, qp, &budget)) {
+        rnic_qp_work(e, qp, 0);
+    }
+}
+
+static void rnic_qp_flush_send_queue(RnicEngine *e, RnicQp *qp)
+{
+    uint32_t budget = RNIC_FLUSH_BUDGET;
+
+    if (!rnic_qp_flush_sq(e, qp, &budget)) {
+        rnic_qp_work(e, qp, 0);
+    }
 }
 
 void rnic_qp_error(RnicEngine *e, RnicQp *qp)
@@ -1082,7 +1118,7 @@ void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp)
     if (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD) {
         qp->state = RNIC_QPS_SQE;
     }
-    rnic_qp_flush_sq(e, qp);
+    rnic_qp_flush_send_queue(e, qp);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1115,7 +1151,7 @@ void rnic_qp_process(RnicEngine *e, RnicQp *qp)
         rnic_qp_flush(e, qp);
         return;
     case RNIC_QPS_SQE:
-        rnic_qp_flush_sq(e, qp);
+        rnic_qp_flush_send_queue(e, qp);
         return;
     case RNIC_QPS_RESET:
         /* doorbells before INIT: nothing runs */
