@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qtests of live migration with RDMA state (ARCHITECTURE.md decision 7,
- * docs/migration.md): a device with every kind of object migrates and the
+ * qtests of live migration with RDMA state (docs/migration.md): a device with every kind of object migrates and the
  * destination's mapping tables and QPs are the source's (the 'x-tables'
  * property before and after), the rkeys the peer holds keep working with
  * the data checked, work requests posted while the VM was stopped run on

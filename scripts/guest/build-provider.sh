@@ -3,7 +3,8 @@
 #
 # Build the rdma-core provider of rnic (guest-driver/provider) inside the
 # rdma-core source tree of exactly the version the guest runs (the private
-# provider ABI, IBVERBS_PRIVATE_<n>, must match: ARCHITECTURE.md decision 8),
+# provider ABI, IBVERBS_PRIVATE_<n>, must match: a provider is built against
+# one libibverbs and refused by any other),
 # and the guest image that carries it (docs/usage.md, "The rdma-core
 # provider").
 #

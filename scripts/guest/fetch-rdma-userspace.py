@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Fetch the guest's RDMA userspace: trixie's rdma-core 56.1 tools and
-libraries (the version the provider is built from, see
-/work/shared/notes/ENVIRONMENT.md), iproute2's `rdma`, perftest, and every
+libraries (the version the provider is built from: its private ABI must
+match libibverbs'), iproute2's `rdma`, perftest, and every
 library they need (Depends/Pre-Depends, first alternative, recursively).
 
 The .debs go to build/dl/trixie/ (apt-get download pkg/trixie, reused while

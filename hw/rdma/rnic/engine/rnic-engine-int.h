@@ -2,7 +2,7 @@
 /*
  * rnic engine internals, shared by the engine's source files only.
  *
- * Object model (docs/spec-engine-notes.md has the guest's view):
+ * Object model (docs/spec.md section 1 has the guest's view):
  *  - every object lives in a handle table (small integers, free list);
  *  - a network context owns a mapping table (STag index -> RnicMr) and a
  *    QPN space (QPN -> RnicQp);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: the Ethernet function (converged NIC, ARCHITECTURE.md
- * decision 5). Frames that are not RoCE for this device go to and come from
+ * rnic engine: the Ethernet function (a converged NIC: docs/spec.md,
+ * "Ethernet function"). Frames that are not RoCE for this device go to and come from
  * the guest net_device's TX/RX descriptor rings; registers
  * RNIC_REG_ETH_* in BAR0. Internal to the engine; the host uses the
  * rnic_engine_receive/can_receive/set_link API of rnic-engine.h.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: the RoCEv2 wire (ARCHITECTURE.md decision 4).
+ * rnic engine: the RoCEv2 wire (frames on the NIC backend: docs/spec.md,
+ * "Wire format").
  *
  * The adapter between the transport's RnicPacket (rnic-packet.h) and the
  * codec's RnicRoceHdr (rnic-roce.h), and the two ends of the wire:
