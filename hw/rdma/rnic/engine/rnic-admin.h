@@ -45,38 +45,57 @@ void rnic_admin_write_result(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                              const void *data, size_t size,
                              RnicAdminResult *res);
 
-#define RNIC_ADMIN_HANDLER(name) \
-    void name(RnicEngine *e, const struct rnic_admin_cmd *cmd, \
-              RnicAdminResult *res)
-
 /* rnic-ctx.c */
-RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx);
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_net_ctx);
-RNIC_ADMIN_HANDLER(rnic_cmd_alloc_uctx);
-RNIC_ADMIN_HANDLER(rnic_cmd_free_uctx);
-RNIC_ADMIN_HANDLER(rnic_cmd_add_gid);
-RNIC_ADMIN_HANDLER(rnic_cmd_del_gid);
-RNIC_ADMIN_HANDLER(rnic_cmd_alloc_pd);
-RNIC_ADMIN_HANDLER(rnic_cmd_dealloc_pd);
+void rnic_cmd_create_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             RnicAdminResult *res);
+void rnic_cmd_destroy_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                              RnicAdminResult *res);
+void rnic_cmd_alloc_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
+void rnic_cmd_free_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res);
+void rnic_cmd_add_gid(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                      RnicAdminResult *res);
+void rnic_cmd_del_gid(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                      RnicAdminResult *res);
+void rnic_cmd_alloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res);
+void rnic_cmd_dealloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
 /* rnic-cq.c */
-RNIC_ADMIN_HANDLER(rnic_cmd_create_eq);
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_eq);
-RNIC_ADMIN_HANDLER(rnic_cmd_create_cq);
-RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq);
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_cq);
+void rnic_cmd_create_eq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res);
+void rnic_cmd_destroy_eq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
+void rnic_cmd_create_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res);
+void rnic_cmd_resize_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res);
+void rnic_cmd_destroy_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
 /* rnic-srq.c */
-RNIC_ADMIN_HANDLER(rnic_cmd_create_srq);
-RNIC_ADMIN_HANDLER(rnic_cmd_modify_srq);
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_srq);
+void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
+void rnic_cmd_modify_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
+void rnic_cmd_destroy_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                          RnicAdminResult *res);
 /* rnic-qp.c */
-RNIC_ADMIN_HANDLER(rnic_cmd_create_qp);
-RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp);
-RNIC_ADMIN_HANDLER(rnic_cmd_query_qp);
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_qp);
+void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res);
+void rnic_cmd_modify_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res);
+void rnic_cmd_query_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res);
+void rnic_cmd_destroy_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res);
 /* rnic-mr.c */
-RNIC_ADMIN_HANDLER(rnic_cmd_reg_mr);
-RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr);
-RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr);
+void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                     RnicAdminResult *res);
+void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res);
+void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res);
 
 /* Validation shared by queue creation: ring base and size. */
 bool rnic_admin_check_ring(RnicEngine *e, RnicAdminResult *res,

@@ -186,7 +186,8 @@ void rnic_async_event(RnicEngine *e, uint8_t type, uint32_t handle,
     rnic_eq_post(e, e->async_eq, type, handle, data);
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_create_eq)
+void rnic_cmd_create_eq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res)
 {
     uint64_t ring = GUINT64_FROM_LE(cmd->eq.ring_addr);
     uint32_t vector = GUINT32_FROM_LE(cmd->eq.vector);
@@ -232,7 +233,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_eq)
     res->result1 = 1u << eq->log_size;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_eq)
+void rnic_cmd_destroy_eq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
     RnicEq *eq;
@@ -354,7 +356,8 @@ static RnicCq *rnic_cq_cmd_lookup(RnicEngine *e,
     return cq;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_create_cq)
+void rnic_cmd_create_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res)
 {
     uint64_t ring = GUINT64_FROM_LE(cmd->cq.ring_addr);
     uint32_t eqh = GUINT32_FROM_LE(cmd->cq.eq);
@@ -396,7 +399,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_cq)
     res->result1 = 1u << cq->log_size;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
+void rnic_cmd_resize_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res)
 {
     uint64_t ring = GUINT64_FROM_LE(cmd->cq.ring_addr);
     uint8_t log = cmd->cq.log_size;
@@ -477,7 +481,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_resize_cq)
     res->result1 = entries;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_cq)
+void rnic_cmd_destroy_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
     RnicCq *cq = rnic_cq_cmd_lookup(e, cmd, h, res);

@@ -132,7 +132,8 @@ void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx)
     rnic_mem_release(e, rnic_netctx_bytes(e));
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx)
+void rnic_cmd_create_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             RnicAdminResult *res)
 {
     uint32_t net_id = GUINT32_FROM_LE(cmd->net_ctx.net_id);
     uint8_t type = cmd->net_ctx.net_type;
@@ -168,7 +169,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_net_ctx)
     res->result0 = ctx->handle;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_net_ctx)
+void rnic_cmd_destroy_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                              RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
     RnicNetCtx *ctx;
@@ -195,7 +197,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_destroy_net_ctx)
 /* User contexts                                                          */
 /* ---------------------------------------------------------------------- */
 
-RNIC_ADMIN_HANDLER(rnic_cmd_alloc_uctx)
+void rnic_cmd_alloc_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint32_t i;
 
@@ -216,7 +219,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_alloc_uctx)
                     e->cfg.db_pages - 1);
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_free_uctx)
+void rnic_cmd_free_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
 
@@ -273,7 +277,8 @@ bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
     return false;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_add_gid)
+void rnic_cmd_add_gid(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                      RnicAdminResult *res)
 {
     static const uint8_t zero[16];
     uint32_t index = GUINT32_FROM_LE(cmd->gid.index);
@@ -312,7 +317,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_add_gid)
     e->qp_gen++;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_del_gid)
+void rnic_cmd_del_gid(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                      RnicAdminResult *res)
 {
     uint32_t index = GUINT32_FROM_LE(cmd->gid.index);
     RnicGid *g;
@@ -371,7 +377,8 @@ RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
     return pd;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_alloc_pd)
+void rnic_cmd_alloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->pd.net_ctx);
     RnicNetCtx *ctx = NULL;
@@ -398,7 +405,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_alloc_pd)
     res->result0 = pd->handle;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_dealloc_pd)
+void rnic_cmd_dealloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
     RnicPd *pd;

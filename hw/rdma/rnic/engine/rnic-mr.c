@@ -830,7 +830,8 @@ static RnicPd *rnic_mr_cmd_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     return pd;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_reg_mr)
+void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                     RnicAdminResult *res)
 {
     uint64_t iova = GUINT64_FROM_LE(cmd->mr.iova);
     uint64_t length = GUINT64_FROM_LE(cmd->mr.length);
@@ -886,7 +887,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_reg_mr)
     res->result0 = mr->stag;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr)
+void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res)
 {
     uint32_t npages = GUINT32_FROM_LE(cmd->mr.npages);
     RnicPd *pd;
@@ -925,7 +927,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_alloc_mr)
     res->result0 = mr->stag;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_dereg_mr)
+void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res)
 {
     uint32_t stag = GUINT32_FROM_LE(cmd->destroy.handle);
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.net_ctx);

@@ -325,7 +325,8 @@ static bool rnic_qp_cmd_obj(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     return true;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_create_qp)
+void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res)
 {
     uint32_t owner = GUINT32_FROM_LE(cmd->uctx);
     uint32_t pdh = GUINT32_FROM_LE(cmd->qp.pd);
@@ -489,7 +490,8 @@ static RnicQp *rnic_qp_cmd_lookup(RnicEngine *e,
     return qp;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_qp)
+void rnic_cmd_destroy_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
     RnicQp *qp = rnic_qp_cmd_lookup(e, cmd, h, res);
@@ -499,7 +501,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_destroy_qp)
     }
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_query_qp)
+void rnic_cmd_query_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res)
 {
     RnicQp *qp = rnic_qp_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->query.handle),
                                     res);
@@ -831,7 +834,8 @@ static void rnic_qp_apply_attr(RnicEngine *e, RnicQp *qp,
     }
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_modify_qp)
+void rnic_cmd_modify_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                        RnicAdminResult *res)
 {
     uint32_t mask = GUINT32_FROM_LE(cmd->modify_qp.attr_mask);
     uint64_t addr = GUINT64_FROM_LE(cmd->modify_qp.attr_addr);

@@ -106,7 +106,8 @@ static RnicSrq *rnic_srq_cmd_lookup(RnicEngine *e,
     return srq;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_create_srq)
+void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint64_t ring = GUINT64_FROM_LE(cmd->srq.ring_addr);
     uint32_t pdh = GUINT32_FROM_LE(cmd->srq.pd);
@@ -165,7 +166,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_create_srq)
     res->result1 = 1u << srq->log_size;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_modify_srq)
+void rnic_cmd_modify_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res)
 {
     uint32_t limit = GUINT32_FROM_LE(cmd->srq.limit);
     RnicSrq *srq = rnic_srq_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->srq.srq),
@@ -190,7 +192,8 @@ RNIC_ADMIN_HANDLER(rnic_cmd_modify_srq)
     res->result1 = srq->prod - srq->cons;
 }
 
-RNIC_ADMIN_HANDLER(rnic_cmd_destroy_srq)
+void rnic_cmd_destroy_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                          RnicAdminResult *res)
 {
     RnicSrq *srq = rnic_srq_cmd_lookup(e, cmd,
                                        GUINT32_FROM_LE(cmd->destroy.handle),
