@@ -29,12 +29,13 @@ an --interval above the migration time, 2-7 s under TCG on a loaded host).
 A1 -> A2 and B1 -> B2, ... R times, under the same traffic and the same
 check. The two `migrate` commands are written back to back on a second QMP
 monitor of each source (the spread is reported). Each precopy converges on
-its own (seconds apart under TCG), so by default both start with
-downtime-limit 0 (they keep iterating) and once both have passed their
-first passes (dirty-sync-count >= 3) downtime-limit is set to 300 ms on
-both at once: both switch over at their next iteration, and the report
-gives how far apart the switchovers were and how long both MACs were
-silent at the same time (--no-sync-switchover: no hold).
+its own (0.2-3 s apart under TCG here), so by default the switchovers are
+synchronized too (see _SwitchoverSync: downtime-limit 0 until both have
+done their first pass, then pause-before-switchover and one
+migrate-continue to both; a source waits at most --sync-wait for the
+other, VM stopped); the report gives how far apart the switchovers were
+and how long both MACs were silent at the same time
+(--no-sync-switchover: no hold, each switches over when it converges).
 
 Per migration it prints QEMU's downtime and total time (query-migrate), the
 host time from `migrate` to `completed`, how long the switch heard nothing
@@ -333,6 +334,8 @@ class Step:
     spread_ms: float = 0.0                  # between the migrate commands
     segments: Dict[str, int] = field(default_factory=dict)  # clock segment before it
     release_ms: Optional[float] = None      # --both-ends: migrate -> downtime-limit set
+    held_ms: Optional[float] = None         # ... first source stopped and waiting
+    synced: Optional[bool] = None           # ... both continued together
     blackout: Dict[str, Optional[float]] = field(default_factory=dict)
     peer_ops_before: Optional[int] = None
     peer_ops_after: Optional[int] = None
@@ -383,6 +386,69 @@ def stats(values: List[float], fmt: str = "{:.0f}") -> str:
         return "—"
     return (f"min {fmt.format(min(values))} / median {fmt.format(statistics.median(values))}"
             f" / max {fmt.format(max(values))}")
+
+
+class _SwitchoverSync:
+    """--both-ends: make both sources switch over at the same moment.
+
+    Each source migrates with downtime-limit 0 (it keeps iterating) and the
+    pause-before-switchover capability (once it converges its VM stops and
+    it waits in "pre-switchover" before its final pass). When every source
+    has finished its first pass (dirty-sync-count >= 2), or one is already
+    waiting, downtime-limit is set to the real value on all of them at
+    once; when every source waits in pre-switchover, migrate-continue goes
+    to all of them back to back. A source does not wait longer than
+    --sync-wait for the others (its VM is stopped meanwhile: the wait is
+    part of its downtime); one that arrives later continues at once."""
+
+    def __init__(self, soak: "Soak", step: "Step", movers: List[Chain],
+                 monitors: List[RawQMP]):
+        self.soak, self.step = soak, step
+        self.mon = {c.who: m for c, m in zip(movers, monitors)}
+        self.released = False
+        self.first_wait: Optional[float] = None
+        self.continued: set = set()
+        self.grouped = False
+
+    @property
+    def waiting(self) -> bool:
+        return self.first_wait is not None and not self.grouped
+
+    def _all(self, whos, command: str, **args) -> None:
+        for who in whos:
+            self.mon[who].send(command, **args)
+        for who in whos:
+            self.mon[who].reply()
+
+    def control(self, infos: Dict[str, Dict], late: bool) -> None:
+        step, now = self.step, time.monotonic()
+        waiting = [w for w, i in infos.items() if i.get("status") == "pre-switchover"
+                   and w not in self.continued]
+        passes = [i.get("ram", {}).get("dirty-sync-count", 0) for i in infos.values()]
+        try:
+            if not self.released and (waiting or late or len(infos) < len(self.mon)
+                                      or (passes and min(passes) >= 2)):
+                self.released = True
+                step.release_ms = (now - min(e.t0 for e in step.ends)) * 1e3
+                self._all(self.mon, "migrate-set-parameters",
+                          **{"downtime-limit": self.soak.opts.downtime_limit or 300})
+            if not waiting:
+                return
+            if self.first_wait is None:
+                self.first_wait = now
+            if not self.grouped:
+                everyone = len(waiting) == len(self.mon)
+                if not everyone and now - self.first_wait < self.soak.opts.sync_wait:
+                    return
+                self.grouped = True
+                step.held_ms = (now - self.first_wait) * 1e3
+                step.synced = everyone
+            self._all(waiting, "migrate-continue", state="pre-switchover")
+            self.continued.update(waiting)
+        except Exception as exc:  # pylint: disable=broad-except
+            step.failure += f"switchover control: {type(exc).__name__}: {exc}; "
+            self.continued.update(self.mon)
+            self.grouped = True
 
 
 class Soak:
@@ -502,6 +568,8 @@ class Soak:
             params = {"max-bandwidth": 2 << 30}
             if self.sync:
                 params["downtime-limit"] = 0        # precopy until released
+                chain.current.vm.cmd("migrate-set-capabilities", capabilities=[
+                    {"capability": "pause-before-switchover", "state": True}])
             elif self.opts.downtime_limit is not None:
                 params["downtime-limit"] = self.opts.downtime_limit
             chain.current.vm.cmd("migrate-set-parameters", **params)
@@ -530,9 +598,9 @@ class Soak:
             return step
         pending = dict(zip([c.who for c in movers], zip(movers, step.ends)))
         deadline = time.monotonic() + self.opts.migrate_timeout
-        released = not self.sync
+        sync = _SwitchoverSync(self, step, movers, monitors) if self.sync else None
         while pending:
-            ready = 0
+            infos = {}
             for who, (chain, end) in list(pending.items()):
                 try:
                     info = chain.current.vm.cmd("query-migrate")
@@ -541,9 +609,7 @@ class Soak:
                     step.failure += f"{end.who}: query-migrate: {type(exc).__name__}: {exc}; "
                     del pending[who]
                     continue
-                if (info.get("status") == "active"
-                        and info.get("ram", {}).get("dirty-sync-count", 0) >= 3):
-                    ready += 1      # past its first passes, iterating
+                infos[who] = info
                 if info.get("status") in ("completed", "failed", "cancelled"):
                     end.t1 = time.monotonic()
                     end.info = info
@@ -560,20 +626,9 @@ class Soak:
                     except Exception:  # pylint: disable=broad-except
                         pass
                     del pending[who]
-            if not released and (ready == len(movers) or len(pending) < len(movers)
-                                 or time.monotonic() > deadline - 30):
-                # every source converges at its next iteration from here
-                released = True
-                step.release_ms = (time.monotonic() - min(e.t0 for e in step.ends)) * 1e3
-                try:
-                    for mon in monitors:
-                        mon.send("migrate-set-parameters",
-                                 **{"downtime-limit": self.opts.downtime_limit or 300})
-                    for mon in monitors:
-                        mon.reply()
-                except Exception as exc:  # pylint: disable=broad-except
-                    step.failure += f"releasing the switchover: {type(exc).__name__}: {exc}; "
-            self.sleep(0.02)
+            if sync:
+                sync.control(infos, time.monotonic() > deadline - 30)
+            self.sleep(0.01 if sync and sync.waiting else 0.02)
         for chain, end in zip(movers, step.ends):
             if end.status != "completed":
                 detail = end.info.get("error-desc", "") if end.info else ""
@@ -647,6 +702,9 @@ class Soak:
             parts.append(f"{who.upper()}'s pause {'< %g' % self.opts.gap_ms if ms is None else f'{ms:.0f}'} ms")
         if self.opts.both_ends:
             parts.append(f"migrate commands {step.spread_ms:.1f} ms apart")
+            if step.synced is not None:
+                parts.append(f"{'both continued together' if step.synced else 'NOT synchronized'}"
+                             f" after the first waited {step.held_ms:.0f} ms")
             sw = self.switchovers(step)
             if sw:
                 parts.append(f"switchovers {sw[0]:.0f} ms apart, both MACs silent "
@@ -866,6 +924,11 @@ class Soak:
         if self.opts.both_ends and done:
             spreads = [s.spread_ms for s in done]
             print(f"  migrate commands apart ms: {stats(spreads, '{:.1f}')}")
+            if self.sync:
+                held = [s.held_ms for s in done if s.held_ms is not None]
+                print(f"  switchover synchronized in {sum(1 for s in done if s.synced)} of "
+                      f"{len(done)} rounds; the first source waited (VM stopped) ms: "
+                      f"{stats(held)}")
             sws = [sw for sw in map(self.switchovers, done) if sw]
             print(f"  switchovers apart ms: {stats([sw[0] for sw in sws])}; both MACs "
                   f"silent at the same time in {sum(1 for sw in sws if sw[1] > 0)} of "
@@ -900,6 +963,7 @@ class Soak:
             "below_threshold": below, "gap_ms": self.opts.gap_ms,
             "steps": [{"index": s.index, "failure": s.failure, "spread_ms": s.spread_ms,
                        "switchovers": self.switchovers(s), "release_ms": s.release_ms,
+                       "held_ms": s.held_ms, "synced": s.synced,
                        "blackout": s.blackout,
                        "ends": [{**{k: v for k, v in e.__dict__.items() if k != "info"},
                                  "ram": e.info.get("ram", {}),
@@ -972,6 +1036,9 @@ def main() -> int:
     parser.add_argument("--no-sync-switchover", action="store_true",
                         help="with --both-ends: do not hold both precopies until both "
                         "iterate (each switches over when it converges)")
+    parser.add_argument("--sync-wait", type=float, default=1.0, metavar="S",
+                        help="with --both-ends: longest wait, VM stopped, of a source "
+                        "for the other at the switchover (default 1)")
     parser.add_argument("--downtime-limit", type=int, metavar="MS",
                         help="QEMU's downtime-limit (default: QEMU's, 300)")
     parser.add_argument("--qp-timeout", type=int, default=16,
