@@ -433,6 +433,72 @@ static void test_objects_fuzz(void)
 }
 
 
+/*
+ * The image format is stable: an image saved by the code of 2026-12-01
+ * (ABI 1.1, the busy device above) is committed with its table dump. It
+ * loads, the tables are the ones dumped then, and it saves again in the
+ * same layout. RNIC_WRITE_FIXTURE=1 writes the two files anew (only
+ * when the format changes on purpose, with a new image version).
+ */
+#define FIXTURE_IMAGE   "state-2026-12-01.img"
+#define FIXTURE_TABLES  "state-2026-12-01.tables"
+
+static void test_fixture(void)
+{
+    const char *dir = g_getenv("RNIC_FIXTURES");
+    g_autofree char *img_path = NULL, *tab_path = NULL;
+    g_autofree char *tables = NULL, *want = NULL;
+    g_autofree gchar *data = NULL;
+    TestHost *dst;
+    GByteArray *again;
+    char *err = NULL;
+    gsize len;
+
+    if (!dir) {
+        g_test_skip("RNIC_FIXTURES not set (meson test sets it)");
+        return;
+    }
+    img_path = g_build_filename(dir, FIXTURE_IMAGE, NULL);
+    tab_path = g_build_filename(dir, FIXTURE_TABLES, NULL);
+    if (g_getenv("RNIC_WRITE_FIXTURE")) {
+        uint32_t fr, l0;
+        uint64_t l0_region;
+        TvPair *p = busy_device(&fr, &l0, &l0_region);
+        GByteArray *img = save(p->d);
+
+        tables = rnic_engine_describe_tables(p->d->engine);
+        g_assert_true(g_file_set_contents(img_path, (const gchar *)img->data,
+                                          img->len, NULL));
+        g_assert_true(g_file_set_contents(tab_path, tables, -1, NULL));
+        g_byte_array_unref(img);
+        g_free(tables);
+        tables = NULL;
+        tv_pair_free(p);
+    }
+    g_assert_true(g_file_get_contents(img_path, &data, &len, NULL));
+    g_assert_true(g_file_get_contents(tab_path, &want, NULL, NULL));
+    dst = test_host_new(NULL);
+    g_assert_true(rnic_engine_load(dst->engine, (const uint8_t *)data, len,
+                                   &err));
+    g_assert_null(err);
+    tables = rnic_engine_describe_tables(dst->engine);
+    g_assert_cmpstr(tables, ==, want);
+    /*
+     * saved again: the same layout (not the same bytes: the load queued
+     * every QP's work, which the image carries), and it loads to the
+     * same tables
+     */
+    again = save(dst);
+    g_assert_cmpuint(again->len, ==, len);
+    g_assert_true(rnic_engine_load(dst->engine, again->data, again->len,
+                                   &err));
+    g_free(tables);
+    tables = rnic_engine_describe_tables(dst->engine);
+    g_assert_cmpstr(tables, ==, want);
+    g_byte_array_unref(again);
+    test_host_free(dst);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -440,5 +506,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/state/corrupt", test_corrupt);
     g_test_add_func("/rnic/state/objects-roundtrip", test_objects_roundtrip);
     g_test_add_func("/rnic/state/objects-fuzz", test_objects_fuzz);
+    g_test_add_func("/rnic/state/fixture", test_fixture);
     return g_test_run();
 }
