@@ -10,7 +10,9 @@
 # asks ninja, which finds nothing to do.
 #
 #   scripts/build-qemu.sh            fetch + overlay + configure + build
-#   QEMU_SANITIZE=1 scripts/...      separate ASan/UBSan build in build/qemu-asan
+#   QEMU_SANITIZE=1 scripts/...      separate clang ASan/UBSan + libFuzzer build
+#                                    in build/qemu/build-asan: the same binaries
+#                                    plus qemu-fuzz-x86_64 (generic-fuzz-rnic)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=$top/build/qemu
@@ -75,6 +77,15 @@ add_line_after hw/Kconfig "source rdma/rnic/Kconfig" '^source net/Kconfig$'
 grep -qxF "subdir('rdma/rnic')" "$src/hw/meson.build" || echo "subdir('rdma/rnic')" >> "$src/hw/meson.build"
 add_line_before meson.build "trace_events_subdirs += have_system ? ['hw/rdma/rnic'] : []" "^subdir\\('trace'\\)$"
 add_line_before tests/qtest/meson.build "subdir('rnic')" '^qtests = \{$'
+# generic-fuzz configurations (qemu-fuzz-x86_64 --fuzz-target=generic-fuzz-NAME):
+# one rnic alone on a hub (its frames go nowhere), and two rnics on one hub
+# (each one's frames are the other's receive path, and F9's re-entry).
+add_line_after tests/qtest/fuzz/generic_fuzz_configs.h \
+    '    {.name = "rnic", .args = "-machine q35 -nodefaults -device rnic,netdev=n0 -netdev hubport,id=n0,hubid=0", .objects = "rnic*"},' \
+    '^const generic_fuzz_config predefined_configs\[\] = \{$'
+add_line_after tests/qtest/fuzz/generic_fuzz_configs.h \
+    '    {.name = "rnic-pair", .args = "-machine q35 -nodefaults -device rnic,netdev=n0 -netdev hubport,id=n0,hubid=0 -device rnic,netdev=n1 -netdev hubport,id=n1,hubid=0", .objects = "rnic*"},' \
+    '^const generic_fuzz_config predefined_configs\[\] = \{$'
 
 # --- 4. configure (again only when the flags changed) ----------------------
 # Firmware comes from Debian's packages, not from the stripped tarball.
@@ -89,12 +100,20 @@ flags=(--python=/usr/bin/python3 --target-list=x86_64-softmmu
        --disable-spice --disable-opengl --disable-curses --disable-capstone
        --disable-libusb --disable-usb-redir --disable-smartcard --disable-linux-io-uring
        --disable-plugins --enable-trace-backends=log)
+cc=gcc cxx=g++
+targets=(qemu-system-x86_64 qemu-img tests/qtest/rnic/rnic-qos-test tests/qtest/rnic/rnic-cli-test)
 if [ "${QEMU_SANITIZE:-0}" = 1 ]; then
+    # clang, so that one build serves the sanitized qtests and libFuzzer
+    # (--enable-fuzzing needs -fsanitize=fuzzer: clang + libclang-rt-14-dev).
     bdir=$work/build-asan
-    flags+=(--enable-asan --enable-ubsan)
+    cc=clang cxx=clang++
+    flags+=(--enable-fuzzing --enable-asan --enable-ubsan)
+    targets+=(qemu-fuzz-x86_64)
 fi
 if command -v ccache >/dev/null; then
-    flags+=(--cc="ccache gcc" --cxx="ccache g++")
+    flags+=(--cc="ccache $cc" --cxx="ccache $cxx")
+else
+    flags+=(--cc="$cc" --cxx="$cxx")
 fi
 want="${flags[*]}"
 if [ ! -e "$bdir/build.ninja" ] || [ "$(cat "$bdir/.rnic-configure" 2>/dev/null)" != "$want" ]; then
@@ -119,6 +138,6 @@ done
 
 # --- 5. build ----------------------------------------------------------------
 log "building in $bdir"
-ninja -C "$bdir" qemu-system-x86_64 qemu-img tests/qtest/rnic/rnic-qos-test tests/qtest/rnic/rnic-cli-test
+ninja -C "$bdir" "${targets[@]}"
 echo "$(cat "$src/DEBIAN_VERSION")" > "$bdir/RNIC_QEMU_VERSION"
 log "done: $bdir/qemu-system-x86_64 (QEMU $(cat "$src/DEBIAN_VERSION"))"

@@ -7,7 +7,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-# Packages from bookworm itself.
+# Packages from bookworm itself. clang and libclang-rt-14-dev: the sanitized
+# QEMU (--enable-fuzzing needs -fsanitize=fuzzer) and the libFuzzer targets;
+# llvm: llvm-symbolizer for their stacks.
 BASE_PKGS=(
     build-essential pkg-config ninja-build flex bison python3-venv python3
     libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev zlib1g-dev
@@ -15,6 +17,7 @@ BASE_PKGS=(
     qemu-system-data seabios ipxe-qemu
     cmake libnl-3-dev libnl-route-3-dev libudev-dev
     ccache git ca-certificates dwarves tshark
+    clang libclang-rt-14-dev llvm
 )
 # Packages that must come from bookworm-backports.
 BPO_PKGS=(meson python3-pycotap)
