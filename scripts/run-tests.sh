@@ -6,14 +6,17 @@
 #   N passed, N failed, N skipped
 # summing all suites. Exit status non-zero on any failure.
 #
-# Suites: unit (engine, no QEMU), qtest (QEMU's framework, --suite rnic),
-# asan (the same qtests against a QEMU built with ASan/UBSan),
-# guest (TCG guests booted with -device rnic).
+# Suites: unit (engine, no QEMU), unit-asan (the same built with gcc's
+# ASan/UBSan), qtest (QEMU's framework, --suite rnic), asan (the same qtests
+# against QEMU built with clang ASan/UBSan/libFuzzer), fuzz (QEMU's
+# generic-fuzz on the rnic and the engine's libFuzzer targets, each for a
+# fixed time from the committed corpus), guest (TCG guests with -device rnic).
 #   RNIC_SUITES="unit qtest" scripts/run-tests.sh    a subset
+#   RNIC_FUZZ_SECONDS=60                             generic-fuzz time per run
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-suites=${RNIC_SUITES:-unit qtest asan guest}
+suites=${RNIC_SUITES:-unit unit-asan qtest asan fuzz guest}
 logs=$top/build/test-logs
 mkdir -p "$logs"
 rm -f "$logs"/*.tap "$logs"/*.json
@@ -21,6 +24,28 @@ summary=()
 status=0
 
 step() { echo; echo "=== $* ==="; }
+
+# unit_suite <meson build dir> <json name> [meson setup options...]
+unit_suite() {
+    local dir=$1 name=$2
+    shift 2
+    [ -e "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
+    if ninja -C "$dir" >"$logs/$name-build.log" 2>&1; then
+        meson test -C "$dir" --suite unit --print-errorlogs \
+            --num-processes 2 | tail -n 15
+        cp "$dir/meson-logs/testlog.json" "$logs/$name.json"
+    else
+        tail -30 "$logs/$name-build.log"
+    fi
+    summary+=(--json "$logs/$name.json")
+}
+
+# asan_qemu: the clang ASan/UBSan/libFuzzer QEMU (asan and fuzz suites)
+asan_qemu() {
+    QEMU_SANITIZE=1 scripts/build-qemu.sh >"$logs/qemu-asan-build.log" 2>&1 && return 0
+    tail -30 "$logs/qemu-asan-build.log"
+    return 1
+}
 
 step "host packages"
 if [ "$(id -u)" = 0 ]; then
@@ -33,15 +58,13 @@ for suite in $suites; do
     case $suite in
     unit)
         step "unit: engine build and tests"
-        [ -e build/project/build.ninja ] || meson setup build/project >/dev/null
-        if ninja -C build/project >"$logs/unit-build.log" 2>&1; then
-            meson test -C build/project --suite unit --print-errorlogs \
-                --num-processes 2 | tail -n 15
-            cp build/project/meson-logs/testlog.json "$logs/unit.json"
-        else
-            tail -30 "$logs/unit-build.log"
-        fi
-        summary+=(--json "$logs/unit.json")
+        unit_suite build/project unit
+        ;;
+    unit-asan)
+        # meson test sets ASAN_OPTIONS/UBSAN_OPTIONS (halt and abort on the
+        # first report, leak detection on)
+        step "unit-asan: the unit tests built with ASan and UBSan (gcc)"
+        unit_suite build/project-asan unit-asan -Db_sanitize=address,undefined
         ;;
     qtest)
         step "qtest: QEMU with the rnic overlay"
@@ -57,16 +80,37 @@ for suite in $suites; do
         ;;
     asan)
         step "asan: the qtests against QEMU built with ASan and UBSan"
-        if QEMU_SANITIZE=1 scripts/build-qemu.sh >"$logs/qemu-asan-build.log" 2>&1; then
+        if asan_qemu; then
             # leaks of the qtest processes themselves are not the device's
             ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
                 meson test -C build/qemu/build-asan --no-rebuild --suite rnic \
                 --print-errorlogs | tail -n 15
             cp build/qemu/build-asan/meson-logs/testlog.json "$logs/asan.json"
-        else
-            tail -30 "$logs/qemu-asan-build.log"
         fi
         summary+=(--json "$logs/asan.json")
+        ;;
+    fuzz)
+        step "fuzz: generic-fuzz on the rnic, the engine's libFuzzer targets"
+        # the fuzzer is printed as missing by the script's TAP if the build failed
+        asan_qemu
+        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_FUZZ_SECONDS:-60}" rnic |
+            tee "$logs/fuzz-generic.tap"
+        summary+=(--tap "$logs/fuzz-generic.tap")
+        if [ -x tests/fuzz/run-fuzz.sh ]; then
+            tests/fuzz/run-fuzz.sh 45 >"$logs/fuzz-engine.tap" 2>"$logs/fuzz-engine.log"
+            rc=$?
+            cat "$logs/fuzz-engine.tap"
+            if [ $rc != 0 ]; then
+                # counted even when its TAP says nothing failed
+                printf '1..1\nnot ok 1 - tests/fuzz/run-fuzz.sh exited with status %s (%s)\n' \
+                    $rc "$logs/fuzz-engine.log" | tee "$logs/fuzz-engine-status.tap"
+                summary+=(--tap "$logs/fuzz-engine-status.tap")
+            fi
+        else
+            printf '1..1\nok 1 - engine libFuzzer targets # SKIP tests/fuzz/run-fuzz.sh does not exist yet\n' |
+                tee "$logs/fuzz-engine.tap"
+        fi
+        summary+=(--tap "$logs/fuzz-engine.tap")
         ;;
     guest)
         step "guest: TCG guests with -device rnic"
