@@ -1048,7 +1048,7 @@ static bool rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
 static bool rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
 {
     RnicResp *r = &qp->resp;
-    uint32_t mask = (1u << qp->rq_log) - 1;
+    uint32_t mask;
 
     if (r->recv.valid) {
         r->recv.valid = false;
@@ -1059,6 +1059,7 @@ static bool rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
     if (qp->srq) {
         return true;
     }
+    mask = (1u << qp->rq_log) - 1;
     while (qp->rq_cons != qp->rq_prod) {
         uint64_t wr_id = 0;
 

@@ -876,6 +876,10 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                    qp->rq_prod - qp->rq_cons <= (1u << qp->rq_log),
                    "QP %u: bad receive queue", h);
         qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) - 16) / 16);
+    } else {
+        /* a QP on an SRQ has no receive queue of its own */
+        LOAD_CHECK(!qp->rq_log && !qp->rq_shift && qp->rq_prod == qp->rq_cons,
+                   "QP %u: a receive queue besides its SRQ", h);
     }
     qp->path_mtu = rnic_image_get_u8(rd);
     qp->timeout = rnic_image_get_u8(rd);
