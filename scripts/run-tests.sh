@@ -12,7 +12,7 @@
 # generic-fuzz on the rnic and the engine's libFuzzer targets, each for a
 # fixed time from the committed corpus), guest (TCG guests with -device rnic).
 #   RNIC_SUITES="unit qtest" scripts/run-tests.sh    a subset
-#   RNIC_FUZZ_SECONDS=60                             generic-fuzz time per run
+#   RNIC_FUZZ_SECONDS=30                             fuzzing time per target
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -93,11 +93,11 @@ for suite in $suites; do
         step "fuzz: generic-fuzz on the rnic, the engine's libFuzzer targets"
         # the fuzzer is printed as missing by the script's TAP if the build failed
         asan_qemu
-        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_FUZZ_SECONDS:-60}" rnic |
+        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_FUZZ_SECONDS:-30}" rnic |
             tee "$logs/fuzz-generic.tap"
         summary+=(--tap "$logs/fuzz-generic.tap")
         if [ -x tests/fuzz/run-fuzz.sh ]; then
-            tests/fuzz/run-fuzz.sh 45 >"$logs/fuzz-engine.tap" 2>"$logs/fuzz-engine.log"
+            tests/fuzz/run-fuzz.sh "${RNIC_FUZZ_SECONDS:-30}" >"$logs/fuzz-engine.tap" 2>"$logs/fuzz-engine.log"
             rc=$?
             cat "$logs/fuzz-engine.tap"
             if [ $rc != 0 ]; then
