@@ -474,7 +474,6 @@ struct RnicQp {
 
     /* caches (rebuilt on demand, never migrated) */
     RnicSendWqe *txc;           /* WQE being transmitted */
-    uint64_t mem;               /* bytes in the host memory account */
     RnicSendWqe *rxc;           /* WQE receiving READ/atomic responses */
     RnicQp *peer;               /* loopback destination of RC traffic */
     bool peer_local;            /* the AV's GID is one of ours */

@@ -175,6 +175,13 @@ static uint64_t rnic_qp_base_bytes(const RnicEngine *e)
            64;  /* its entries in the QPN hash tables */
 }
 
+/* What a QP holds in the account: its base, and its slots once attached. */
+static uint64_t rnic_qp_bytes(const RnicEngine *e, const RnicQp *qp)
+{
+    return rnic_qp_base_bytes(e) +
+           (qp->slots ? (uint64_t)sizeof(RnicSqSlot) << qp->sq_log : 0);
+}
+
 RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn)
 {
     RnicQp *qp;
@@ -183,14 +190,13 @@ RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn)
         return NULL;
     }
     qp = g_new0(RnicQp, 1);
-    qp->mem = rnic_qp_base_bytes(e);
     if (handle == UINT32_MAX) {
         handle = rnic_table_alloc(&e->qps, qp);
     } else if (!rnic_table_insert_at(&e->qps, handle, qp)) {
         handle = UINT32_MAX;
     }
     if (handle == UINT32_MAX) {
-        rnic_mem_release(e, qp->mem);
+        rnic_mem_release(e, rnic_qp_base_bytes(e));
         g_free(qp);
         return NULL;
     }
@@ -237,11 +243,11 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
         qp->srq->refs--;
     }
     rnic_table_remove(&e->qps, qp->handle);
-    g_free(qp->slots);
     g_free(qp->txc);
     g_free(qp->rxc);
     g_free(qp->resp.res);
-    rnic_mem_release(e, qp->mem);
+    rnic_mem_release(e, rnic_qp_bytes(e, qp));
+    g_free(qp->slots);
     g_free(qp);
     e->qp_gen++;
 }
@@ -262,7 +268,6 @@ static bool rnic_qp_attach(RnicEngine *e, RnicQp *qp)
         rnic_mem_release(e, slots);
         return false;
     }
-    qp->mem += slots;
     if (qp->ctx) {
         g_hash_table_insert(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
     }
