@@ -15,7 +15,7 @@ records the host's scheduler and system-call tracepoints for 2 s with
 
 as percentiles, and how much of the window the long (> 200 us) wake-ups
 took, with where the waker ran. docs/benchmarks.md ("Where a latency round
-trip goes") has figures and what they mean.
+trip goes") has the figures, docs/design.md ("Performance") what they mean.
 
   scripts/guest/latency-trace.py [--iters 200000] [--wait 30] [--qemu BIN]
 """

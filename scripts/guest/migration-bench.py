@@ -13,8 +13,9 @@ Scenarios (A migrates to A' while B talks to it; B measures):
              READ back + SEND/reply in flight, unthrottled (-w 8 -S 65536)
   idle-t14, load-t14
              idle and load with QP timeout 14 (67 ms ACK timeout, 470 ms
-             retry budget) instead of 16 (268 ms, 1.9 s): the peer's blackout
-             follows its ACK timeout (see docs/benchmarks.md)
+             retry budget) instead of 16 (268 ms, 1.9 s): how the peer's
+             blackout depends on its ACK timeout (docs/design.md
+             "Performance")
   perftest   unmodified ib_write_bw -D 25 (64 KiB) from B to A; no blackout
              figure (perftest prints none), QEMU's figures only
 

@@ -65,7 +65,7 @@ Examples (figures: docs/reliability.md "Live migration under traffic"):
 
 The peers' QP timeout (-T, default 16: 268 ms, a retry budget of 8 x 268 ms
 = 2.15 s) must outlast the longest switchover: on a loaded TCG host QEMU's
-downtime reached 2.16 s once in 38 migrations; --qp-timeout 18 (rdma_cm's
+downtime once exceeded it (docs/reliability.md); --qp-timeout 18 (rdma_cm's
 default, 8.6 s) leaves room for it.
 """
 

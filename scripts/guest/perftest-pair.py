@@ -10,7 +10,7 @@ ib_send_lat and ib_read_lat (8 B, 2000 round trips), then ib_write_bw
 (4 KiB, 64 KiB, 1 MiB; 5 s each), --runs times, and prints the median of
 each (and the range) as a table. The latency runs come first: the first
 latency run after a bandwidth run in the same pair of guests is slower
-(docs/benchmarks.md). The peer kinds take turns, one fresh pair of guests
+(docs/design.md "Performance"). The peer kinds take turns, one fresh pair of guests
 per run and kind (rnic, rxe, rnic, rxe, ...), so that both see the same
 host conditions over the whole measurement. perftest's
 clock calibration sometimes fails under TCG ("Correlation coefficient r^2
