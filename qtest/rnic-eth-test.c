@@ -53,13 +53,7 @@ static void eth_vm_attach(EthVm *vm, int devfn)
 {
     QRnic *d = &vm->d;
 
-    qpci_device_init(&d->dev, vm->qs->pcibus,
-                     &(QPCIAddress) { .devfn = devfn });
-    d->alloc = &vm->qs->alloc;
-    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
-    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, &d->db_size);
-    qpci_device_enable(&d->dev);
-    qpci_msix_enable(&d->dev);
+    rnic_attach(d, vm->qs->pcibus, devfn, &vm->qs->alloc);
     rnic_msix_route(d, ETH_VEC);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_MAGIC), ==, RNIC_MAGIC);
 }
@@ -412,8 +406,7 @@ static void test_link(void)
     set_link(a->qts, "hs0", false);
     qtest_qmp_assert_success(a->qts, "{ 'execute': 'system_reset' }");
     qtest_qmp_eventwait(a->qts, "RESET");
-    qpci_device_enable(&a->d.dev);
-    a->d.regs = qpci_iomap(&a->d.dev, RNIC_BAR_REGS, NULL);
+    rnic_remap(&a->d);
     g_assert_cmphex(rnic_reg_read(&a->d, RNIC_REG_DEV_STATUS) &
                     RNIC_STATUS_LINK_UP, ==, 0);
     g_assert_cmphex(rnic_reg_read(&a->d, RNIC_REG_ETH_CTRL), ==, 0);
@@ -475,14 +468,8 @@ static void test_migrate_announce(void)
     qtest_qmp_assert_success(a->qts, "{ 'execute': 'migrate',"
                              " 'arguments': { 'uri': %s } }", uri);
     qtest_qmp_eventwait(a2->qts, "RESUME");
-    a2->bus = qpci_new_pc(a2->qts, NULL);
-    a2->d.dev.bus = a2->bus;
-    /* BAR0 as migrated: the destination's BARs are programmed already */
-    a2->d.regs = (QPCIBar) {
-        .addr = (qpci_config_readl(&a2->d.dev, PCI_BASE_ADDRESS_0) & ~0xfull) |
-                (uint64_t)qpci_config_readl(&a2->d.dev,
-                                            PCI_BASE_ADDRESS_0 + 4) << 32,
-    };
+    /* the BARs as migrated: the destination's are programmed already */
+    a2->bus = rnic_attach_migrated(&a2->d, a2->qts);
     a2->d.alloc = NULL;
     g_assert_cmphex(rnic_reg_read(&a2->d, RNIC_REG_ETH_CTRL), ==, ctrl);
     g_assert_cmpuint(rnic_reg_read(&a2->d, RNIC_REG_ETH_TX_HEAD), ==, 1);

@@ -73,13 +73,7 @@ static void mig_attach(MigVm *vm, QGuestAllocator *alloc)
     QRnic *d = &vm->d;
 
     vm->bus = qpci_new_pc(vm->qts, alloc);
-    qpci_device_init(&d->dev, vm->bus, &(QPCIAddress) {
-                         .devfn = QPCI_DEVFN(4, 0) });
-    d->alloc = alloc;
-    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
-    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, &d->db_size);
-    qpci_device_enable(&d->dev);
-    qpci_msix_enable(&d->dev);
+    rnic_attach(d, vm->bus, QPCI_DEVFN(4, 0), alloc);
     rnic_msix_route(d, 0);
     rnic_msix_route(d, VEC_ASYNC);
     rnic_msix_route(d, VEC_COMP);
@@ -219,9 +213,8 @@ static MigVm *mig_complete(MigVm *src, MigVm *dst, bool running,
         *src_info = qtest_qmp_assert_success_ref(src->qts,
                                                  "{ 'execute': 'query-migrate' }");
     }
-    dst->bus = qpci_new_pc(dst->qts, NULL);
     dst->d = src->d;
-    dst->d.dev.bus = dst->bus;
+    dst->bus = rnic_attach_migrated(&dst->d, dst->qts);
     dst->alloc = src->alloc;
     src->alloc = NULL;
     mig_free(src);

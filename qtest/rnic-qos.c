@@ -9,6 +9,54 @@
 #include "hw/pci/pci_regs.h"
 #include "rnic-qos.h"
 
+/* The first half of rnic_attach (the qos node's create). */
+static void rnic_map(QRnic *d, QPCIBus *bus, QPCIAddress *addr,
+                     QGuestAllocator *alloc)
+{
+    qpci_device_init(&d->dev, bus, addr);
+    d->alloc = alloc;
+    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
+    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, &d->db_size);
+}
+
+/* The second half (the qos node's start_hw). */
+static void rnic_enable(QRnic *d)
+{
+    qpci_device_enable(&d->dev);
+    qpci_msix_enable(&d->dev);
+}
+
+void rnic_attach(QRnic *d, QPCIBus *bus, int devfn, QGuestAllocator *alloc)
+{
+    rnic_map(d, bus, &(QPCIAddress) { .devfn = devfn }, alloc);
+    rnic_enable(d);
+}
+
+void rnic_remap(QRnic *d)
+{
+    qpci_device_enable(&d->dev);
+    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
+    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, NULL);
+}
+
+QPCIBar rnic_bar_programmed(QPCIDevice *dev, int bar)
+{
+    uint64_t lo = qpci_config_readl(dev, PCI_BASE_ADDRESS_0 + 4 * bar);
+    uint64_t hi = qpci_config_readl(dev, PCI_BASE_ADDRESS_0 + 4 * bar + 4);
+
+    return (QPCIBar) { .addr = (hi << 32) | (lo & ~0xfull) };
+}
+
+QPCIBus *rnic_attach_migrated(QRnic *d, QTestState *qts)
+{
+    QPCIBus *bus = qpci_new_pc(qts, NULL);
+
+    d->dev.bus = bus;
+    d->regs = rnic_bar_programmed(&d->dev, RNIC_BAR_REGS);
+    d->db = rnic_bar_programmed(&d->dev, RNIC_BAR_DOORBELLS);
+    return bus;
+}
+
 QTestState *rnic_qts(QRnic *d)
 {
     return d->dev.bus->qts;
@@ -108,10 +156,7 @@ static void rnic_destructor(QOSGraphObject *obj)
 
 static void rnic_start_hw(QOSGraphObject *obj)
 {
-    QRnic *d = (QRnic *)obj;
-
-    qpci_device_enable(&d->dev);
-    qpci_msix_enable(&d->dev);
+    rnic_enable((QRnic *)obj);
 }
 
 static void *rnic_get_driver(void *obj, const char *interface)
@@ -132,10 +177,7 @@ static void *rnic_create(void *pci_bus, QGuestAllocator *alloc, void *addr)
 {
     QRnic *d = g_new0(QRnic, 1);
 
-    qpci_device_init(&d->dev, pci_bus, addr);
-    d->alloc = alloc;
-    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
-    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, &d->db_size);
+    rnic_map(d, pci_bus, addr, alloc);
     d->obj.get_driver = rnic_get_driver;
     d->obj.start_hw = rnic_start_hw;
     d->obj.destructor = rnic_destructor;

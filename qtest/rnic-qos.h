@@ -28,6 +28,25 @@ typedef struct QRnic {
     uint64_t msix_slot[RNIC_QOS_MAX_VECTORS];
 } QRnic;
 
+/*
+ * Attach 'd' to the rnic at 'devfn' on 'bus' as a driver's probe does: map
+ * BAR0 (registers) and BAR2 (doorbells, its size in d->db_size), enable
+ * memory decoding and bus mastering, turn MSI-X on. Guest memory for the
+ * rings comes from 'alloc'. The 'rnic' qos node and the tests that boot
+ * machines of their own attach through this.
+ */
+void rnic_attach(QRnic *d, QPCIBus *bus, int devfn, QGuestAllocator *alloc);
+/* A system reset unassigned the BARs: enable the device, map them again. */
+void rnic_remap(QRnic *d);
+/* BAR 'bar' (64-bit memory) of 'dev' as programmed (by the migration source). */
+QPCIBar rnic_bar_programmed(QPCIDevice *dev, int bar);
+/*
+ * 'd', copied from a migration source, on the destination 'qts': a new
+ * bus (returned, the caller frees it) and the BARs as the source
+ * programmed them.
+ */
+QPCIBus *rnic_attach_migrated(QRnic *d, QTestState *qts);
+
 QTestState *rnic_qts(QRnic *d);
 uint32_t rnic_reg_read(QRnic *d, uint32_t offset);
 void rnic_reg_write(QRnic *d, uint32_t offset, uint32_t value);

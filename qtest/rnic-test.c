@@ -245,9 +245,7 @@ static void test_system_reset(void *obj, void *data, QGuestAllocator *alloc)
     qtest_qmp_assert_success(qts, "{ 'execute': 'system_reset' }");
     qtest_qmp_eventwait(qts, "RESET");
     /* BARs are unassigned by the reset: map them again */
-    qpci_device_enable(&d->dev);
-    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
-    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, NULL);
+    rnic_remap(d);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_SCRATCH), ==, 0);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_MAGIC), ==, RNIC_MAGIC);
     qos_invalidate_command_line();
@@ -352,15 +350,6 @@ static void test_admin_bus_master_off(void *obj, void *data, QGuestAllocator *al
     tv_enable(d, 2);
 }
 
-/* Find BAR0 of the rnic at 04.0 on the destination, as programmed. */
-static QPCIBar rnic_dest_bar0(QPCIDevice *dev)
-{
-    uint64_t lo = qpci_config_readl(dev, PCI_BASE_ADDRESS_0);
-    uint64_t hi = qpci_config_readl(dev, PCI_BASE_ADDRESS_0 + 4);
-
-    return (QPCIBar) { .addr = (hi << 32) | (lo & ~0xfull) };
-}
-
 static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRnic *d = obj;
@@ -389,7 +378,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     bus = qpci_new_pc(to, NULL);
     dev = qpci_device_find(bus, QPCI_DEVFN(4, 0));
     g_assert(dev);
-    bar = rnic_dest_bar0(dev);
+    bar = rnic_bar_programmed(dev, RNIC_BAR_REGS);
     g_assert_cmphex(qpci_io_readl(dev, bar, RNIC_REG_MAGIC), ==, RNIC_MAGIC);
     g_assert_cmphex(qpci_io_readl(dev, bar, RNIC_REG_SCRATCH), ==, 0x5ca1ab1e);
     g_assert_cmphex(qpci_io_readl(dev, bar, RNIC_REG_MAC_LO), ==, 0x33221102);

@@ -104,13 +104,7 @@ static WVm *wv_attach(QOSState *qs, int devfn, uint8_t host, uint32_t vlan1)
     wv_mac(vm->mac, host);
     vm->qs = qs;
     vm->qts = qs->qts;
-    qpci_device_init(&d->dev, vm->qs->pcibus,
-                     &(QPCIAddress) { .devfn = devfn });
-    d->alloc = &vm->qs->alloc;
-    d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
-    d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, &d->db_size);
-    qpci_device_enable(&d->dev);
-    qpci_msix_enable(&d->dev);
+    rnic_attach(d, qs->pcibus, devfn, &qs->alloc);
     g_assert_cmphex(rnic_reg_read(d, RNIC_REG_MAGIC), ==, RNIC_MAGIC);
 
     vm->vlan[0] = 0;
