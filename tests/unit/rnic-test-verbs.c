@@ -62,3 +62,16 @@ void tv_pair_free(TvPair *p)
     tv_pair_fini(p);
     g_free(p);
 }
+
+void tv_fixture_setup(TvFixture *f, gconstpointer cfg)
+{
+    f->p = tv_pair_new(cfg);
+    f->h = f->p->d;
+}
+
+void tv_fixture_teardown(TvFixture *f, gconstpointer cfg)
+{
+    tv_pair_free(f->p);
+    f->p = NULL;
+    f->h = NULL;
+}

@@ -36,4 +36,23 @@ TvPair *tv_pair_new(const RnicEngineConfig *cfg);
 /* Frees the host too. */
 void tv_pair_free(TvPair *p);
 
+/*
+ * The loopback pair as a GLib fixture: the test runs on a pair set up by
+ * tv_pair_new(cfg) ('cfg' the test data: a const RnicEngineConfig *, or
+ * NULL for the defaults) and freed after it,
+ *   tv_test_add_pair("/rnic/x/y", NULL, test_y);
+ *   static void test_y(TvFixture *f, gconstpointer cfg) { TvPair *p = f->p; ...
+ */
+typedef struct TvFixture {
+    TvPair *p;
+    TestHost *h;                /* p->d */
+} TvFixture;
+
+void tv_fixture_setup(TvFixture *f, gconstpointer cfg);
+void tv_fixture_teardown(TvFixture *f, gconstpointer cfg);
+
+#define tv_test_add_pair(path, cfg, test) \
+    g_test_add((path), TvFixture, (cfg), tv_fixture_setup, (test), \
+               tv_fixture_teardown)
+
 #endif /* RNIC_TEST_VERBS_H */

@@ -95,9 +95,9 @@ static void test_remote_access(void)
     tv_pair_free(p);
 }
 
-static void test_remote_read_access(void)
+static void test_remote_read_access(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
@@ -111,7 +111,6 @@ static void test_remote_read_access(void)
     tv_post_send(h, p->a, &w, &s, NULL);
     tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_ACCESS_ERR, p->b->handle));
-    tv_pair_free(p);
 }
 
 static void test_local_protection(void)
@@ -221,9 +220,9 @@ static void test_bad_wqes(void)
     }
 }
 
-static void test_huge_length(void)
+static void test_huge_length(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 3);
     struct rnic_sge s[3] = {
@@ -234,12 +233,11 @@ static void test_huge_length(void)
 
     tv_post_send(h, p->a, &w, s, NULL);
     tv_expect_status(h, p->cqa, 1, RNIC_WC_LOC_LEN_ERR);
-    tv_pair_free(p);
 }
 
-static void test_recv_too_small(void)
+static void test_recv_too_small(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 3000, p->mra);
@@ -257,12 +255,11 @@ static void test_recv_too_small(void)
     tv_expect_status(h, p->cqb, 56, RNIC_WC_WR_FLUSH_ERR);
     tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
     g_assert_cmpuint(qp_state(h, p->b), ==, RNIC_QPS_ERR);
-    tv_pair_free(p);
 }
 
-static void test_misaligned_atomic(void)
+static void test_misaligned_atomic(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_ATOMIC_CMP_SWP, 1);
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
@@ -272,12 +269,11 @@ static void test_misaligned_atomic(void)
     tv_post_send(h, p->a, &w, &s, NULL);
     tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_INV_REQ_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_REQ_ERR, p->b->handle));
-    tv_pair_free(p);
 }
 
-static void test_remote_op_error(void)
+static void test_remote_op_error(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
@@ -291,12 +287,11 @@ static void test_remote_op_error(void)
     tv_post_send(h, p->a, &w, &s, NULL);
     tv_expect_status(h, p->cqb, 9, RNIC_WC_LOC_PROT_ERR);
     tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_OP_ERR);
-    tv_pair_free(p);
 }
 
-static void test_flush(void)
+static void test_flush(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe_flags(0, RNIC_WR_SEND, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
@@ -343,12 +338,11 @@ static void test_flush(void)
     a.qp_state = RNIC_QPS_RESET;
     g_assert_cmpuint(tv_modify(h, p->a, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
     tv_expect_no_cqe(h, p->cqa);
-    tv_pair_free(p);
 }
 
-static void test_rnr_retry(void)
+static void test_rnr_retry(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 500, p->mra);
@@ -369,7 +363,6 @@ static void test_rnr_retry(void)
     tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
     g_assert_cmpmem(test_ptr(h, p->bufa), 500, test_ptr(h, p->bufb), 500);
     g_assert_cmpuint(rnic_engine_stat(h->engine, RNIC_STAT_RETRANSMITS), >, 0);
-    tv_pair_free(p);
 }
 
 static void test_rnr_exceeded(void)
@@ -438,9 +431,9 @@ static void test_retry_exceeded(void)
     test_host_free(h);
 }
 
-static void test_bad_doorbells(void)
+static void test_bad_doorbells(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     RnicEngine *e = h->engine;
     uint64_t errs = rnic_engine_stat(e, RNIC_STAT_DOORBELL_ERRORS);
@@ -494,7 +487,6 @@ static void test_bad_doorbells(void)
         }
         test_host_run(h);
     }
-    tv_pair_free(p);
 }
 
 static void test_rings_outside_ram(void)
@@ -551,9 +543,9 @@ static void test_rings_outside_ram(void)
  * The guest moves its ring away (or it was never RAM): the QP fails, the
  * engine does not.
  */
-static void test_ring_unreadable_at_runtime(void)
+static void test_ring_unreadable_at_runtime(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
     struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
@@ -567,27 +559,28 @@ static void test_ring_unreadable_at_runtime(void)
     h->ram_size = saved;
     tv_expect_status(h, p->cqa, 0, RNIC_WC_FATAL_ERR);
     g_assert_true(has_event(p, RNIC_EQE_QP_FATAL, p->a->handle));
-    tv_pair_free(p);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/rnic/errors/remote-access", test_remote_access);
-    g_test_add_func("/rnic/errors/remote-read-access", test_remote_read_access);
+    tv_test_add_pair("/rnic/errors/remote-read-access", NULL,
+                     test_remote_read_access);
     g_test_add_func("/rnic/errors/local-protection", test_local_protection);
     g_test_add_func("/rnic/errors/bad-wqes", test_bad_wqes);
-    g_test_add_func("/rnic/errors/huge-length", test_huge_length);
-    g_test_add_func("/rnic/errors/recv-too-small", test_recv_too_small);
-    g_test_add_func("/rnic/errors/misaligned-atomic", test_misaligned_atomic);
-    g_test_add_func("/rnic/errors/remote-op", test_remote_op_error);
-    g_test_add_func("/rnic/errors/flush", test_flush);
-    g_test_add_func("/rnic/errors/rnr-retry", test_rnr_retry);
+    tv_test_add_pair("/rnic/errors/huge-length", NULL, test_huge_length);
+    tv_test_add_pair("/rnic/errors/recv-too-small", NULL, test_recv_too_small);
+    tv_test_add_pair("/rnic/errors/misaligned-atomic", NULL,
+                     test_misaligned_atomic);
+    tv_test_add_pair("/rnic/errors/remote-op", NULL, test_remote_op_error);
+    tv_test_add_pair("/rnic/errors/flush", NULL, test_flush);
+    tv_test_add_pair("/rnic/errors/rnr-retry", NULL, test_rnr_retry);
     g_test_add_func("/rnic/errors/rnr-exceeded", test_rnr_exceeded);
     g_test_add_func("/rnic/errors/retry-exceeded", test_retry_exceeded);
-    g_test_add_func("/rnic/errors/bad-doorbells", test_bad_doorbells);
+    tv_test_add_pair("/rnic/errors/bad-doorbells", NULL, test_bad_doorbells);
     g_test_add_func("/rnic/errors/rings-outside-ram", test_rings_outside_ram);
-    g_test_add_func("/rnic/errors/ring-unreadable",
-                    test_ring_unreadable_at_runtime);
+    tv_test_add_pair("/rnic/errors/ring-unreadable", NULL,
+                     test_ring_unreadable_at_runtime);
     return g_test_run();
 }

@@ -59,9 +59,9 @@ static void test_send_sizes(void)
     }
 }
 
-static void test_send_imm_solicited(void)
+static void test_send_imm_solicited(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe_flags(7, RNIC_WR_SEND_IMM, RNIC_WQE_SIGNALED |
                                         RNIC_WQE_SOLICITED, 1);
@@ -98,12 +98,11 @@ static void test_send_imm_solicited(void)
     g_assert_true(c.flags & RNIC_CQE_SOLICITED);
     g_assert_cmpuint(c.byte_len, ==, 2000);
     g_assert_cmpmem(test_ptr(h, p->bufa), 2000, test_ptr(h, p->bufb), 2000);
-    tv_pair_free(p);
 }
 
-static void test_arm_next_and_eq(void)
+static void test_arm_next_and_eq(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, 64, p->mra);
@@ -140,12 +139,11 @@ static void test_arm_next_and_eq(void)
     tv_cq_arm(h, p->cqa, RNIC_DB_ARM_NEXT);
     tv_post_send(h, p->a, &w, &s, NULL);
     g_assert_cmpuint(h->irqs[1], ==, irq0 + 3);
-    tv_pair_free(p);
 }
 
-static void test_multi_sge(void)
+static void test_multi_sge(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 5);
     struct rnic_sge s[5], r[4];
@@ -175,12 +173,11 @@ static void test_multi_sge(void)
         g_assert_cmpmem(got, n, expect + off, n);
         off += n;
     }
-    tv_pair_free(p);
 }
 
-static void test_inline(void)
+static void test_inline(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe_flags(1, RNIC_WR_SEND,
                                         RNIC_WQE_SIGNALED | RNIC_WQE_INLINE, 0);
@@ -207,7 +204,6 @@ static void test_inline(void)
     tv_post_send(h, p->a, &w, NULL, data + 50);
     expect_cqe(h, p->cqa, 3, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS, 100);
     g_assert_cmpmem(test_ptr(h, p->bufb + 7777), 100, data + 50, 100);
-    tv_pair_free(p);
 }
 
 static void test_write(void)
@@ -238,9 +234,9 @@ static void test_write(void)
     }
 }
 
-static void test_write_imm(void)
+static void test_write_imm(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(5, RNIC_WR_RDMA_WRITE_IMM, 1);
     struct rnic_sge s = tv_sge(p->bufa, 5000, p->mra);
@@ -261,7 +257,6 @@ static void test_write_imm(void)
     expect_cqe(h, p->cqa, 5, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS, 5000);
     g_assert_cmpmem(test_ptr(h, p->bufa), 5000, test_ptr(h, p->bufb + 100),
                     5000);
-    tv_pair_free(p);
 }
 
 static void test_read(void)
@@ -300,9 +295,9 @@ static void test_read(void)
     }
 }
 
-static void test_atomics(void)
+static void test_atomics(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     struct rnic_sge s = tv_sge(p->bufa + 64, 8, p->mra);
@@ -335,12 +330,11 @@ static void test_atomics(void)
     expect_cqe(h, p->cqa, 3, RNIC_WC_COMP_SWAP, RNIC_WC_SUCCESS, 8);
     g_assert_cmpuint(GUINT64_FROM_LE(*result), ==, 1234);
     g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 0xabcdef);
-    tv_pair_free(p);
 }
 
-static void test_unsignaled(void)
+static void test_unsignaled(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w = tv_wqe_flags(0, RNIC_WR_RDMA_WRITE, 0, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
@@ -358,7 +352,6 @@ static void test_unsignaled(void)
     g_assert_cmpint(tv_poll(h, p->cqa, c, 8), ==, 2);
     g_assert_cmpuint(c[0].wr_id, ==, 4);
     g_assert_cmpuint(c[1].wr_id, ==, 9);
-    tv_pair_free(p);
 }
 
 static void test_sig_all(void)
@@ -468,9 +461,9 @@ static void test_fence(void)
 }
 
 /* Many WQEs in flight, mixed, more than the ring's worth over time. */
-static void test_mixed_stream(void)
+static void test_mixed_stream(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_cqe c[64];
     int round, i, got;
@@ -521,25 +514,24 @@ static void test_mixed_stream(void)
                             test_ptr(h, p->bufb + off), len);
         }
     }
-    tv_pair_free(p);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/rnic/loopback/send-sizes", test_send_sizes);
-    g_test_add_func("/rnic/loopback/send-imm-solicited",
-                    test_send_imm_solicited);
-    g_test_add_func("/rnic/loopback/arm-next-eq", test_arm_next_and_eq);
-    g_test_add_func("/rnic/loopback/multi-sge", test_multi_sge);
-    g_test_add_func("/rnic/loopback/inline", test_inline);
+    tv_test_add_pair("/rnic/loopback/send-imm-solicited", NULL,
+                     test_send_imm_solicited);
+    tv_test_add_pair("/rnic/loopback/arm-next-eq", NULL, test_arm_next_and_eq);
+    tv_test_add_pair("/rnic/loopback/multi-sge", NULL, test_multi_sge);
+    tv_test_add_pair("/rnic/loopback/inline", NULL, test_inline);
     g_test_add_func("/rnic/loopback/write", test_write);
-    g_test_add_func("/rnic/loopback/write-imm", test_write_imm);
+    tv_test_add_pair("/rnic/loopback/write-imm", NULL, test_write_imm);
     g_test_add_func("/rnic/loopback/read", test_read);
-    g_test_add_func("/rnic/loopback/atomics", test_atomics);
-    g_test_add_func("/rnic/loopback/unsignaled", test_unsignaled);
+    tv_test_add_pair("/rnic/loopback/atomics", NULL, test_atomics);
+    tv_test_add_pair("/rnic/loopback/unsignaled", NULL, test_unsignaled);
     g_test_add_func("/rnic/loopback/sq-sig-all-self", test_sig_all);
     g_test_add_func("/rnic/loopback/fence", test_fence);
-    g_test_add_func("/rnic/loopback/mixed-stream", test_mixed_stream);
+    tv_test_add_pair("/rnic/loopback/mixed-stream", NULL, test_mixed_stream);
     return g_test_run();
 }

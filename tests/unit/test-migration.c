@@ -538,9 +538,9 @@ static void collect_ctx(void *opaque, const RnicNetCtxInfo *info)
 }
 
 /* The text view is the same before and after; the rebuild is counted. */
-static void test_tables_and_rebuild(void)
+static void test_tables_and_rebuild(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *dst = test_host_new(NULL);
     GByteArray *img = g_byte_array_new();
     char *before, *after, *err = NULL;
@@ -573,7 +573,6 @@ static void test_tables_and_rebuild(void)
     g_free(before);
     g_free(after);
     g_byte_array_unref(img);
-    tv_pair_free(p);
     test_host_free(dst);
 }
 
@@ -798,8 +797,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/migration/in-flight-duplicates",
                     test_in_flight_duplicates);
     g_test_add_func("/rnic/migration/prompt-peer", test_prompt_peer);
-    g_test_add_func("/rnic/migration/tables-and-rebuild",
-                    test_tables_and_rebuild);
+    tv_test_add_pair("/rnic/migration/tables-and-rebuild", NULL,
+                     test_tables_and_rebuild);
     g_test_add_func("/rnic/migration/does-not-fit", test_does_not_fit);
     g_test_add_func("/rnic/migration/config-check", test_config_check);
     g_test_add_func("/rnic/migration/pending-admin", test_pending_admin);

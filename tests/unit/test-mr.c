@@ -63,9 +63,9 @@ static void test_stag_allocation(void)
     tv_pair_free(q);
 }
 
-static void test_translate(void)
+static void test_translate(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     RnicEngine *e = p->d->engine;
     RnicNetCtx *ctx = rnic_netctx_lookup(e, p->ctx);
     RnicPd *pd = rnic_pd_lookup(e, p->pd);
@@ -124,13 +124,12 @@ static void test_translate(void)
     g_assert_cmpuint(nsegs, ==, 1);
     g_assert_cmphex(segs[0].addr, ==, p->bufb + 4000);
     g_assert_cmpuint(segs[0].len, ==, 1000);
-    tv_pair_free(p);
 }
 
 /* A level-2 list of scattered pages: data lands where the list says. */
-static void test_level2_scattered(void)
+static void test_level2_scattered(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     uint32_t npages = 700, i;
     uint64_t pool = test_alloc(h, (uint64_t)npages * 4096, 4096);
@@ -176,12 +175,11 @@ static void test_level2_scattered(void)
         g_assert_cmpuint(*(uint8_t *)test_ptr(h, page + off % 4096), ==,
                          (uint8_t)(i * 13));
     }
-    tv_pair_free(p);
 }
 
-static void test_level0_contiguous(void)
+static void test_level0_contiguous(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     uint64_t region = test_alloc(h, 3 * 4096, 4096);
     struct rnic_admin_cmd c = reg_cmd(p->pd, 0x1000 + 5, 3 * 4096 - 5, region,
@@ -197,12 +195,11 @@ static void test_level0_contiguous(void)
     tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
     g_assert_cmpmem(test_ptr(h, p->bufa), 3 * 4096 - 5,
                     test_ptr(h, region + 5), 3 * 4096 - 5);
-    tv_pair_free(p);
 }
 
-static void test_bad_registrations(void)
+static void test_bad_registrations(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     uint64_t pbl = test_alloc(h, 8 * 4, 8);
     uint64_t *pages = test_ptr(h, pbl);
@@ -262,7 +259,6 @@ static void test_bad_registrations(void)
     c.mr.kind = RNIC_MR_KIND_SCM;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
 #undef EXPECT_REG
-    tv_pair_free(p);
 }
 
 static void test_table_full(void)
@@ -284,9 +280,9 @@ static void test_table_full(void)
     tv_pair_free(p);
 }
 
-static void test_dereg(void)
+static void test_dereg(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
     struct rnic_admin_cmd d = { .opcode = RNIC_CMD_DEALLOC_PD };
@@ -317,7 +313,6 @@ static void test_dereg(void)
     w.rdma.rkey = p->mrb;
     tv_post_send(h, p->a, &w, &s, NULL);
     tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
-    tv_pair_free(p);
 }
 
 static uint32_t alloc_mr(TestHost *h, uint32_t pd, uint32_t npages,
@@ -347,9 +342,9 @@ static uint8_t dereg_flags(TestHost *h, uint32_t stag, uint32_t ctx,
  * request was flushed keeps its old key while the consumer holds the new
  * one; the index alone deregisters it. Not for ordinary MRs.
  */
-static void test_dereg_any_key(void)
+static void test_dereg_any_key(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 4, 0x40);
     uint32_t newkey = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x41);
@@ -378,7 +373,6 @@ static void test_dereg_any_key(void)
                      RNIC_ST_BAD_HANDLE);
     g_assert_cmpuint(dereg_flags(h, p->mra, p->ctx, RNIC_DEREG_ANY_KEY), ==,
                      RNIC_ST_OK);
-    tv_pair_free(p);
 }
 
 /* Fast-register 'npages' pages starting at guest 'base' as iova 'iova'. */
@@ -411,9 +405,9 @@ static struct rnic_sq_wqe fastreg_wqe(TestHost *h, uint64_t wr_id,
  * is refused, and a REG_MR WQE on a user QP fails with a local QP
  * operation error without registering anything.
  */
-static void test_fast_reg_kernel_only(void)
+static void test_fast_reg_kernel_only(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     uint32_t uctx = tv_uctx(h);
     uint32_t upd = tv_pd(h, p->ctx, uctx);
@@ -441,7 +435,6 @@ static void test_fast_reg_kernel_only(void)
     g_assert_cmpuint(dereg_flags(h, kstag, p->ctx, 0), ==, RNIC_ST_OK);
     g_free(ucq);
     g_free(uqp);
-    tv_pair_free(p);
 }
 
 static void test_fast_reg(void)
@@ -497,9 +490,9 @@ static void test_fast_reg(void)
     tv_pair_free(p);
 }
 
-static void test_fast_reg_limits(void)
+static void test_fast_reg_limits(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     uint32_t stag = alloc_mr(h, p->pd, 2, 0x10);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
@@ -514,7 +507,6 @@ static void test_fast_reg_limits(void)
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.npages = RNIC_MR_MAX_FAST_REG_PAGES + 1;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_BAD_PARAM);
-    tv_pair_free(p);
 }
 
 static void test_local_inv(void)
@@ -619,9 +611,9 @@ static void test_send_with_inv(void)
 }
 
 /* The registration log stays bounded by the live registrations. */
-static void test_reglog_bounded(void)
+static void test_reglog_bounded(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     RnicEngine *e = h->engine;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
@@ -648,25 +640,27 @@ static void test_reglog_bounded(void)
     g_assert_cmpuint(e->reglog->len, <=, 3 * e->mr_count + 64);
     g_assert_cmpuint(e->reglog_appended, >=, 4000 + 600);
     g_assert_cmpuint(e->pbl_pages, <=, 2 * 256 + 2 * 64 + 64 * 3);
-    tv_pair_free(p);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/rnic/mr/stag-allocation", test_stag_allocation);
-    g_test_add_func("/rnic/mr/translate", test_translate);
-    g_test_add_func("/rnic/mr/level2-scattered", test_level2_scattered);
-    g_test_add_func("/rnic/mr/level0-contiguous", test_level0_contiguous);
-    g_test_add_func("/rnic/mr/bad-registrations", test_bad_registrations);
+    tv_test_add_pair("/rnic/mr/translate", NULL, test_translate);
+    tv_test_add_pair("/rnic/mr/level2-scattered", NULL, test_level2_scattered);
+    tv_test_add_pair("/rnic/mr/level0-contiguous", NULL,
+                     test_level0_contiguous);
+    tv_test_add_pair("/rnic/mr/bad-registrations", NULL,
+                     test_bad_registrations);
     g_test_add_func("/rnic/mr/table-full", test_table_full);
-    g_test_add_func("/rnic/mr/dereg", test_dereg);
+    tv_test_add_pair("/rnic/mr/dereg", NULL, test_dereg);
     g_test_add_func("/rnic/mr/fast-reg", test_fast_reg);
-    g_test_add_func("/rnic/mr/fast-reg-kernel-only", test_fast_reg_kernel_only);
-    g_test_add_func("/rnic/mr/fast-reg-limits", test_fast_reg_limits);
+    tv_test_add_pair("/rnic/mr/fast-reg-kernel-only", NULL,
+                     test_fast_reg_kernel_only);
+    tv_test_add_pair("/rnic/mr/fast-reg-limits", NULL, test_fast_reg_limits);
     g_test_add_func("/rnic/mr/local-inv", test_local_inv);
     g_test_add_func("/rnic/mr/send-with-inv", test_send_with_inv);
-    g_test_add_func("/rnic/mr/reglog-bounded", test_reglog_bounded);
-    g_test_add_func("/rnic/mr/dereg-any-key", test_dereg_any_key);
+    tv_test_add_pair("/rnic/mr/reglog-bounded", NULL, test_reglog_bounded);
+    tv_test_add_pair("/rnic/mr/dereg-any-key", NULL, test_dereg_any_key);
     return g_test_run();
 }

@@ -345,9 +345,9 @@ static void test_qpn_spaces(void)
     test_host_free(h);
 }
 
-static void test_resize_cq(void)
+static void test_resize_cq(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w;
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
@@ -391,12 +391,11 @@ static void test_resize_cq(void)
         g_assert_cmpuint(out[i].wr_id, ==, 2 + i);
         g_assert_cmpuint(out[i].status, ==, RNIC_WC_SUCCESS);
     }
-    tv_pair_free(p);
 }
 
-static void test_cq_overrun(void)
+static void test_cq_overrun(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     struct rnic_sq_wqe w;
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
@@ -423,7 +422,6 @@ static void test_cq_overrun(void)
     g_assert_cmpuint(eqe[0].type, ==, RNIC_EQE_CQ_ERR);
     g_assert_cmpuint(eqe[0].handle, ==, p->cqa->handle);
     g_assert_cmpuint(h->irqs[1], >=, 1);
-    tv_pair_free(p);
 }
 
 static void test_query_device_port(void)
@@ -447,9 +445,9 @@ static void test_query_device_port(void)
 }
 
 /* Disabling the device destroys everything; enabling again starts empty. */
-static void test_disable_clears(void)
+static void test_disable_clears(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
 
     g_assert_cmpint(test_reg_write(h, RNIC_REG_DEV_CTRL, 0), ==, 0);
@@ -458,7 +456,6 @@ static void test_disable_clears(void)
     /* handles and VLAN 0 are free again */
     g_assert_cmpuint(tv_net_ctx(h, 0), ==, p->ctx);
     g_assert_cmpuint(tv_pd(h, p->ctx, 0), ==, p->pd);
-    tv_pair_free(p);
 }
 
 int main(int argc, char **argv)
@@ -470,9 +467,9 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/objects/queues-and-refs", test_queues_and_refs);
     g_test_add_func("/rnic/objects/limits", test_limits);
     g_test_add_func("/rnic/objects/qpn-spaces", test_qpn_spaces);
-    g_test_add_func("/rnic/objects/resize-cq", test_resize_cq);
-    g_test_add_func("/rnic/objects/cq-overrun", test_cq_overrun);
+    tv_test_add_pair("/rnic/objects/resize-cq", NULL, test_resize_cq);
+    tv_test_add_pair("/rnic/objects/cq-overrun", NULL, test_cq_overrun);
     g_test_add_func("/rnic/objects/query-device", test_query_device_port);
-    g_test_add_func("/rnic/objects/disable-clears", test_disable_clears);
+    tv_test_add_pair("/rnic/objects/disable-clears", NULL, test_disable_clears);
     return g_test_run();
 }

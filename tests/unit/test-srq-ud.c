@@ -26,9 +26,9 @@ static bool has_event(TestHost *h, uint64_t ring, uint8_t type,
 }
 
 /* Two senders into one receiver QP pair sharing an SRQ. */
-static void test_srq_shared(void)
+static void test_srq_shared(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     TvSrq *srq = tv_srq(h, p->pd, 4, 0, 0);
     TvCq *cq = tv_cq(h, 6, p->eq, 0);
@@ -94,12 +94,11 @@ static void test_srq_shared(void)
     g_free(r1);
     g_free(r2);
     g_free(s2);
-    tv_pair_free(p);
 }
 
-static void test_srq_limit(void)
+static void test_srq_limit(TvFixture *f, gconstpointer cfg)
 {
-    TvPair *p = tv_pair_new(NULL);
+    TvPair *p = f->p;
     TestHost *h = p->d;
     TvSrq *srq = tv_srq(h, p->pd, 4, 0, 0);
     TvCq *cq = tv_cq(h, 6, p->eq, 0);
@@ -144,7 +143,6 @@ static void test_srq_limit(void)
     g_free(srq);
     g_free(cq);
     g_free(r);
-    tv_pair_free(p);
 }
 
 typedef struct UdFixture {
@@ -351,8 +349,8 @@ static void test_gsi(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/rnic/srq/shared", test_srq_shared);
-    g_test_add_func("/rnic/srq/limit", test_srq_limit);
+    tv_test_add_pair("/rnic/srq/shared", NULL, test_srq_shared);
+    tv_test_add_pair("/rnic/srq/limit", NULL, test_srq_limit);
     g_test_add_func("/rnic/ud/basic", test_ud);
     g_test_add_func("/rnic/ud/lengths", test_ud_lengths);
     g_test_add_func("/rnic/ud/gsi", test_gsi);
