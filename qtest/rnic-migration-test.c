@@ -287,12 +287,11 @@ static void assert_regs_equal(GArray *x, GArray *y)
 /* Step the clock a while: no CQE may appear. */
 static void expect_no_cqe(QRnic *d, TvCq *cq)
 {
-    struct rnic_cqe c;
     int i;
 
     for (i = 0; i < 20; i++) {
         qtest_clock_step(rnic_qts(d), 1000000);
-        g_assert_false(tv_poll(d, cq, &c, 1));
+        tv_expect_no_cqe(d, cq);
     }
 }
 
@@ -374,35 +373,15 @@ static uint32_t reg_mr_cmd(QRnic *d, struct rnic_admin_cmd *c)
     return tv_cmd_ok(d, c);
 }
 
-static uint32_t alloc_fr(QRnic *d, uint32_t pd, uint32_t npages, uint8_t key)
-{
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
-
-    c.mr.pd = cpu_to_le32(pd);
-    c.mr.npages = cpu_to_le32(npages);
-    c.mr.key = key;
-    return tv_cmd_ok(d, &c);
-}
-
 /* Fast-register 'pages' pages of 'region' at iova under 'stag' via QP b. */
 static void fast_reg(QRnic *d, World *w, uint32_t stag, uint64_t iova,
                      uint64_t region, uint32_t pages, uint64_t wr_id)
 {
-    uint64_t pbl = qv_alloc(d, 8 * pages, 8);
-    struct rnic_sq_wqe x = tv_wqe(wr_id, RNIC_WR_REG_MR, 0);
-    uint32_t i;
+    struct rnic_sq_wqe x = tv_fast_reg_wqe(d, wr_id, stag, iova, region, pages,
+                                           RNIC_ACCESS_LOCAL_WRITE |
+                                           RNIC_ACCESS_REMOTE_WRITE |
+                                           RNIC_ACCESS_REMOTE_READ);
 
-    for (i = 0; i < pages; i++) {
-        qtest_writeq(rnic_qts(d), pbl + 8 * i, region + 4096 * i);
-    }
-    x.reg.iova = iova;
-    x.reg.length = 4096 * pages;
-    x.reg.pbl_addr = pbl;
-    x.reg.stag = stag;
-    x.reg.access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
-                   RNIC_ACCESS_REMOTE_READ;
-    x.reg.npages = pages;
-    x.reg.page_shift = 12;
     tv_post_send(d, w->p.b, &x, NULL, NULL);
     tv_expect_cqe(d, w->p.cqb, wr_id, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
 }
@@ -449,24 +428,11 @@ static void world_init(QRnic *d, World *w)
     tv_ud_ready(d, w->gsi, 0x80010000);
 
     /* a user context owning a PD, a CQ and an MR */
-    c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_UCTX };
-    w->uctx = tv_cmd_ok(d, &c);
-    c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_PD };
-    c.uctx = cpu_to_le32(w->uctx);
-    c.pd.net_ctx = cpu_to_le32(w->p.ctx);
-    w->pdu = tv_cmd_ok(d, &c);
-    w->cqu = g_new0(TvCq, 1);
-    w->cqu->log = 4;
-    w->cqu->ring = qv_alloc(d, sizeof(struct rnic_cqe) << 4, 4096);
-    c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_CREATE_CQ };
-    c.uctx = cpu_to_le32(w->uctx);
-    c.cq.ring_addr = cpu_to_le64(w->cqu->ring);
-    c.cq.log_size = 4;
-    c.cq.eq = cpu_to_le32(w->p.eq);
-    w->cqu->handle = tv_cmd_ok(d, &c);
+    w->uctx = tv_uctx(d);
+    w->pdu = tv_pd(d, w->p.ctx, w->uctx);
+    w->cqu = tv_cq(d, 4, w->p.eq, w->uctx);
     /* its doorbell page arms it */
-    rnic_doorbell(d, w->uctx, RNIC_DB_CQ,
-                  rnic_db_value(w->cqu->handle, RNIC_DB_ARM_NEXT, 0));
+    tv_cq_arm(d, w->cqu, RNIC_DB_ARM_NEXT);
     w->bufu = qv_alloc(d, 4096, 4096);
     c = (struct rnic_admin_cmd) { 0 };
     c.uctx = cpu_to_le32(w->uctx);
@@ -522,9 +488,9 @@ static void world_init(QRnic *d, World *w)
 
     /* fast-reg MRs: registered, registered then invalidated, never used */
     w->fr_region = qv_alloc(d, 4 * 4096, 4096);
-    w->fr_valid = alloc_fr(d, w->p.pd, 4, 0x01);
-    w->fr_inval = alloc_fr(d, w->p.pd, 4, 0x02);
-    w->fr_unused = alloc_fr(d, w->p.pd, 8, 0x03);
+    w->fr_valid = tv_alloc_mr(d, w->p.pd, 4, 0x01);
+    w->fr_inval = tv_alloc_mr(d, w->p.pd, 4, 0x02);
+    w->fr_unused = tv_alloc_mr(d, w->p.pd, 8, 0x03);
     w->fr_valid = RNIC_STAG(RNIC_STAG_INDEX(w->fr_valid), 0x42);
     fast_reg(d, w, w->fr_valid, 0x7000000, w->fr_region, 4, 51);
     w->fr_inval = RNIC_STAG(RNIC_STAG_INDEX(w->fr_inval), 0x43);
@@ -779,7 +745,7 @@ static void test_multi_net(void)
     buf = qv_alloc(d, 8 * 4096, 4096);
     mr = tv_reg_mr(d, mpd, buf, 4 * 4096, ALL_RIGHTS, 0, NULL);
     mr0 = tv_reg_mr(d, pd0, buf + 4 * 4096, 4 * 4096, ALL_RIGHTS, 0, NULL);
-    alloc_fr(d, mpd, 4, 0x51);     /* replicated while invalid too */
+    tv_alloc_mr(d, mpd, 4, 0x51);     /* replicated while invalid too */
     qa = tv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4, 0);
     qb = tv_qp(d, RNIC_QPT_RC, mpd, cq, cq, NULL, 4, 0);
     tv_rc_connect(d, qa, 2, g5b, qb->qpn);
@@ -1527,38 +1493,21 @@ static void peer_init(QRnic *d, Peer *p, uint8_t host)
 static void peer_connect(QRnic *d, Peer *p, const Peer *remote,
                          const uint8_t *dmac)
 {
-    struct rnic_qp_attr a = {
-        .qp_state = RNIC_QPS_INIT,
-        .port_num = 1,
-        .qp_access_flags = ALL_RIGHTS,
+    TvRcPath rp = {
+        .hop_limit = 64,
+        .dest_qpn = remote->qp->qpn,
+        .psn = 5000,
+        .mtu = RNIC_MTU_1024,
+        .timeout = 14,          /* 67 ms */
+        .retry_cnt = 7,
+        .rnr_retry = 7,
+        .rd_atomic = 8,
+        .access = ALL_RIGHTS,
     };
 
-    g_assert_cmpuint(tv_modify(d, p->qp, &a, RNIC_QP_STATE |
-                               RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
-                               RNIC_QP_ACCESS_FLAGS), ==, RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTR;
-    a.path_mtu = RNIC_MTU_1024;
-    a.dest_qp_num = remote->qp->qpn;
-    a.rq_psn = 5000;
-    a.max_dest_rd_atomic = 8;
-    a.min_rnr_timer = 1;
-    memcpy(a.av.dgid, remote->gid, 16);
-    memcpy(a.av.dmac, dmac, 6);
-    a.av.hop_limit = 64;
-    g_assert_cmpuint(tv_modify(d, p->qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
-                               RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
-                               RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
-                               RNIC_QP_MIN_RNR_TIMER), ==, RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTS;
-    a.timeout = 14;             /* 67 ms */
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 5000;
-    a.max_rd_atomic = 8;
-    g_assert_cmpuint(tv_modify(d, p->qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
-                               RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
-                               RNIC_QP_SQ_PSN | RNIC_QP_MAX_QP_RD_ATOMIC), ==,
-                     RNIC_ST_OK);
+    memcpy(rp.dgid, remote->gid, 16);
+    memcpy(rp.dmac, dmac, 6);
+    tv_rc_connect_path(d, p->qp, &rp);
 }
 
 /*

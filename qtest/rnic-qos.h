@@ -24,6 +24,7 @@ typedef struct QRnic {
     uint64_t aq, acq;
     uint32_t aq_log2, aq_tail, acq_head;
     uint16_t next_cmd_id;
+    uint64_t modify_attr;       /* tv_modify's staging buffer, 0: none */
     /* MSI-X: vector n writes its data to msix_slot[n] */
     uint64_t msix_slot[RNIC_QOS_MAX_VECTORS];
 } QRnic;

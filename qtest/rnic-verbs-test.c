@@ -75,11 +75,7 @@ static void test_admin_objects(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(RNIC_STAG_KEY(mr), ==, TV_MR_KEY);
 
     /* fast-register MR */
-    c = (struct rnic_admin_cmd) { .opcode = RNIC_CMD_ALLOC_MR };
-    c.mr.pd = cpu_to_le32(pd);
-    c.mr.npages = cpu_to_le32(16);
-    c.mr.key = 0x11;
-    fr = tv_cmd_ok(d, &c);
+    fr = tv_alloc_mr(d, pd, 16, 0x11);
 
     /* QUERY_QP reports the state and the QPN */
     qbuf = qv_alloc(d, sizeof(attr), 64);
@@ -416,33 +412,19 @@ static void test_loop_srq(void *obj, void *data, QGuestAllocator *alloc)
 static void test_loop_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
 {
     g_auto(TvPair) l = { 0 };
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
     struct rnic_sq_wqe w;
     struct rnic_sge sg;
     struct rnic_cqe e;
-    uint64_t pages[2], pbl, region;
+    uint64_t region;
     uint32_t fr, stag;
 
     loop_init(&l, obj);
-    c.mr.pd = cpu_to_le32(l.pd);
-    c.mr.npages = cpu_to_le32(4);
-    c.mr.key = 0x01;
-    fr = tv_cmd_ok(l.d, &c);
+    fr = tv_alloc_mr(l.d, l.pd, 4, 0x01);
     /* B fast-registers two pages with key 0x42 and remote write */
     region = qv_alloc(l.d, 8192, 4096);
-    pages[0] = cpu_to_le64(region);
-    pages[1] = cpu_to_le64(region + 4096);
-    pbl = qv_alloc(l.d, 16, 8);
-    qtest_memwrite(rnic_qts(l.d), pbl, pages, 16);
     stag = RNIC_STAG(RNIC_STAG_INDEX(fr), 0x42);
-    w = tv_wqe(31, RNIC_WR_REG_MR, 0);
-    w.reg.iova = 0x7000000;
-    w.reg.length = 8192;
-    w.reg.pbl_addr = pbl;
-    w.reg.stag = stag;
-    w.reg.access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE;
-    w.reg.npages = 2;
-    w.reg.page_shift = 12;
+    w = tv_fast_reg_wqe(l.d, 31, stag, 0x7000000, region, 2,
+                        RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE);
     tv_post_send(l.d, l.b, &w, NULL, NULL);
     tv_expect_cqe(l.d, l.cqb, 31, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
     /* A writes through the new rkey at iova 0x7000000 + 4000 */

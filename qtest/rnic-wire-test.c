@@ -192,40 +192,22 @@ static void wv_gid(uint8_t gid[16], WVm *vm, int ci)
 static void wv_rc_connect(WVm *vm, TvQp *qp, int ci, WVm *peer, uint32_t dqpn,
                           const WvPath *p)
 {
-    QRnic *d = &vm->d;
-    struct rnic_qp_attr a = {
-        .qp_state = RNIC_QPS_INIT,
-        .port_num = 1,
-        .qp_access_flags = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
-                           RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC,
+    TvRcPath rp = {
+        .sgid_index = ci,
+        .dest_qpn = dqpn,
+        .psn = 0xfffff0,        /* PSNs wrap in every test */
+        .mtu = p->mtu,
+        .timeout = p->timeout,
+        .retry_cnt = p->retry,
+        .rnr_retry = p->rnr_retry,
+        .rd_atomic = 16,
+        .access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
+                  RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC,
     };
 
-    g_assert_cmpuint(tv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
-                               RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS), ==,
-                     RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTR;
-    a.path_mtu = p->mtu;
-    a.dest_qp_num = cpu_to_le32(dqpn);
-    a.rq_psn = cpu_to_le32(0xfffff0);     /* PSNs wrap in every test */
-    a.max_dest_rd_atomic = 16;
-    a.min_rnr_timer = 1;
-    a.av.sgid_index = ci;
-    wv_gid(a.av.dgid, peer, ci);
-    memcpy(a.av.dmac, peer->mac, 6);
-    g_assert_cmpuint(tv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
-                               RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
-                               RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
-                               RNIC_QP_MIN_RNR_TIMER), ==, RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTS;
-    a.timeout = p->timeout;
-    a.retry_cnt = p->retry;
-    a.rnr_retry = p->rnr_retry;
-    a.sq_psn = cpu_to_le32(0xfffff0);
-    a.max_rd_atomic = 16;
-    g_assert_cmpuint(tv_modify(d, qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
-                               RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
-                               RNIC_QP_SQ_PSN | RNIC_QP_MAX_QP_RD_ATOMIC), ==,
-                     RNIC_ST_OK);
+    wv_gid(rp.dgid, peer, ci);
+    memcpy(rp.dmac, peer->mac, 6);
+    tv_rc_connect_path(&vm->d, qp, &rp);
 }
 
 typedef struct WvPair {
@@ -338,8 +320,7 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     struct rnic_cqe c;
     uint64_t v;
     uint32_t fr, stag, mr = a->mr[ci], rmr = b->mr[ci];
-    struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_ALLOC_MR };
-    uint64_t pages[2], pbl, region;
+    uint64_t region;
 
     /*
      * RDMA WRITE, several packets (also the first frames: a stream peer
@@ -439,25 +420,11 @@ static void rc_verbs(WVm *a, WVm *b, int ci, const WvPath *path)
     g_assert_cmphex(v, ==, 0xabcdef);
 
     /* fast-register at B, WRITE through it, SEND with invalidate */
-    cmd.mr.pd = cpu_to_le32(b->pd[ci]);
-    cmd.mr.npages = cpu_to_le32(4);
-    cmd.mr.key = 0x01;
-    fr = tv_cmd_ok(&b->d, &cmd);
+    fr = tv_alloc_mr(&b->d, b->pd[ci], 4, 0x01);
     region = qv_alloc(&b->d, 8192, 4096);
-    pages[0] = cpu_to_le64(region);
-    pages[1] = cpu_to_le64(region + 4096);
-    pbl = qv_alloc(&b->d, 16, 8);
-    qtest_memwrite(b->qts, pbl, pages, 16);
     stag = RNIC_STAG(RNIC_STAG_INDEX(fr), 0x42);
-    w = tv_wqe(0x210, RNIC_WR_REG_MR, 0);
-    w.reg.iova = cpu_to_le64(0x7000000);
-    w.reg.length = cpu_to_le64(8192);
-    w.reg.pbl_addr = cpu_to_le64(pbl);
-    w.reg.stag = cpu_to_le32(stag);
-    w.reg.access = cpu_to_le32(RNIC_ACCESS_LOCAL_WRITE |
-                               RNIC_ACCESS_REMOTE_WRITE);
-    w.reg.npages = cpu_to_le32(2);
-    w.reg.page_shift = 12;
+    w = tv_fast_reg_wqe(&b->d, 0x210, stag, 0x7000000, region, 2,
+                        RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE);
     tv_post_send(&b->d, p.b, &w, NULL, NULL);
     wv_expect(b, 0x210, RNIC_WC_REG_MR, 0);
     s[0] = tv_sge(a->buf, 300, mr);

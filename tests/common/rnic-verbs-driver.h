@@ -9,7 +9,7 @@
  * tests/unit/rnic-test-verbs.h) or QRnic (qtests against the real device
  * through libqos, qtest/rnic-verbs.h). The including header typedefs it as
  * RvDev; both have the admin queue fields aq, acq, aq_log2, aq_tail,
- * acq_head and next_cmd_id. Before it includes rnic-verbs-driver.c.inc,
+ * acq_head and next_cmd_id, and modify_attr (tv_modify). Before it includes rnic-verbs-driver.c.inc,
  * the build's driver file defines the bus the driver runs over:
  *
  *   void rv_write(RvDev *d, uint64_t addr, const void *buf, size_t len);
@@ -95,8 +95,38 @@ TvSrq *tv_srq(RvDev *d, uint32_t pd, uint32_t log, uint32_t limit,
               uint32_t uctx);
 TvQp *tv_qp(RvDev *d, uint8_t type, uint32_t pd, TvCq *scq, TvCq *rcq,
             TvSrq *srq, uint32_t log, uint32_t uctx);
+/*
+ * MODIFY_QP with the attributes staged in guest memory: at d->modify_attr
+ * when the test set it (a fuzz target's QPs go round without end), else
+ * in a new allocation per call.
+ */
 uint8_t tv_modify(RvDev *d, TvQp *qp, struct rnic_qp_attr *a, uint32_t mask);
-/* RESET -> INIT -> RTR -> RTS of an RC QP towards (dgid, dest_qpn). */
+
+/* The path of an RC connection (tv_rc_connect_path). */
+typedef struct TvRcPath {
+    uint32_t sgid_index;
+    uint8_t dgid[16];
+    uint8_t dmac[6];            /* all zero on loopback */
+    uint8_t hop_limit;
+    uint32_t dest_qpn;
+    uint32_t psn;               /* the RQ's and the SQ's first PSN */
+    uint8_t mtu;                /* enum rnic_mtu */
+    uint8_t timeout, retry_cnt, rnr_retry;
+    uint8_t rd_atomic;          /* max_rd_atomic and max_dest_rd_atomic */
+    uint32_t access;            /* qp_access_flags */
+    uint8_t state;              /* the last step: INIT, RTR, or 0 for RTS */
+} TvRcPath;
+
+/*
+ * RESET -> INIT -> RTR -> RTS (or up to p->state) of an RC QP along 'p',
+ * each step asserted to succeed.
+ */
+void tv_rc_connect_path(RvDev *d, TvQp *qp, const TvRcPath *p);
+/*
+ * RESET -> INIT -> RTR -> RTS of an RC QP towards (dgid, dest_qpn): PSN
+ * 100, 16 RDMA READ / atomic in flight, every remote right, tv_path_mtu,
+ * tv_timeout, tv_retry_cnt and tv_rnr_retry.
+ */
 void tv_rc_connect(RvDev *d, TvQp *qp, uint32_t sgid_index,
                    const uint8_t dgid[16], uint32_t dest_qpn);
 /* RESET -> INIT -> RTR -> RTS of a UD QP with 'qkey'. */
@@ -108,6 +138,16 @@ void tv_ud_ready(RvDev *d, TvQp *qp, uint32_t qkey);
  */
 uint32_t tv_reg_mr(RvDev *d, uint32_t pd, uint64_t addr, uint64_t len,
                    uint32_t access, uint32_t uctx, uint8_t *status);
+/* ALLOC_MR: a fast-reg MR of 'pd' for 'npages' pages, key 'key'; its STag. */
+uint32_t tv_alloc_mr(RvDev *d, uint32_t pd, uint32_t npages, uint8_t key);
+/*
+ * A signaled REG_MR work request: 'npages' 4 KiB pages of guest memory
+ * from 'base' on (listed in a new page list) as [iova, iova + npages *
+ * 4096) under 'stag' with 'access'.
+ */
+struct rnic_sq_wqe tv_fast_reg_wqe(RvDev *d, uint64_t wr_id, uint32_t stag,
+                                   uint64_t iova, uint64_t base,
+                                   uint32_t npages, uint32_t access);
 
 /* Write a send WQE (header + SGEs or inline bytes) and ring the SQ. */
 void tv_post_send(RvDev *d, TvQp *qp, const struct rnic_sq_wqe *w,

@@ -58,7 +58,6 @@ static void write_seed(const char *dir, const char *name, GByteArray *b)
 static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
                                  GByteArray *b)
 {
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
     uint32_t mpd = tv_pd(h, RNIC_PD_MULTI_NET, 0);
     TvCq *cq = tv_cq(h, 4, RNIC_HANDLE_NONE, 0);
     uint64_t buf = test_alloc(h, 8192, 4096);
@@ -69,10 +68,7 @@ static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
     tv_gid_bytes(ga, ctx, 3);
     tv_gid_bytes(gb, ctx, 4);
     tv_reg_mr(h, mpd, buf, 8192, RNIC_ACCESS_ALL, 0, NULL);
-    c.mr.pd = mpd;
-    c.mr.npages = 2;
-    c.mr.key = 9;
-    tv_cmd_ok(h, &c);
+    tv_alloc_mr(h, mpd, 2, 9);
     x = tv_qp(h, RNIC_QPT_RC, mpd, cq, cq, NULL, 2, 0);
     y = tv_qp(h, RNIC_QPT_RC, mpd, cq, cq, NULL, 2, 0);
     tv_rc_connect(h, x, 4, gb, y->qpn);
@@ -91,32 +87,24 @@ static TvQp *rc_in_state(TestHost *h, uint32_t pd, TvCq *cq, TvSrq *srq,
                          uint8_t state, const uint8_t remote[16])
 {
     TvQp *qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, srq, 3, 0);
+    TvRcPath p = {
+        .dest_qpn = 0x99,
+        .psn = 5,
+        .mtu = RNIC_MTU_1024,
+        .rd_atomic = 4,
+        .access = RNIC_ACCESS_ALL & ~RNIC_ACCESS_MW_BIND,
+        .state = state,
+    };
     struct rnic_qp_attr a = {
-        .qp_state = RNIC_QPS_INIT, .port_num = 1,
-        .qp_access_flags = RNIC_ACCESS_ALL & ~RNIC_ACCESS_MW_BIND,
+        .qp_state = state, .port_num = 1, .qp_access_flags = p.access,
     };
 
-    if (state == RNIC_QPS_INIT) {
-        CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
-                        RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS) == RNIC_ST_OK);
-    } else if (state == RNIC_QPS_RTR) {
-        CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
-                        RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS) == RNIC_ST_OK);
-        a.qp_state = RNIC_QPS_RTR;
-        a.path_mtu = RNIC_MTU_1024;
-        a.dest_qp_num = 0x99;
-        a.rq_psn = 5;
-        a.max_dest_rd_atomic = 4;
-        a.min_rnr_timer = 1;
-        memcpy(a.av.dgid, remote, 16);
-        CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
-                        RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
-                        RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
-                        RNIC_QP_MIN_RNR_TIMER) == RNIC_ST_OK);
+    memcpy(p.dgid, remote, 16);
+    if (state == RNIC_QPS_INIT || state == RNIC_QPS_RTR) {
+        tv_rc_connect_path(h, qp, &p);
     } else {
         tv_rc_connect(h, qp, 0, remote, 0x99);
         if (state != RNIC_QPS_RTS) {
-            a.qp_state = state;
             CHECK(tv_modify(h, qp, &a, RNIC_QP_STATE) == RNIC_ST_OK);
         }
     }
@@ -156,7 +144,6 @@ static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
         RNIC_QPS_INIT, RNIC_QPS_RTR, RNIC_QPS_RTS, RNIC_QPS_RTS,
         RNIC_QPS_SQD, RNIC_QPS_ERR,
     };
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
     TestHost *h = p->d;
     uint32_t eq = tv_eq(h, 4, 2, 0, NULL), stag, i;
     TvCq *cq = tv_cq(h, 5, eq, 0);
@@ -190,12 +177,8 @@ static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
     tv_post_recv(h, qp, 60, &s, 1);
     g_free(qp);
 
-    c.mr.pd = p->pd;
-    c.mr.npages = 4;
-    c.mr.key = 0x21;
-    stag = tv_cmd_ok(h, &c);
-    c.mr.key = 0x22;
-    tv_cmd_ok(h, &c);
+    stag = tv_alloc_mr(h, p->pd, 4, 0x21);
+    tv_alloc_mr(h, p->pd, 4, 0x22);
     for (i = 0; i < 4; i++) {
         pages[i] = buf + 4096 * i;
     }

@@ -51,69 +51,27 @@ static uint32_t ctx0, ctx9, pd0, pd9, mr, mr9;
 static uint64_t region;         /* guard | registered page | guard */
 static uint64_t region9;        /* a page of context 9 (QP1's receives) */
 static uint8_t peer_gid[16];
-static uint64_t attr_addr;      /* MODIFY_QP input, reused (no leak) */
 
-static uint8_t modify(TvQp *qp, struct rnic_qp_attr *a, uint32_t mask)
-{
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_MODIFY_QP };
-
-    memcpy(test_ptr(h, attr_addr), a, sizeof(*a));
-    c.modify_qp.attr_addr = attr_addr;
-    c.modify_qp.qp = qp->handle;
-    c.modify_qp.attr_mask = mask;
-    return tv_cmd(h, &c).status;
-}
-
-static void ud_ready(TvQp *qp, uint32_t qkey)
-{
-    struct rnic_qp_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = RNIC_QPS_INIT;
-    a.port_num = 1;
-    a.qkey = qkey;
-    CHECK(modify(qp, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX | RNIC_QP_QKEY |
-                 (qp->type == RNIC_QPT_UD ? RNIC_QP_PORT : 0)) == RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTR;
-    CHECK(modify(qp, &a, RNIC_QP_STATE) == RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTS;
-    CHECK(modify(qp, &a, RNIC_QP_STATE | RNIC_QP_SQ_PSN) == RNIC_ST_OK);
-}
-
+/* The RC QP from any state to RTS again, its rings empty. */
 static void rc_connect(void)
 {
-    struct rnic_qp_attr a;
+    struct rnic_qp_attr a = { .qp_state = RNIC_QPS_RESET };
+    TvRcPath p = {
+        .dest_qpn = PEER_QPN,
+        .psn = PSN0,
+        .mtu = RNIC_MTU_256,
+        .timeout = 1,
+        .retry_cnt = 1,
+        .rnr_retry = 1,
+        .rd_atomic = 4,
+        .access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
+                  RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC,
+    };
 
-    memset(&a, 0, sizeof(a));
-    a.qp_state = RNIC_QPS_RESET;
-    modify(rc, &a, RNIC_QP_STATE);
+    tv_modify(h, rc, &a, RNIC_QP_STATE);
     rc->sq_prod = rc->rq_prod = 0;
-    a.qp_state = RNIC_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
-                        RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC;
-    CHECK(modify(rc, &a, RNIC_QP_STATE | RNIC_QP_PKEY_INDEX |
-                    RNIC_QP_PORT | RNIC_QP_ACCESS_FLAGS) == RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTR;
-    a.path_mtu = RNIC_MTU_256;
-    a.dest_qp_num = PEER_QPN;
-    a.rq_psn = PSN0;
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = 1;
-    memcpy(a.av.dgid, peer_gid, 16);
-    CHECK(modify(rc, &a, RNIC_QP_STATE | RNIC_QP_AV |
-                    RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN |
-                    RNIC_QP_MAX_DEST_RD_ATOMIC | RNIC_QP_MIN_RNR_TIMER) ==
-          RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTS;
-    a.timeout = 1;
-    a.retry_cnt = 1;
-    a.rnr_retry = 1;
-    a.sq_psn = PSN0;
-    a.max_rd_atomic = 4;
-    CHECK(modify(rc, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
-                    RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY | RNIC_QP_SQ_PSN |
-                    RNIC_QP_MAX_QP_RD_ATOMIC) == RNIC_ST_OK);
+    memcpy(p.dgid, peer_gid, 16);
+    tv_rc_connect_path(h, rc, &p);
 }
 
 /* Receives posted so that SENDs and UD datagrams have somewhere to go. */
@@ -136,9 +94,9 @@ static void ud_restart(TvQp *qp, uint32_t qkey)
     }
     memset(&a, 0, sizeof(a));
     a.qp_state = RNIC_QPS_RESET;
-    modify(qp, &a, RNIC_QP_STATE);
+    tv_modify(h, qp, &a, RNIC_QP_STATE);
     qp->sq_prod = qp->rq_prod = 0;
-    ud_ready(qp, qkey);
+    tv_ud_ready(h, qp, qkey);
 }
 
 static void setup(void)
@@ -148,7 +106,8 @@ static void setup(void)
     rnic_engine_config_defaults(&cfg);
     h = test_host_new_sized(&cfg, 8u << 20);
     tv_enable(h, 6);
-    attr_addr = test_alloc(h, sizeof(struct rnic_qp_attr), 64);
+    /* one staging buffer for every MODIFY_QP (no leak per input) */
+    h->modify_attr = test_alloc(h, sizeof(struct rnic_qp_attr), 64);
     ctx0 = tv_net_ctx(h, 0);
     ctx9 = tv_net_ctx(h, 9);
     tv_gid(h, 0, ctx0, 1);
@@ -166,8 +125,8 @@ static void setup(void)
     ud = tv_qp(h, RNIC_QPT_UD, pd0, cq, cq, NULL, 4, 0);
     gsi = tv_qp(h, RNIC_QPT_GSI, pd9, cq, cq, NULL, 4, 0);
     rc_connect();
-    ud_ready(ud, 0x1234);
-    ud_ready(gsi, RNIC_GSI_QKEY);
+    tv_ud_ready(h, ud, 0x1234);
+    tv_ud_ready(h, gsi, RNIC_GSI_QKEY);
 }
 
 static uint16_t ld_be16(const uint8_t *p)

@@ -42,6 +42,7 @@ typedef struct TestHost {
     uint64_t aq, acq;
     uint32_t aq_log2, aq_tail, acq_head;
     uint16_t next_cmd_id;
+    uint64_t modify_attr;       /* tv_modify's staging buffer, 0: none */
 } TestHost;
 
 TestHost *test_host_new(const RnicEngineConfig *cfg);  /* NULL: defaults */

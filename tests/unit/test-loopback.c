@@ -10,10 +10,8 @@
 static void expect_cqe(TestHost *h, TvCq *cq, uint64_t wr_id, uint8_t opcode,
                        uint8_t status, uint32_t byte_len)
 {
-    struct rnic_cqe c = tv_poll_one(h, cq);
+    struct rnic_cqe c = tv_expect_status(h, cq, wr_id, status);
 
-    g_assert_cmphex(c.wr_id, ==, wr_id);
-    g_assert_cmpuint(c.status, ==, status);
     if (status == RNIC_WC_SUCCESS) {
         g_assert_cmphex(c.opcode, ==, opcode);
         g_assert_cmpuint(c.byte_len, ==, byte_len);

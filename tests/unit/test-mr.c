@@ -315,17 +315,6 @@ static void test_dereg(TvFixture *f, gconstpointer cfg)
     tv_expect_status(h, p->cqa, 1, RNIC_WC_REM_ACCESS_ERR);
 }
 
-static uint32_t alloc_mr(TestHost *h, uint32_t pd, uint32_t npages,
-                         uint8_t key)
-{
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
-
-    c.mr.pd = pd;
-    c.mr.npages = npages;
-    c.mr.key = key;
-    return tv_cmd_ok(h, &c);
-}
-
 static uint8_t dereg_flags(TestHost *h, uint32_t stag, uint32_t ctx,
                            uint32_t flags)
 {
@@ -346,7 +335,7 @@ static void test_dereg_any_key(TvFixture *f, gconstpointer cfg)
 {
     TvPair *p = f->p;
     TestHost *h = p->d;
-    uint32_t stag = alloc_mr(h, p->pd, 4, 0x40);
+    uint32_t stag = tv_alloc_mr(h, p->pd, 4, 0x40);
     uint32_t newkey = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x41);
     struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
     struct rnic_sq_wqe w = tv_wqe(7, RNIC_WR_REG_MR, 0);
@@ -375,30 +364,6 @@ static void test_dereg_any_key(TvFixture *f, gconstpointer cfg)
                      RNIC_ST_OK);
 }
 
-/* Fast-register 'npages' pages starting at guest 'base' as iova 'iova'. */
-static struct rnic_sq_wqe fastreg_wqe(TestHost *h, uint64_t wr_id,
-                                      uint32_t stag, uint64_t iova,
-                                      uint64_t base, uint32_t npages,
-                                      uint32_t access)
-{
-    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_REG_MR, 0);
-    uint64_t pbl = test_alloc(h, 8 * npages, 8);
-    uint64_t *l = test_ptr(h, pbl);
-    uint32_t i;
-
-    for (i = 0; i < npages; i++) {
-        l[i] = GUINT64_TO_LE(base + (uint64_t)i * 4096);
-    }
-    w.reg.iova = iova;
-    w.reg.length = (uint64_t)npages * 4096;
-    w.reg.pbl_addr = pbl;
-    w.reg.stag = stag;
-    w.reg.access = access;
-    w.reg.npages = npages;
-    w.reg.page_shift = 12;
-    return w;
-}
-
 /*
  * F10: fast registration names guest-physical pages, so ALLOC_MR and the
  * REG_MR work request are the kernel's only: a user context's ALLOC_MR
@@ -414,7 +379,7 @@ static void test_fast_reg_kernel_only(TvFixture *f, gconstpointer cfg)
     TvCq *ucq = tv_cq(h, 6, RNIC_HANDLE_NONE, uctx);
     TvQp *uqp = tv_qp(h, RNIC_QPT_RC, upd, ucq, ucq, NULL, 5, uctx);
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR, .uctx = uctx };
-    uint32_t kstag = alloc_mr(h, p->pd, 4, 0x20);
+    uint32_t kstag = tv_alloc_mr(h, p->pd, 4, 0x20);
     uint8_t gid[16];
     struct rnic_sq_wqe w;
     struct rnic_cqe cqe;
@@ -425,8 +390,8 @@ static void test_fast_reg_kernel_only(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_PERMISSION);
     tv_gid_bytes(gid, p->ctx, 2);
     tv_rc_connect(h, uqp, 0, gid, p->b->qpn);
-    w = fastreg_wqe(h, 9, RNIC_STAG(RNIC_STAG_INDEX(kstag), 0x22), 0x9000,
-                    p->bufa, 1, RNIC_ACCESS_ALL);
+    w = tv_fast_reg_wqe(h, 9, RNIC_STAG(RNIC_STAG_INDEX(kstag), 0x22),
+                        0x9000, p->bufa, 1, RNIC_ACCESS_ALL);
     tv_post_send(h, uqp, &w, NULL, NULL);
     cqe = tv_poll_one(h, ucq);
     g_assert_cmphex(cqe.wr_id, ==, 9);
@@ -441,7 +406,7 @@ static void test_fast_reg(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    uint32_t stag = alloc_mr(h, p->pd, 8, 0x10);
+    uint32_t stag = tv_alloc_mr(h, p->pd, 8, 0x10);
     uint32_t stag2 = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x11);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
     struct rnic_sq_wqe w, fr;
@@ -460,14 +425,14 @@ static void test_fast_reg(void)
 
     p = tv_pair_new(NULL);
     h = p->d;
-    stag = alloc_mr(h, p->pd, 8, 0x10);
+    stag = tv_alloc_mr(h, p->pd, 8, 0x10);
     stag2 = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x11);
     target = test_alloc(h, 4 * 4096, 4096);
     s = tv_sge(p->bufa, 4096, p->mra);
     memset(test_ptr(h, p->bufa), 0xab, 4096);
     /* b registers 4 pages under a new key, on its own send queue */
-    fr = fastreg_wqe(h, 2, stag2, 0x40000000, target, 4,
-                     RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE);
+    fr = tv_fast_reg_wqe(h, 2, stag2, 0x40000000, target, 4,
+                         RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE);
     tv_post_send(h, p->b, &fr, NULL, NULL);
     c = tv_expect_status(h, p->cqb, 2, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.opcode, ==, RNIC_WC_REG_MR);
@@ -483,8 +448,8 @@ static void test_fast_reg(void)
     g_assert_cmpmem(test_ptr(h, target + 4096), 4096, test_ptr(h, p->bufa),
                     4096);
     /* registering again while valid: local protection error */
-    fr = fastreg_wqe(h, 4, stag2, 0x40000000, target, 4,
-                     RNIC_ACCESS_LOCAL_WRITE);
+    fr = tv_fast_reg_wqe(h, 4, stag2, 0x40000000, target, 4,
+                         RNIC_ACCESS_LOCAL_WRITE);
     tv_post_send(h, p->b, &fr, NULL, NULL);
     tv_expect_status(h, p->cqb, 4, RNIC_WC_LOC_PROT_ERR);
     tv_pair_free(p);
@@ -494,10 +459,10 @@ static void test_fast_reg_limits(TvFixture *f, gconstpointer cfg)
 {
     TvPair *p = f->p;
     TestHost *h = p->d;
-    uint32_t stag = alloc_mr(h, p->pd, 2, 0x10);
+    uint32_t stag = tv_alloc_mr(h, p->pd, 2, 0x10);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
     /* more pages than allocated for */
-    struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0, target, 3, 0);
+    struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, 1, stag, 0, target, 3, 0);
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
 
     tv_post_send(h, p->b, &fr, NULL, NULL);
@@ -513,11 +478,11 @@ static void test_local_inv(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    uint32_t stag = alloc_mr(h, p->pd, 4, 0x20);
+    uint32_t stag = tv_alloc_mr(h, p->pd, 4, 0x20);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
-    struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0x5000, target, 4,
-                                        RNIC_ACCESS_LOCAL_WRITE |
-                                        RNIC_ACCESS_REMOTE_READ);
+    struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, 1, stag, 0x5000, target, 4,
+                                            RNIC_ACCESS_LOCAL_WRITE |
+                                            RNIC_ACCESS_REMOTE_READ);
     struct rnic_sq_wqe inv = tv_wqe(2, RNIC_WR_LOCAL_INV, 0);
     struct rnic_sq_wqe rd = tv_wqe(3, RNIC_WR_RDMA_READ, 1);
     struct rnic_sge s = tv_sge(p->bufa, 100, p->mra);
@@ -537,10 +502,10 @@ static void test_local_inv(void)
 
     p = tv_pair_new(NULL);
     h = p->d;
-    stag = alloc_mr(h, p->pd, 4, 0x20);
+    stag = tv_alloc_mr(h, p->pd, 4, 0x20);
     target = test_alloc(h, 4 * 4096, 4096);
-    fr = fastreg_wqe(h, 1, stag, 0x5000, target, 4, RNIC_ACCESS_LOCAL_WRITE |
-                     RNIC_ACCESS_REMOTE_READ);
+    fr = tv_fast_reg_wqe(h, 1, stag, 0x5000, target, 4,
+                         RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ);
     tv_post_send(h, p->b, &fr, NULL, NULL);
     tv_expect_status(h, p->cqb, 1, RNIC_WC_SUCCESS);
     s = tv_sge(p->bufa, 100, p->mra);
@@ -567,11 +532,11 @@ static void test_send_with_inv(void)
 {
     TvPair *p = tv_pair_new(NULL);
     TestHost *h = p->d;
-    uint32_t stag = alloc_mr(h, p->pd, 4, 0x30);
+    uint32_t stag = tv_alloc_mr(h, p->pd, 4, 0x30);
     uint64_t target = test_alloc(h, 4 * 4096, 4096);
-    struct rnic_sq_wqe fr = fastreg_wqe(h, 1, stag, 0x9000, target, 4,
-                                        RNIC_ACCESS_LOCAL_WRITE |
-                                        RNIC_ACCESS_REMOTE_WRITE);
+    struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, 1, stag, 0x9000, target, 4,
+                                            RNIC_ACCESS_LOCAL_WRITE |
+                                            RNIC_ACCESS_REMOTE_WRITE);
     struct rnic_sq_wqe si = tv_wqe(2, RNIC_WR_SEND_INV, 1);
     struct rnic_sq_wqe w = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, 64, p->mra);
@@ -617,7 +582,7 @@ static void test_reglog_bounded(TvFixture *f, gconstpointer cfg)
     TestHost *h = p->d;
     RnicEngine *e = h->engine;
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
-    uint32_t stag = alloc_mr(h, p->pd, 1, 1);
+    uint32_t stag = tv_alloc_mr(h, p->pd, 1, 1);
     uint64_t target = test_alloc(h, 4096, 4096);
     int i;
 
@@ -628,7 +593,7 @@ static void test_reglog_bounded(TvFixture *f, gconstpointer cfg)
     }
     for (i = 0; i < 300; i++) {
         uint32_t s2 = RNIC_STAG(RNIC_STAG_INDEX(stag), i);
-        struct rnic_sq_wqe fr = fastreg_wqe(h, i, s2, 0, target, 1, 0);
+        struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, i, s2, 0, target, 1, 0);
         struct rnic_sq_wqe inv = tv_wqe_flags(i, RNIC_WR_LOCAL_INV, 0, 0);
 
         inv.imm_or_inv = s2;

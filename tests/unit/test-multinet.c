@@ -126,17 +126,6 @@ static struct rnic_sq_wqe fast_reg_wqe(uint64_t wr_id, uint32_t stag,
     return w;
 }
 
-static uint32_t alloc_mr(Dev *d, uint32_t pd, uint32_t npages, uint8_t key)
-{
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
-
-    c.mr.pd = pd;
-    c.mr.npages = npages;
-    c.mr.key = key;
-    c.mr.kind = RNIC_MR_KIND_MEM;
-    return tv_cmd_ok(d->h, &c);
-}
-
 static uint8_t dereg(Dev *d, uint32_t stag, uint32_t net_ctx)
 {
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
@@ -311,7 +300,7 @@ static void test_two_nets_fast_reg_invalidate(void)
     g_assert_cmpint(resolve(&d, 0, d.mr, d.buf), ==, RNIC_XLATE_NO_ENTRY);
 
     /* fast-reg MR: invalid everywhere until registered */
-    fr = alloc_mr(&d, d.mpd, 4, 0x20);
+    fr = tv_alloc_mr(d.h, d.mpd, 4, 0x20);
     g_assert_cmpint(resolve(&d, 2, fr, d.buf), ==, RNIC_XLATE_STATE);
     fr2 = RNIC_STAG(RNIC_STAG_INDEX(fr), 0x21);
     region = test_alloc(d.h, 4 * 4096, 4096);
@@ -627,7 +616,7 @@ static void test_migration_roundtrip(void)
     rc_pair(&d, d.mpd, 1, &x10, &y10);
     rc_pair(&d, d.mpd, 2, &x20, &y20);
     u = tv_qp(d.h, RNIC_QPT_UD, d.mpd, d.cq, d.cq, NULL, 4, 0);
-    fr = alloc_mr(&d, d.mpd, 4, 0x30);
+    fr = tv_alloc_mr(d.h, d.mpd, 4, 0x30);
     /* a device without multi-network PDs writes the old sections only */
     {
         TvPair *p = tv_pair_new(NULL);

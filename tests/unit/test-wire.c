@@ -399,39 +399,22 @@ static void rc_connect(Wire *w, int i, TvQp *qp, int ctx, uint32_t dqpn,
                        uint8_t rnr_retry)
 {
     Node *n = &w->n[i], *peer = &w->n[1 - i];
-    struct rnic_qp_attr a;
+    TvRcPath p = {
+        .sgid_index = ctx,      /* GID i is in context i */
+        .dest_qpn = dqpn,
+        .psn = 0xfffff0,        /* PSNs wrap during the tests */
+        .mtu = mtu,
+        .timeout = timeout,
+        .retry_cnt = retry,
+        .rnr_retry = rnr_retry,
+        .rd_atomic = 16,
+        .access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
+                  RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC,
+    };
 
-    memset(&a, 0, sizeof(a));
-    a.qp_state = RNIC_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
-                        RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC;
-    g_assert_cmpuint(tv_modify(n->h, qp, &a, RNIC_QP_STATE |
-                               RNIC_QP_PKEY_INDEX | RNIC_QP_PORT |
-                               RNIC_QP_ACCESS_FLAGS), ==, RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTR;
-    a.path_mtu = mtu;
-    a.dest_qp_num = dqpn;
-    a.rq_psn = 0xfffff0;        /* PSNs wrap during the tests */
-    a.max_dest_rd_atomic = 16;
-    a.min_rnr_timer = 1;
-    a.av.sgid_index = ctx;      /* GID i is in context i */
-    tv_gid_bytes(a.av.dgid, peer->ctx[ctx], i == 0 ? 2 : 1);
-    memcpy(a.av.dmac, peer->mac, 6);
-    g_assert_cmpuint(tv_modify(n->h, qp, &a, RNIC_QP_STATE | RNIC_QP_AV |
-                               RNIC_QP_PATH_MTU | RNIC_QP_DEST_QPN |
-                               RNIC_QP_RQ_PSN | RNIC_QP_MAX_DEST_RD_ATOMIC |
-                               RNIC_QP_MIN_RNR_TIMER), ==, RNIC_ST_OK);
-    a.qp_state = RNIC_QPS_RTS;
-    a.timeout = timeout;
-    a.retry_cnt = retry;
-    a.rnr_retry = rnr_retry;
-    a.sq_psn = 0xfffff0;
-    a.max_rd_atomic = 16;
-    g_assert_cmpuint(tv_modify(n->h, qp, &a, RNIC_QP_STATE | RNIC_QP_TIMEOUT |
-                               RNIC_QP_RETRY_CNT | RNIC_QP_RNR_RETRY |
-                               RNIC_QP_SQ_PSN | RNIC_QP_MAX_QP_RD_ATOMIC), ==,
-                     RNIC_ST_OK);
+    tv_gid_bytes(p.dgid, peer->ctx[ctx], i == 0 ? 2 : 1);
+    memcpy(p.dmac, peer->mac, 6);
+    tv_rc_connect_path(n->h, qp, &p);
 }
 
 /* RC QPs a (node 0) <-> b (node 1) in context 'ctx'. */
