@@ -870,11 +870,6 @@ static void op_mem_write(Prog *g)
     }
 }
 
-static uint16_t ld_be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 /* A frame from the peer: built from fields, or raw bytes (ICRC fixed). */
 static void op_frame(Prog *g)
 {
@@ -889,15 +884,7 @@ static void op_frame(Prog *g)
         len = MIN(len, (size_t)(g->end - g->p));
         memcpy(f, g->p, len);
         g->p += len;
-        if (rnic_roce_decode(f, len, &hd) == RNIC_ROCE_ERR_ICRC) {
-            uint8_t *ip = f + hd.l3_offset;
-            size_t ip_len = hd.ipv6 ? RNIC_ROCE_IPV6_HLEN + ld_be16(ip + 4) :
-                            ld_be16(ip + 2);
-            uint32_t crc = rnic_roce_icrc(ip, hd.ipv6,
-                                          ip_len - RNIC_ROCE_ICRC_LEN);
-
-            memcpy(ip + ip_len - RNIC_ROCE_ICRC_LEN, &crc, 4);
-        }
+        fuzz_fix_icrc(f, len);
         receive(f, len);
         return;
     }
@@ -1125,7 +1112,7 @@ static void write_seeds(const char *dir)
         seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
         seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
     }
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     /* + a receive on QP 1 and a SEND, a READ, an atomic on QP 0 */
     emit(b, 10, OP_SEND, 0, 1, 1, 1, 0, 1, 0, 0, 0);
     emit(b, 1, OP_RUN);
@@ -1133,12 +1120,12 @@ static void write_seeds(const char *dir)
     emit(b, 12, OP_SEND, 1, 0, 2, RNIC_WR_RDMA_READ, 1, 1, 0xff, 0xff, 0xff,
          0xff, 1);
     emit(b, 4, OP_RUN, OP_STEP, 10, OP_RUN);
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     /* + an MSI aimed at DEV_CTRL (RESET) and a retransmit timeout */
     emit(b, 2, OP_MSI, 0x80 | 1 << 3 | 1);
     emit(b, 12, OP_SEND, 1, 0, 3, RNIC_WR_SEND, 1, 1, 0, 0, 0, 0, 0);
     emit(b, 5, OP_RUN, OP_STEP, 23, OP_STEP, 23);
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 
     /* UD: two QPs, frames from the wire to them and a structured READ */
@@ -1151,7 +1138,7 @@ static void write_seeds(const char *dir)
     emit(b, 10, OP_SEND, 0, 0, 1, 1, 0, 1, 0, 0, 0);
     emit(b, 11, OP_FRAME, 0, 2, 0, 0, 0x64, 0, 0, 0, 0, 0);
     emit(b, 3, OP_RUN, OP_STEP, 5);
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 
     /* RC toward the peer (host 3): requests out, answers in */
@@ -1165,7 +1152,7 @@ static void write_seeds(const char *dir)
     emit(b, 13, OP_FRAME, 0, 2, 0, 0x0d, 0, 100, 0, 0, 0, 0, 0, 0);
     emit(b, 13, OP_FRAME, 0, 2, 0, 0x11, 0, 101, 0, 0, 0, 0, 0, 0);
     emit(b, 4, OP_RUN, OP_STEP, 20, OP_RUN);
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 
     /* Ethernet: rings, descriptors, TX and RX */
@@ -1181,14 +1168,13 @@ static void write_seeds(const char *dir)
     emit(b, 6, OP_REG, 13, 4, 0, 0, 0);
     emit(b, 6, OP_REG, 12, 4, 0, 0, 0);
     emit(b, 1, OP_RUN);
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     g_byte_array_unref(b);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     RnicEngineConfig cfg;
-    const char *dir = fuzz_seed_dir(*argc, *argv);
 
     rnic_engine_config_defaults(&cfg);
     cfg.max_qp = 64;
@@ -1198,8 +1184,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.max_srq = 16;
     H.ram = g_malloc0(RAM_SIZE);
     H.e = rnic_engine_new(&cfg, &host_ops, NULL);
-    if (dir) {
-        write_seeds(dir);
-    }
+    fuzz_seeds(*argc, *argv, write_seeds);
     return 0;
 }

@@ -64,11 +64,7 @@ static void write_seeds(const char *dir)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *dir = fuzz_seed_dir(*argc, *argv);
-
-    if (dir) {
-        write_seeds(dir);
-    }
+    fuzz_seeds(*argc, *argv, write_seeds);
     return 0;
 }
 

@@ -45,11 +45,6 @@ static void fuzz_config(RnicEngineConfig *cfg)
     cfg->max_srq = 32;
 }
 
-static void write_seed(const char *dir, const char *name, GByteArray *b)
-{
-    fuzz_write_seed(dir, b->data, b->len);
-}
-
 /*
  * On top of the busy device: a multi-network PD (ABI 1.1) with an MR and a
  * fast-reg MR, bound to context 'ctx' by two RC QPs, and a UD QP of it in
@@ -76,7 +71,7 @@ static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
     g_free(tv_qp(h, RNIC_QPT_UD, mpd, cq, cq, NULL, 2, 0));
     g_byte_array_set_size(b, 0);
     rnic_engine_save(h->engine, b);
-    write_seed(dir, "multi-net", b);
+    fuzz_write_seed_bytes(dir, b);  /* multi-net */
     g_free(x);
     g_free(y);
     g_free(cq);
@@ -194,7 +189,7 @@ static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
     test_host_run(h);
     g_byte_array_set_size(b, 0);
     rnic_engine_save(h->engine, b);
-    write_seed(dir, "zoo", b);
+    fuzz_write_seed_bytes(dir, b);  /* zoo */
     g_free(cq);
     g_free(srq);
 }
@@ -216,10 +211,10 @@ static void write_seeds(const char *dir)
     h = p->d;
 
     rnic_engine_save_config(h->engine, b);
-    write_seed(dir, "config", b);
+    fuzz_write_seed_bytes(dir, b);  /* config */
     g_byte_array_set_size(b, 0);
     rnic_engine_save(h->engine, b);
-    write_seed(dir, "pair", b);
+    fuzz_write_seed_bytes(dir, b);  /* pair */
 
     ctx2 = tv_net_ctx(h, 12);
     tv_gid(h, 4, ctx2, 3);
@@ -245,7 +240,7 @@ static void write_seeds(const char *dir)
     test_host_run(h);
     g_byte_array_set_size(b, 0);
     rnic_engine_save(h->engine, b);
-    write_seed(dir, "busy", b);
+    fuzz_write_seed_bytes(dir, b);  /* busy */
     write_multi_net_seed(dir, h, ctx2, b);
     write_zoo_seed(dir, p, b);
     g_byte_array_unref(b);
@@ -361,11 +356,7 @@ static TestHost *a, *b;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *dir = fuzz_seed_dir(*argc, *argv);
-
-    if (dir) {
-        write_seeds(dir);
-    }
+    fuzz_seeds(*argc, *argv, write_seeds);
     a = fuzz_host();
     b = fuzz_host();
     return 0;
@@ -391,19 +382,6 @@ size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1,
                                  const uint8_t *d2, size_t s2, uint8_t *out,
                                  size_t max_out, unsigned int seed);
 
-static uint32_t ld_le32(const uint8_t *p)
-{
-    return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void st_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = v;
-    p[1] = v >> 8;
-    p[2] = v >> 16;
-    p[3] = v >> 24;
-}
-
 /*
  * Split an image into sections; bytes after the last whole one are a
  * last pseudo-section (*tail). Returns the number of sections, or -1 when
@@ -418,9 +396,9 @@ static int parse_image(const uint8_t *d, size_t size, Sec *secs, Sec *tail)
         return -1;
     }
     while (n < MAX_SECS && size - pos >= SEC_HDR &&
-           ld_le32(d + pos + 4) <= size - pos - SEC_HDR) {
+           fuzz_ld_le32(d + pos + 4) <= size - pos - SEC_HDR) {
         secs[n].p = d + pos;
-        secs[n].len = SEC_HDR + ld_le32(d + pos + 4);
+        secs[n].len = SEC_HDR + fuzz_ld_le32(d + pos + 4);
         pos += secs[n++].len;
     }
     tail->p = d + pos;
@@ -465,7 +443,7 @@ static size_t mutate_payload(uint8_t *data, size_t size, size_t max_size,
     n = MIN(LLVMFuzzerMutate(pl, plen, cap), cap);
     memmove(data + off + SEC_HDR + n, data + off + sec->len, rest);
     memcpy(data + off + SEC_HDR, pl, n);
-    st_le32(data + off + 4, n);
+    fuzz_st_le32(data + off + 4, n);
     g_free(pl);
     return size - plen + n;
 }

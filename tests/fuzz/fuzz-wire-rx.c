@@ -129,32 +129,6 @@ static void setup(void)
     tv_ud_ready(h, gsi, RNIC_GSI_QKEY);
 }
 
-static uint16_t ld_be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-/* A frame that is fine but for its ICRC: write the right one. */
-static void fix_icrc(uint8_t *f, size_t len)
-{
-    RnicRoceHdr hd;
-    size_t ip_len;
-    uint8_t *ip;
-    uint32_t crc;
-
-    if (rnic_roce_decode(f, len, &hd) != RNIC_ROCE_ERR_ICRC) {
-        return;
-    }
-    ip = f + hd.l3_offset;
-    ip_len = hd.ipv6 ? RNIC_ROCE_IPV6_HLEN + ld_be16(ip + 4) : ld_be16(ip + 2);
-    crc = rnic_roce_icrc(ip, hd.ipv6, ip_len - RNIC_ROCE_ICRC_LEN);
-    ip += ip_len - RNIC_ROCE_ICRC_LEN;
-    ip[0] = crc;
-    ip[1] = crc >> 8;
-    ip[2] = crc >> 16;
-    ip[3] = crc >> 24;
-}
-
 /* The requests of the header comment, posted on the freshly connected QP. */
 static void post_requests(void)
 {
@@ -213,7 +187,7 @@ static void add_frame(GByteArray *b, const RnicRoceHdr *hd)
 
 static void flush_seed(const char *dir, GByteArray *b)
 {
-    fuzz_write_seed(dir, b->data, b->len);
+    fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 }
 
@@ -350,18 +324,19 @@ static void write_response_seeds(const char *dir, GByteArray *b)
     flush_seed(dir, b);
 }
 
+static void write_seeds(const char *dir)
+{
+    GByteArray *b = g_byte_array_new();
+
+    write_request_seeds(dir, b);
+    write_response_seeds(dir, b);
+    g_byte_array_unref(b);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *dir = fuzz_seed_dir(*argc, *argv);
-
     setup();
-    if (dir) {
-        GByteArray *b = g_byte_array_new();
-
-        write_request_seeds(dir, b);
-        write_response_seeds(dir, b);
-        g_byte_array_unref(b);
-    }
+    fuzz_seeds(*argc, *argv, write_seeds);
     return 0;
 }
 
@@ -386,7 +361,7 @@ static void receive(const uint8_t *data, size_t size)
         return;
     }
     memcpy(frame, data, size);
-    fix_icrc(frame, size);
+    fuzz_fix_icrc(frame, size);
     iov.iov_base = frame;
     iov.iov_len = size;
     CHECK(rnic_engine_receive(h->engine, &iov, 1));
