@@ -6,7 +6,8 @@
  * ib_device bound to it. Everything the driver tells the device goes
  * through the admin queue (rnic_cmd.c); events arrive on event queues
  * (rnic_eq.c); work requests and completions are rings in guest memory
- * with doorbells in BAR2. The device ABI is include/rnic/rnic-abi.h.
+ * with doorbells in BAR2. The device ABI is include/rnic/rnic-abi.h, the
+ * udata shared with the rdma-core provider include/rnic/rnic-user-abi.h.
  */
 #ifndef RNIC_H
 #define RNIC_H
@@ -26,7 +27,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rnic/rnic-abi.h"
-#include "rnic-user-abi.h"
+#include "rnic/rnic-user-abi.h"
 
 #define RNIC_DRV_NAME		"rnic"
 

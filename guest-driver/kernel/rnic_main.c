@@ -520,10 +520,22 @@ static struct pci_driver rnic_pci_driver = {
 	.remove = rnic_remove,
 };
 
+/* rnic-user-abi.h is ABI with the provider: its struct sizes are fixed. */
+static void __init rnic_user_abi_check(void)
+{
+	BUILD_BUG_ON(sizeof(struct rnic_alloc_ucontext_resp) != 40);
+	BUILD_BUG_ON(sizeof(struct rnic_alloc_pd_resp) != 8);
+	BUILD_BUG_ON(sizeof(struct rnic_create_cq_resp) != 24);
+	BUILD_BUG_ON(sizeof(struct rnic_create_qp_resp) != 72);
+	BUILD_BUG_ON(sizeof(struct rnic_create_srq_resp) != 32);
+	BUILD_BUG_ON(sizeof(struct rnic_create_ah_resp) != 32);
+}
+
 static int __init rnic_init(void)
 {
 	int ret;
 
+	rnic_user_abi_check();
 	rnic_debugfs_root = debugfs_create_dir(RNIC_DRV_NAME, NULL);
 	ret = pci_register_driver(&rnic_pci_driver);
 	if (ret)

@@ -119,7 +119,7 @@ static int rnic_query_port(struct ibv_context *ibctx, uint8_t port,
 
 static struct ibv_pd *rnic_alloc_pd(struct ibv_context *ibctx)
 {
-	struct rnic_alloc_pd_uresp resp = {};
+	struct urnic_alloc_pd_resp resp = {};
 	struct ibv_alloc_pd cmd;
 	struct ibv_pd *pd;
 	int ret;
@@ -191,7 +191,7 @@ static int rnic_dereg_mr(struct verbs_mr *vmr)
 static struct ibv_ah *rnic_create_ah(struct ibv_pd *pd,
 				     struct ibv_ah_attr *attr)
 {
-	struct rnic_create_ah_uresp resp = {};
+	struct urnic_create_ah_resp resp = {};
 	struct rnic_ah *ah;
 	int ret;
 
@@ -210,8 +210,8 @@ static struct ibv_ah *rnic_create_ah(struct ibv_pd *pd,
 		errno = ret;
 		return NULL;
 	}
-	static_assert(sizeof(resp.drv.av) == sizeof(ah->av), "AV size");
-	memcpy(&ah->av, resp.drv.av, sizeof(ah->av));
+	static_assert(sizeof(resp.av) == sizeof(ah->av), "AV size");
+	memcpy(&ah->av, resp.av, sizeof(ah->av));
 	return &ah->ibv_ah;
 }
 
@@ -278,7 +278,7 @@ static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 						int cmd_fd,
 						void *private_data)
 {
-	struct rnic_get_context_uresp resp = {};
+	struct urnic_get_context_resp resp = {};
 	struct ibv_get_context cmd;
 	struct rnic_context *ctx;
 	uint32_t major;
@@ -293,31 +293,31 @@ static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 				sizeof(resp)))
 		goto err;
 
-	major = resp.drv.abi_version >> 16;
+	major = resp.abi_version >> 16;
 	if (major != RNIC_ABI_VERSION_MAJOR) {
 		verbs_err(&ctx->vctx,
 			  "rnic: device ABI %u.%u, this provider knows %u.x\n",
-			  major, resp.drv.abi_version & 0xffff,
+			  major, resp.abi_version & 0xffff,
 			  RNIC_ABI_VERSION_MAJOR);
 		errno = EPROTONOSUPPORT;
 		goto err;
 	}
-	if (resp.drv.db_size < RNIC_DB_CQ + sizeof(uint64_t)) {
+	if (resp.db_size < RNIC_DB_CQ + sizeof(uint64_t)) {
 		verbs_err(&ctx->vctx, "rnic: doorbell page of %u bytes\n",
-			  resp.drv.db_size);
+			  resp.db_size);
 		errno = EINVAL;
 		goto err;
 	}
-	ctx->uctx = resp.drv.uctx;
-	ctx->max_qp_wr = resp.drv.max_qp_wr;
-	ctx->max_sge = resp.drv.max_sge;
-	ctx->max_inline = resp.drv.max_inline;
-	ctx->max_cqe = resp.drv.max_cqe;
-	ctx->max_srq_wr = resp.drv.max_srq_wr;
-	ctx->abi_version = resp.drv.abi_version;
-	ctx->db_size = resp.drv.db_size;
+	ctx->uctx = resp.uctx;
+	ctx->max_qp_wr = resp.max_qp_wr;
+	ctx->max_sge = resp.max_sge;
+	ctx->max_inline = resp.max_inline;
+	ctx->max_cqe = resp.max_cqe;
+	ctx->max_srq_wr = resp.max_srq_wr;
+	ctx->abi_version = resp.abi_version;
+	ctx->db_size = resp.db_size;
 	ctx->db_page = mmap(NULL, ctx->db_size, PROT_WRITE, MAP_SHARED, cmd_fd,
-			    resp.drv.db_key);
+			    resp.db_key);
 	if (ctx->db_page == MAP_FAILED) {
 		verbs_err(&ctx->vctx,
 			  "rnic: cannot map the doorbell page: %m\n");

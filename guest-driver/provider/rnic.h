@@ -8,7 +8,8 @@
  * doorbell page (BAR2), completions are polled by the CQE owner bit.
  *
  * Device formats: include/rnic/rnic-abi.h (docs/spec.md, "Work queues").
- * Kernel <-> provider udata: guest-driver/kernel/rnic-user-abi.h.
+ * Kernel <-> provider udata: include/rnic/rnic-user-abi.h; the uverbs
+ * commands that carry it: rnic-abi.h of this directory.
  */
 #ifndef RNIC_PROVIDER_H
 #define RNIC_PROVIDER_H
@@ -21,42 +22,12 @@
 #include <stdint.h>
 
 #include <infiniband/driver.h>
-#include <infiniband/kern-abi.h>
 #include <util/mmio.h>
 #include <util/udma_barrier.h>
 #include <util/util.h>
 
-#include <rnic/rnic-abi.h>
-#include "rnic-user-abi.h"
-
-/* ---------------------------------------------------------------------- */
-/* uverbs commands with the rnic udata (core part first, then ours)        */
-/* ---------------------------------------------------------------------- */
-
-#define RNIC_UDATA_RESP(_name, _core, _drv)                                    \
-	struct _name {                                                         \
-		struct _core ibv_resp;                                         \
-		struct _drv drv;                                               \
-	};                                                                     \
-	static_assert(offsetof(struct _name, drv) == sizeof(struct _core),     \
-		      #_name ": no padding between core and driver data")
-
-RNIC_UDATA_RESP(rnic_get_context_uresp, ib_uverbs_get_context_resp,
-		rnic_alloc_ucontext_resp);
-RNIC_UDATA_RESP(rnic_alloc_pd_uresp, ib_uverbs_alloc_pd_resp,
-		rnic_alloc_pd_resp);
-RNIC_UDATA_RESP(rnic_create_cq_uresp, ib_uverbs_create_cq_resp,
-		rnic_create_cq_resp);
-RNIC_UDATA_RESP(rnic_create_cq_ex_uresp, ib_uverbs_ex_create_cq_resp,
-		rnic_create_cq_resp);
-RNIC_UDATA_RESP(rnic_resize_cq_uresp, ib_uverbs_resize_cq_resp,
-		rnic_create_cq_resp);
-RNIC_UDATA_RESP(rnic_create_qp_uresp, ib_uverbs_create_qp_resp,
-		rnic_create_qp_resp);
-RNIC_UDATA_RESP(rnic_create_srq_uresp, ib_uverbs_create_srq_resp,
-		rnic_create_srq_resp);
-RNIC_UDATA_RESP(rnic_create_ah_uresp, ib_uverbs_create_ah_resp,
-		rnic_create_ah_resp);
+#include <rnic/rnic-abi.h>	/* the device */
+#include "rnic-abi.h"		/* the uverbs commands */
 
 /* ---------------------------------------------------------------------- */
 /* Objects                                                                */

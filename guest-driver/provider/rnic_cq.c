@@ -418,7 +418,7 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ibctx, int cqe,
 			      struct ibv_comp_channel *channel,
 			      int comp_vector)
 {
-	struct rnic_create_cq_uresp resp = {};
+	struct urnic_create_cq_resp resp = {};
 	struct ibv_create_cq cmd;
 	struct rnic_cq *cq;
 	int ret;
@@ -431,7 +431,7 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ibctx, int cqe,
 				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
-	ret = rnic_cq_init(ibctx, cq, &resp.drv, cqe);
+	ret = rnic_cq_init(ibctx, cq, &resp.drv_payload, cqe);
 	if (ret)
 		goto err_destroy;
 	return &cq->vcq.cq;
@@ -447,7 +447,7 @@ err_free:
 struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr)
 {
-	struct rnic_create_cq_ex_uresp resp = {};
+	struct urnic_create_cq_ex_resp resp = {};
 	struct ibv_cq_init_attr_ex kattr;
 	struct ibv_create_cq_ex cmd;
 	struct rnic_cq *cq;
@@ -470,7 +470,7 @@ struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ibctx,
 				   &resp.ibv_resp, sizeof(resp), 0);
 	if (ret)
 		goto err_free;
-	ret = rnic_cq_init(ibctx, cq, &resp.drv, attr->cqe);
+	ret = rnic_cq_init(ibctx, cq, &resp.drv_payload, attr->cqe);
 	if (ret)
 		goto err_destroy;
 	cq->single_threaded =
@@ -490,7 +490,7 @@ err_free:
 int rnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct rnic_cq *cq = to_rcq(ibcq);
-	struct rnic_resize_cq_uresp resp = {};
+	struct urnic_resize_cq_resp resp = {};
 	struct ibv_resize_cq cmd;
 	struct rnic_cqe *ring;
 	int ret;
@@ -504,22 +504,22 @@ int rnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 				sizeof(resp));
 	if (ret)
 		goto out;
-	if (!rnic_cq_resp_ok(&resp.drv) || resp.drv.cq_handle != cq->handle ||
-	    resp.drv.entries < (uint32_t)cqe) {
+	if (!rnic_cq_resp_ok(&resp.drv_payload) ||
+	    resp.cq_handle != cq->handle || resp.entries < (uint32_t)cqe) {
 		ret = EINVAL;
 		goto out;
 	}
 	/* the device writes only the new ring now, same indexes */
-	ring = rnic_mmap_ring(ibcq->context, resp.drv.ring_key,
-			      resp.drv.ring_size);
+	ring = rnic_mmap_ring(ibcq->context, resp.ring_key,
+			      resp.ring_size);
 	if (!ring) {
 		ret = errno;
 		goto out;
 	}
 	munmap(cq->ring, cq->ring_size);
 	cq->ring = ring;
-	cq->ring_size = resp.drv.ring_size;
-	rnic_cq_set_size(cq, resp.drv.entries, cqe);
+	cq->ring_size = resp.ring_size;
+	rnic_cq_set_size(cq, resp.entries, cqe);
 out:
 	rnic_cq_unlock(cq);
 	return ret;

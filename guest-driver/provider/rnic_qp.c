@@ -647,7 +647,7 @@ struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ibctx,
 				 struct ibv_qp_init_attr_ex *attr)
 {
 	struct rnic_context *ctx = to_rctx(ibctx);
-	struct rnic_create_qp_uresp resp = {};
+	struct urnic_create_qp_resp resp = {};
 	struct ibv_qp_init_attr_ex kattr;
 	struct ibv_create_qp cmd = {};
 	struct rnic_qp *qp;
@@ -673,7 +673,7 @@ struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ibctx,
 		goto err_free;
 	attr->cap = kattr.cap;
 
-	ret = rnic_qp_init(ibctx, qp, attr, &resp.drv);
+	ret = rnic_qp_init(ibctx, qp, attr, &resp.drv_payload);
 	if (ret)
 		goto err_destroy;
 	ret = rnic_qp_table_insert(ctx, qp);

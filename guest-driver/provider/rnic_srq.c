@@ -64,7 +64,7 @@ int rnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 struct ibv_srq *rnic_create_srq(struct ibv_pd *pd,
 				struct ibv_srq_init_attr *attr)
 {
-	struct rnic_create_srq_uresp resp = {};
+	struct urnic_create_srq_resp resp = {};
 	struct ibv_create_srq cmd = {};
 	struct rnic_srq *srq;
 	int ret;
@@ -76,14 +76,13 @@ struct ibv_srq *rnic_create_srq(struct ibv_pd *pd,
 				 &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
-	srq->handle = resp.drv.srq_handle;
-	ret = rnic_wq_init(pd->context, &srq->wq, resp.drv.ring_key,
-			   resp.drv.ring_size, resp.drv.entries,
-			   resp.drv.wqe_shift, RNIC_RQ_WQE_SHIFT_MIN,
-			   resp.drv.max_sge);
+	srq->handle = resp.srq_handle;
+	ret = rnic_wq_init(pd->context, &srq->wq, resp.ring_key, resp.ring_size,
+			   resp.entries, resp.wqe_shift, RNIC_RQ_WQE_SHIFT_MIN,
+			   resp.max_sge);
 	if (ret)
 		goto err_destroy;
-	srq->done = bitmap_alloc0(resp.drv.entries);
+	srq->done = bitmap_alloc0(resp.entries);
 	if (!srq->done) {
 		ret = ENOMEM;
 		goto err_fini;

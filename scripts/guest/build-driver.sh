@@ -73,7 +73,7 @@ grep -E 'warning:' "$out/build.log" >&2 || true
 cp "$out/src/rnic.ko" "$out/src/test/rnic_ktest.ko" "$out/"
 # The provider-less user-space test, static (the guest's libc is trixie's).
 mkdir -p "$out/root/usr/bin"
-gcc -static -O2 -Wall -Werror -I"$top/include" -I"$top/guest-driver/kernel" \
+gcc -static -O2 -Wall -Werror -I"$top/include" \
     -o "$out/root/usr/bin/rnic-uverbs-test" "$top/guest-driver/kernel/test/rnic_uverbs_test.c"
 log "built rnic.ko and rnic_ktest.ko for $KVER in $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s"
 [ $build_image = 1 ] || exit 0

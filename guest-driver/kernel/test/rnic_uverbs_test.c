@@ -3,7 +3,7 @@
  * rnic-uverbs-test: the user-space path of rnic.ko without a provider.
  *
  * Talks to /dev/infiniband/uverbsN with the uverbs write() commands and the
- * driver's udata (rnic-user-abi.h), maps the doorbell page and the rings
+ * driver's udata (rnic/rnic-user-abi.h), maps the doorbell page and the rings
  * the kernel hands out, and then does what a provider does: writes WQEs
  * into the mmapped send/receive queues, rings doorbells in its own page and
  * polls the mmapped CQ. One RC QP connected to itself (RoCE loopback in the
@@ -32,7 +32,7 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "rnic/rnic-abi.h"
-#include "rnic-user-abi.h"
+#include "rnic/rnic-user-abi.h"
 
 #define FAIL(...) do { fprintf(stderr, "uverbs: FAIL: " __VA_ARGS__); \
 		       fputc('\n', stderr); exit(1); } while (0)

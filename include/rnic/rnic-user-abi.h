@@ -2,15 +2,23 @@
 /*
  * rnic: the private ABI between the kernel driver (rnic.ko) and its
  * rdma-core provider (librnic), carried in the udata of uverbs commands.
+ * A uapi header, as the kernel's include/uapi/rdma/<driver>-abi.h: only
+ * <linux/types.h> types, nothing of the kernel's internals.
  *
  * The provider maps every ring with mmap() at the 'key' the kernel returns
  * (an rdma_user_mmap_entry offset) and rings doorbells in the one 4 KiB
  * doorbell page of its context. The ring and WQE/CQE formats are those of
- * the device ABI, include/rnic/rnic-abi.h.
+ * the device ABI, rnic-abi.h.
  *
  * Layout rules: fixed-width types, 64-bit fields 8-byte aligned, explicit
  * padding, sizes multiple of 8. Responses may grow at the end (the kernel
- * copies min(outlen, sizeof)); requests likewise.
+ * copies min(outlen, sizeof)); requests likewise. The sizes are checked in
+ * rnic.ko (rnic_main.c) and, with the uverbs core part, by the provider's
+ * DECLARE_DRV_CMD (guest-driver/provider/rnic-abi.h).
+ *
+ * The provider's build turns each struct into a _STRUCT_<name> macro with
+ * rdma-core's buildlib/make_abi_structs.py, which reads this file line by
+ * line: inside a struct, a comment opens and closes on the same line.
  */
 #ifndef RNIC_USER_ABI_H
 #define RNIC_USER_ABI_H
