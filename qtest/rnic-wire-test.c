@@ -1378,17 +1378,6 @@ static void raw_no_answer(Raw *t)
     g_assert_false(raw_recv(t, &h, 50));
 }
 
-/* Send 'h': dropped for receive error 'stat', no answer. */
-static void raw_send_dropped(Raw *t, const RnicRoceHdr *h, unsigned stat)
-{
-    Snap sn;
-
-    snap(t, &sn);
-    raw_send(t, h);
-    raw_no_answer(t);
-    raw_delta(t, &sn, stat, 1);
-}
-
 /* Guard pages intact, the registered page as expected. */
 static void raw_check_memory(Raw *t, const uint8_t *target)
 {
@@ -1426,6 +1415,154 @@ static void ipv4_csum(uint8_t *ip)
     put_be16(ip + 10, ~sum);
 }
 
+/*
+ * The frames the device drops, each counted under its reason. Frame 'i'
+ * (of 'frames') of a case is the valid WRITE with its header edited by
+ * 'hdr', then encoded, then its bytes edited by 'bytes' (which returns
+ * the length to send); either edit may be NULL.
+ */
+typedef struct RawDrop {
+    const char *name;
+    void (*hdr)(RnicRoceHdr *h, unsigned i);
+    size_t (*bytes)(uint8_t *f, size_t len, unsigned i);
+    unsigned frames;
+    unsigned stat;              /* goes up by 'frames' (RX_DROPPED too) */
+} RawDrop;
+
+/* In the BTH, in the RETH, before the end of the ICRC. */
+static size_t drop_truncated(uint8_t *f, size_t len, unsigned i)
+{
+    const size_t cut[] = { 14 + 20 + 8 + 6, 14 + 20 + 8 + 12 + 10, len - 2 };
+
+    return cut[i];
+}
+
+/*
+ * IPv4 total length beyond the frame, UDP length short, UDP length not a
+ * multiple of 4 for the payload (pad), bad IPv4 header checksum, IPv4
+ * options.
+ */
+static size_t drop_lengths(uint8_t *f, size_t len, unsigned i)
+{
+    switch (i) {
+    case 0:
+        put_be16(f + 14 + 2, len - 14 + 40);
+        ipv4_csum(f + 14);
+        return len;
+    case 1:
+        put_be16(f + 14 + 20 + 4, (f[14 + 20 + 4] << 8 | f[14 + 20 + 5]) - 8);
+        return len;
+    case 2:
+        put_be16(f + 14 + 2, (f[16] << 8 | f[17]) - 2);
+        put_be16(f + 14 + 20 + 4, (f[14 + 20 + 4] << 8 | f[14 + 20 + 5]) - 2);
+        ipv4_csum(f + 14);
+        return len;
+    case 3:
+        f[14 + 10] ^= 0x55;
+        return len;
+    default:
+        memmove(f + 14 + 24, f + 14 + 20, len - 14 - 20);
+        memset(f + 14 + 20, 1, 4);                  /* 4 NOP options */
+        f[14] = 0x46;
+        put_be16(f + 14 + 2, (f[16] << 8 | f[17]) + 4);
+        ipv4_csum(f + 14);
+        return len + 4;
+    }
+}
+
+static size_t drop_icrc(uint8_t *f, size_t len, unsigned i)
+{
+    f[len - 10] ^= 0x01;
+    return len;
+}
+
+static void drop_qpn(RnicRoceHdr *h, unsigned i)
+{
+    h->dest_qp = 0x777;
+}
+
+static void drop_net(RnicRoceHdr *h, unsigned i)
+{
+    h->vlan_present = true;
+    h->vlan_id = 7;
+}
+
+static void drop_gid(RnicRoceHdr *h, unsigned i)
+{
+    h->vlan_present = true;
+    h->vlan_id = 5;
+}
+
+static void drop_pkey(RnicRoceHdr *h, unsigned i)
+{
+    h->pkey = 0x1234;
+}
+
+static void drop_addr(RnicRoceHdr *h, unsigned i)
+{
+    h->sgid[15] = PEER_HOST - 1;
+}
+
+/* A UD opcode to an RC QP, a UC opcode, a CNP. */
+static void drop_opcode(RnicRoceHdr *h, unsigned i)
+{
+    static const uint8_t op[] = {
+        RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_UD, RNIC_ROCE_OP_SEND_ONLY),
+        RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_UC, RNIC_ROCE_OP_RDMA_WRITE_ONLY),
+        RNIC_ROCE_OPCODE_CNP,
+    };
+
+    h->opcode = op[i];
+    if (h->opcode == RNIC_ROCE_OPCODE_CNP) {
+        h->payload_len = 0;
+    }
+}
+
+static const RawDrop raw_drops[] = {
+    { "truncated", NULL, drop_truncated, 3, RNIC_STAT_RX_ERR_HEADER },
+    { "bad lengths", NULL, drop_lengths, 5, RNIC_STAT_RX_ERR_HEADER },
+    { "ICRC", NULL, drop_icrc, 1, RNIC_STAT_RX_ERR_ICRC },
+    { "no such QPN", drop_qpn, NULL, 1, RNIC_STAT_RX_ERR_QPN },
+    { "a VLAN without network context", drop_net, NULL, 1,
+      RNIC_STAT_RX_ERR_NET },
+    { "VLAN 5 (a context) to the GID of context 0", drop_gid, NULL, 1,
+      RNIC_STAT_RX_ERR_GID },
+    { "another P_Key", drop_pkey, NULL, 1, RNIC_STAT_RX_ERR_PKEY },
+    { "not from the QP's peer", drop_addr, NULL, 1, RNIC_STAT_RX_ERR_ADDR },
+    { "UD opcode to an RC QP, UC opcode, CNP", drop_opcode, NULL, 3,
+      RNIC_STAT_RX_ERR_OPCODE },
+};
+
+/* Each case of raw_drops from the valid WRITE 'v': no answer, its count. */
+static void raw_walk_dropped(Raw *t, const RnicRoceHdr *v)
+{
+    uint8_t frame[9000];
+    unsigned c, i;
+    Snap sn;
+
+    for (c = 0; c < G_N_ELEMENTS(raw_drops); c++) {
+        const RawDrop *r = &raw_drops[c];
+
+        g_test_message("malformed: %s", r->name);
+        snap(t, &sn);
+        for (i = 0; i < r->frames; i++) {
+            RnicRoceHdr h = *v;
+            size_t len;
+
+            if (r->hdr) {
+                r->hdr(&h, i);
+            }
+            len = raw_encode(&h, frame, sizeof(frame));
+            if (r->bytes) {
+                len = r->bytes(frame, len, i);
+            }
+            raw_send_bytes(t, frame, len);
+        }
+        raw_no_answer(t);
+        raw_delta(t, &sn, r->stat, r->frames);
+    }
+}
+
 static void test_malformed(void)
 {
     Raw t;
@@ -1457,98 +1594,8 @@ static void test_malformed(void)
     psn = (psn + 1) & RNIC_ROCE_PSN_MASK;
     v = raw_write(&t, qp, psn, va, t.mr, data, sizeof(data));
 
-    /* truncated: in the BTH, in the RETH, before the end of the ICRC */
-    snap(&t, &sn);
-    len = raw_encode(&v, frame, sizeof(frame));
-    raw_send_bytes(&t, frame, 14 + 20 + 8 + 6);
-    raw_send_bytes(&t, frame, 14 + 20 + 8 + 12 + 10);
-    raw_send_bytes(&t, frame, len - 2);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_HEADER, 3);
-
-    /*
-     * bad lengths: IPv4 total length beyond the frame, UDP length short,
-     * UDP length not a multiple of 4 for the payload (pad), bad IPv4
-     * header checksum, IPv4 options
-     */
-    snap(&t, &sn);
-    len = raw_encode(&v, frame, sizeof(frame));
-    put_be16(frame + 14 + 2, len - 14 + 40);
-    ipv4_csum(frame + 14);
-    raw_send_bytes(&t, frame, len);
-    len = raw_encode(&v, frame, sizeof(frame));
-    put_be16(frame + 14 + 20 + 4, (frame[14 + 20 + 4] << 8 |
-                                   frame[14 + 20 + 5]) - 8);
-    raw_send_bytes(&t, frame, len);
-    len = raw_encode(&v, frame, sizeof(frame));
-    put_be16(frame + 14 + 2, (frame[16] << 8 | frame[17]) - 2);
-    put_be16(frame + 14 + 20 + 4, (frame[14 + 20 + 4] << 8 |
-                                   frame[14 + 20 + 5]) - 2);
-    ipv4_csum(frame + 14);
-    raw_send_bytes(&t, frame, len);
-    len = raw_encode(&v, frame, sizeof(frame));
-    frame[14 + 10] ^= 0x55;
-    raw_send_bytes(&t, frame, len);
-    len = raw_encode(&v, frame, sizeof(frame));
-    memmove(frame + 14 + 24, frame + 14 + 20, len - 14 - 20);
-    memset(frame + 14 + 20, 1, 4);                  /* 4 NOP options */
-    frame[14] = 0x46;
-    put_be16(frame + 14 + 2, (frame[16] << 8 | frame[17]) + 4);
-    ipv4_csum(frame + 14);
-    raw_send_bytes(&t, frame, len + 4);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_HEADER, 5);
-
-    /* ICRC */
-    snap(&t, &sn);
-    len = raw_encode(&v, frame, sizeof(frame));
-    frame[len - 10] ^= 0x01;
-    raw_send_bytes(&t, frame, len);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_ICRC, 1);
-
-    /* no such QPN */
-    h = v;
-    h.dest_qp = 0x777;
-    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_QPN);
-
-    /* a VLAN without network context */
-    h = v;
-    h.vlan_present = true;
-    h.vlan_id = 7;
-    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_NET);
-
-    /* VLAN 5 (a context) to the GID of context 0 */
-    h = v;
-    h.vlan_present = true;
-    h.vlan_id = 5;
-    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_GID);
-
-    /* another P_Key */
-    h = v;
-    h.pkey = 0x1234;
-    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_PKEY);
-
-    /* from an address that is not the QP's peer */
-    h = v;
-    h.sgid[15] = PEER_HOST - 1;
-    raw_send_dropped(&t, &h, RNIC_STAT_RX_ERR_ADDR);
-
-    /* UD opcode to an RC QP, UC opcode, CNP */
-    snap(&t, &sn);
-    h = v;
-    h.opcode = RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_UD,
-                                RNIC_ROCE_OP_SEND_ONLY);
-    raw_send(&t, &h);
-    h.opcode = RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_UC,
-                                RNIC_ROCE_OP_RDMA_WRITE_ONLY);
-    raw_send(&t, &h);
-    h = v;
-    h.opcode = RNIC_ROCE_OPCODE_CNP;
-    h.payload_len = 0;
-    raw_send(&t, &h);
-    raw_no_answer(&t);
-    raw_delta(&t, &sn, RNIC_STAT_RX_ERR_OPCODE, 3);
+    /* the frames that are dropped, each for its reason */
+    raw_walk_dropped(&t, &v);
     raw_check_memory(&t, target);
 
     /* a PSN ahead: one sequence-error NAK for the expected PSN */
