@@ -605,7 +605,7 @@ static void op_admin(Prog *g)
         a->max_rd_atomic = u8(g) % 17;
         a->max_dest_rd_atomic = u8(g) % 17;
         a->port_num = 1;
-        a->qkey = u8(g) & 1 ? RNIC_GSI_QKEY : 0x1234;
+        a->qkey = u8(g) & 1 ? RNIC_ROCE_GSI_QKEY : 0x1234;
         a->rq_psn = u8(g);
         a->sq_psn = u8(g);
         if (u8(g) & 0x80) {     /* a live QP's number, or the peer's */
@@ -710,7 +710,7 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
     } else if (u8(g) & 1) {
         peer = pick_obj(g, K_QP);
         w->ud.remote_qpn = peer ? peer->qpn : 1;
-        w->ud.remote_qkey = u8(g) & 1 ? RNIC_GSI_QKEY : 0x1234;
+        w->ud.remote_qkey = u8(g) & 1 ? RNIC_ROCE_GSI_QKEY : 0x1234;
         gid_of(u8(g), w->ud.av.dgid);
         w->ud.av.sgid_index = u8(g) % 8;
     }
@@ -910,7 +910,7 @@ static void op_frame(Prog *g)
     hd.atomic_eth.rkey = hd.reth.rkey;
     hd.aeth.syndrome = u8(g);
     hd.aeth.msn = u8(g);
-    hd.deth.qkey = mode & 8 ? RNIC_GSI_QKEY : 0x1234;
+    hd.deth.qkey = mode & 8 ? RNIC_ROCE_GSI_QKEY : 0x1234;
     hd.deth.src_qp = u8(g);
     hd.immdt = u32(g);
     hd.ieth.rkey = hd.reth.rkey;

@@ -126,7 +126,7 @@ static void setup(void)
     gsi = tv_qp(h, RNIC_QPT_GSI, pd9, cq, cq, NULL, 4, 0);
     rc_connect();
     tv_ud_ready(h, ud, 0x1234);
-    tv_ud_ready(h, gsi, RNIC_GSI_QKEY);
+    tv_ud_ready(h, gsi, RNIC_ROCE_GSI_QKEY);
 }
 
 /* The requests of the header comment, posted on the freshly connected QP. */
@@ -212,7 +212,7 @@ static void write_request_seeds(const char *dir, GByteArray *b)
         hd.reth.dma_len = 256;
         hd.atomic_eth.va = region + 4096;
         hd.atomic_eth.rkey = mr;
-        hd.deth.qkey = hd.dest_qp == 1 ? RNIC_GSI_QKEY : 0x1234;
+        hd.deth.qkey = hd.dest_qp == 1 ? RNIC_ROCE_GSI_QKEY : 0x1234;
         if (hd.dest_qp == 1) {
             hd.vlan_present = true;
             hd.vlan_id = 9;
@@ -234,7 +234,7 @@ static void add_ack(GByteArray *b, uint32_t psn, uint8_t syndrome,
 {
     RnicRoceHdr hd;
 
-    peer_hdr(&hd, RNIC_OP_RC_ACKNOWLEDGE, psn);
+    peer_hdr(&hd, RNIC_ROCE_RC_ACKNOWLEDGE, psn);
     hd.ack_req = false;
     hd.aeth.syndrome = syndrome;
     hd.aeth.msn = msn;
@@ -249,10 +249,10 @@ static void add_read_resp(GByteArray *b, unsigned first, unsigned last)
     RnicRoceHdr hd;
 
     for (i = first; i <= last && i < n; i++) {
-        uint8_t op = n == 1 ? RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY :
-                     i == 0 ? RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST :
-                     i == n - 1 ? RNIC_OP_RC_RDMA_READ_RESPONSE_LAST :
-                     RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+        uint8_t op = n == 1 ? RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY :
+                     i == 0 ? RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST :
+                     i == n - 1 ? RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST :
+                     RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE;
 
         peer_hdr(&hd, op, READ_PSN + i);
         hd.ack_req = false;
@@ -269,7 +269,7 @@ static void add_atomic_ack(GByteArray *b, uint32_t psn)
 {
     RnicRoceHdr hd;
 
-    peer_hdr(&hd, RNIC_OP_RC_ATOMIC_ACKNOWLEDGE, psn);
+    peer_hdr(&hd, RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE, psn);
     hd.ack_req = false;
     hd.aeth.syndrome = RNIC_ROCE_AETH_CREDIT_INVALID;
     hd.aeth.msn = 2;
@@ -395,7 +395,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(fuzz_all_bytes(g, 4096, GUARD));
     CHECK(fuzz_all_bytes(g + 8192, 4096, GUARD));
     ud_restart(ud, 0x1234);
-    ud_restart(gsi, RNIC_GSI_QKEY);
+    ud_restart(gsi, RNIC_ROCE_GSI_QKEY);
     post_recvs(ud, region + 4096, mr);
     post_recvs(gsi, region9, mr9);
     return 0;

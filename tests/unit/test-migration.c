@@ -299,9 +299,9 @@ static void test_in_flight(void)
         int from_b = 0;
 
         while ((f = g_queue_pop_head(n.q))) {
-            uint8_t op = f->pkt.bth.opcode;
-            bool response = op >= RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST &&
-                            op <= RNIC_OP_RC_ATOMIC_ACKNOWLEDGE;
+            uint8_t op = f->pkt.opcode;
+            bool response = op >= RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST &&
+                            op <= RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE;
 
             if (f->from == 1 && !response && from_b < 3) {
                 TestHost *h = n.host[0];

@@ -387,14 +387,14 @@ static void test_ud_gsi_all_nets(void)
     dev_init(&d, NULL);
     u = tv_qp(d.h, RNIC_QPT_UD, d.mpd, d.cq, d.cq, NULL, 4, 0);
     gsi = tv_qp(d.h, RNIC_QPT_GSI, d.mpd, d.cq, d.cq, NULL, 4, 0);
-    g_assert_cmpuint(gsi->qpn, ==, RNIC_GSI_QPN);
+    g_assert_cmpuint(gsi->qpn, ==, RNIC_ROCE_GSI_QPN);
     for (i = 0; i < 3; i++) {
         g_assert_nonnull(rnic_qp_by_qpn(ctx_of(&d, i), u->qpn));
-        g_assert_nonnull(rnic_qp_by_qpn(ctx_of(&d, i), RNIC_GSI_QPN));
+        g_assert_nonnull(rnic_qp_by_qpn(ctx_of(&d, i), RNIC_ROCE_GSI_QPN));
     }
     ctx30 = tv_net_ctx(d.h, 30);
     g_assert_nonnull(rnic_qp_by_qpn(rnic_netctx_lookup(d.h->engine, ctx30),
-                                    RNIC_GSI_QPN));
+                                    RNIC_ROCE_GSI_QPN));
     /* an ordinary GSI QP cannot take QPN 1 next to it */
     pd10 = tv_pd(d.h, d.ctx[1], 0);
     c.qp.pd = pd10;

@@ -170,8 +170,8 @@ static void ud_init(UdFixture *f, uint8_t type)
      * sending to the GSI QP takes the controlled Q_Key 0x80010000: only a
      * QP that owns it (the MAD layer's QP1) can
      */
-    tv_ud_ready(f->h, f->x, type == RNIC_QPT_GSI ? RNIC_GSI_QKEY : 0x1234);
-    tv_ud_ready(f->h, f->y, type == RNIC_QPT_GSI ? RNIC_GSI_QKEY : 0x5678);
+    tv_ud_ready(f->h, f->x, type == RNIC_QPT_GSI ? RNIC_ROCE_GSI_QKEY : 0x1234);
+    tv_ud_ready(f->h, f->y, type == RNIC_QPT_GSI ? RNIC_ROCE_GSI_QKEY : 0x5678);
     f->buf = test_alloc(f->h, 65536, 4096);
     f->mr = tv_reg_mr(f->h, f->pd, f->buf, 65536, RNIC_ACCESS_ALL, 0, NULL);
 }
@@ -335,7 +335,7 @@ static void test_gsi(void)
     s = tv_sge(f.buf, 256, f.mr);
     r = tv_sge(f.buf + 8192, 296, f.mr);
     tv_post_recv(f.h, f.y, 9, &r, 1);
-    w = ud_wqe(&f, 1, RNIC_GSI_QPN, RNIC_GSI_QKEY, 2);
+    w = ud_wqe(&f, 1, RNIC_ROCE_GSI_QPN, RNIC_ROCE_GSI_QKEY, 2);
     tv_post_send(f.h, f.x, &w, &s, NULL);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
     c = tv_poll_one(f.h, f.ycq);

@@ -88,12 +88,12 @@ static void rx(Fix *f, uint8_t op, uint32_t psn, const void *data,
     p.net.net_ctx = f->ctx;
     memcpy(p.net.sgid, f->remote, 16);
     memcpy(p.net.dgid, f->local, 16);
-    p.bth.opcode = op;
-    p.bth.psn = psn;
-    p.bth.dest_qp = f->qp->qpn;
-    p.bth.pkey = 0xffff;
-    p.bth.ack_req = true;
-    p.hdrs = rnic_opcode_hdrs(op);
+    p.opcode = op;
+    p.psn = psn;
+    p.dest_qp = f->qp->qpn;
+    p.pkey = 0xffff;
+    p.ack_req = true;
+    p.ext = rnic_op_ext(op);
     p.payload.len = len;
     p.payload.data = data;
     rnic_rx(f->h->engine, rnic_netctx_lookup(f->h->engine, f->ctx), &p);
@@ -119,13 +119,13 @@ static void inject_aeth(Fix *f, uint8_t op, uint32_t psn, uint8_t syndrome,
 
 static void expect_aeth(Captured *c, uint32_t psn, uint8_t syndrome)
 {
-    g_assert_cmphex(c->pkt.bth.opcode, ==, RNIC_OP_RC_ACKNOWLEDGE);
-    g_assert_cmpuint(c->pkt.bth.psn, ==, psn);
+    g_assert_cmphex(c->pkt.opcode, ==, RNIC_ROCE_RC_ACKNOWLEDGE);
+    g_assert_cmpuint(c->pkt.psn, ==, psn);
     g_assert_cmphex(c->pkt.aeth.syndrome, ==, syndrome);
-    g_assert_cmpuint(c->pkt.bth.dest_qp, ==, PEER_QPN);
+    g_assert_cmpuint(c->pkt.dest_qp, ==, PEER_QPN);
 }
 
-#define ACK (RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID)
+#define ACK (RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID)
 
 /* ---------------------------------------------------------------------- */
 /* Responder                                                              */
@@ -143,7 +143,7 @@ static void test_resp_duplicate_send(void)
     r = tv_sge(f.buf, 200, f.mr);
     tv_post_recv(f.h, f.qp, 1, &r, 1);
     tv_post_recv(f.h, f.qp, 2, &r, 1);
-    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0, data, 100, NULL);
+    inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0, data, 100, NULL);
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.wr_id, ==, 1);
     g_assert_cmpuint(c.byte_len, ==, 100);
@@ -151,12 +151,12 @@ static void test_resp_duplicate_send(void)
     expect_aeth(sent(&f, 0), PSN0, ACK);
     g_assert_cmpuint(sent(&f, 0)->pkt.aeth.msn, ==, 1);
     /* the same packet again: acknowledged, not delivered twice */
-    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0, data, 100, NULL);
+    inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0, data, 100, NULL);
     g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
     g_assert_cmpuint(f.tx->len, ==, 2);
     expect_aeth(sent(&f, 1), PSN0, ACK);
     /* the next one lands in the second receive */
-    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 1, data, 50, NULL);
+    inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0 + 1, data, 50, NULL);
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.wr_id, ==, 2);
     g_assert_cmpuint(c.byte_len, ==, 50);
@@ -173,7 +173,7 @@ static void rx_write(Fix *f, uint32_t psn, uint64_t off, const void *data,
     x.reth.va = f->buf + off;
     x.reth.rkey = f->mr;
     x.reth.dma_len = len;
-    rx(f, RNIC_OP_RC_RDMA_WRITE_ONLY, psn, data, len, &x);
+    rx(f, RNIC_ROCE_RC_RDMA_WRITE_ONLY, psn, data, len, &x);
 }
 
 /*
@@ -209,7 +209,7 @@ static void test_resp_ack_batch(void)
     r = tv_sge(f.buf + 4096, 200, f.mr);
     tv_post_recv(f.h, f.qp, 7, &r, 1);
     rx_write(&f, PSN0 + 3, 0, data, sizeof(data));
-    rx(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 4, data, 10, NULL);
+    rx(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0 + 4, data, 10, NULL);
     g_assert_cmpuint(f.tx->len, ==, 2);
     expect_aeth(sent(&f, 1), PSN0 + 4, ACK);
     test_host_run(f.h);
@@ -222,12 +222,12 @@ static void test_resp_ack_batch(void)
     x.reth.va = f.buf;
     x.reth.rkey = f.mr;
     x.reth.dma_len = 16;
-    rx(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0 + 6, NULL, 0, &x);
+    rx(&f, RNIC_ROCE_RC_RDMA_READ_REQUEST, PSN0 + 6, NULL, 0, &x);
     g_assert_cmpuint(f.tx->len, ==, 4);
     expect_aeth(sent(&f, 2), PSN0 + 5, ACK);
-    g_assert_cmphex(sent(&f, 3)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY);
-    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 6);
+    g_assert_cmphex(sent(&f, 3)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY);
+    g_assert_cmpuint(sent(&f, 3)->pkt.psn, ==, PSN0 + 6);
     test_host_run(f.h);
     g_assert_cmpuint(f.tx->len, ==, 4);
     fix_fini(&f);
@@ -243,12 +243,13 @@ static void test_resp_sequence_error(void)
     r = tv_sge(f.buf, 200, f.mr);
     tv_post_recv(f.h, f.qp, 1, &r, 1);
     /* a gap: one NAK naming the PSN expected, not one per packet */
-    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 2, data, 8, NULL);
-    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 3, data, 8, NULL);
+    inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0 + 2, data, 8, NULL);
+    inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0 + 3, data, 8, NULL);
     g_assert_cmpuint(f.tx->len, ==, 1);
-    expect_aeth(sent(&f, 0), PSN0, RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+    expect_aeth(sent(&f, 0), PSN0,
+                RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
     /* the expected one is taken */
-    inject(&f, RNIC_OP_RC_SEND_ONLY, PSN0, data, 8, NULL);
+    inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0, data, 8, NULL);
     g_assert_cmpuint(f.tx->len, ==, 2);
     expect_aeth(sent(&f, 1), PSN0, ACK);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
@@ -265,28 +266,28 @@ static void test_resp_atomic_replay(void)
     target = test_ptr(f.h, f.buf + 64);
     *target = GUINT64_TO_LE(40);
     memset(&x, 0, sizeof(x));
-    x.atomic.va = f.buf + 64;
-    x.atomic.rkey = f.mr;
-    x.atomic.swap_add = 2;
-    inject(&f, RNIC_OP_RC_FETCH_ADD, PSN0, NULL, 0, &x);
+    x.atomic_eth.va = f.buf + 64;
+    x.atomic_eth.rkey = f.mr;
+    x.atomic_eth.swap_add = 2;
+    inject(&f, RNIC_ROCE_RC_FETCH_ADD, PSN0, NULL, 0, &x);
     g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 42);
     g_assert_cmpuint(f.tx->len, ==, 1);
-    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_ATOMIC_ACKNOWLEDGE);
-    g_assert_cmpuint(sent(&f, 0)->pkt.atomic_ack.orig, ==, 40);
+    g_assert_cmphex(sent(&f, 0)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE);
+    g_assert_cmpuint(sent(&f, 0)->pkt.atomic_ack_eth.orig, ==, 40);
     /*
      * the ACK was lost, the peer retries: the result is replayed and the
      * operation is NOT executed again
      */
-    inject(&f, RNIC_OP_RC_FETCH_ADD, PSN0, NULL, 0, &x);
+    inject(&f, RNIC_ROCE_RC_FETCH_ADD, PSN0, NULL, 0, &x);
     g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 42);
     g_assert_cmpuint(f.tx->len, ==, 2);
-    g_assert_cmpuint(sent(&f, 1)->pkt.atomic_ack.orig, ==, 40);
-    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0);
+    g_assert_cmpuint(sent(&f, 1)->pkt.atomic_ack_eth.orig, ==, 40);
+    g_assert_cmpuint(sent(&f, 1)->pkt.psn, ==, PSN0);
     /* a new one executes */
-    inject(&f, RNIC_OP_RC_FETCH_ADD, PSN0 + 1, NULL, 0, &x);
+    inject(&f, RNIC_ROCE_RC_FETCH_ADD, PSN0 + 1, NULL, 0, &x);
     g_assert_cmpuint(GUINT64_FROM_LE(*target), ==, 44);
-    g_assert_cmpuint(sent(&f, 2)->pkt.atomic_ack.orig, ==, 42);
+    g_assert_cmpuint(sent(&f, 2)->pkt.atomic_ack_eth.orig, ==, 42);
     fix_fini(&f);
 }
 
@@ -306,16 +307,16 @@ static void test_resp_read_replay(void)
     x.reth.va = f.buf;
     x.reth.rkey = f.mr;
     x.reth.dma_len = 3000;
-    inject(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0, NULL, 0, &x);
+    inject(&f, RNIC_ROCE_RC_RDMA_READ_REQUEST, PSN0, NULL, 0, &x);
     g_assert_cmpuint(f.tx->len, ==, 3);
-    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST);
-    g_assert_cmphex(sent(&f, 1)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
-    g_assert_cmphex(sent(&f, 2)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_RESPONSE_LAST);
+    g_assert_cmphex(sent(&f, 0)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST);
+    g_assert_cmphex(sent(&f, 1)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE);
+    g_assert_cmphex(sent(&f, 2)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST);
     for (i = 0; i < 3; i++) {
-        g_assert_cmpuint(sent(&f, i)->pkt.bth.psn, ==, PSN0 + i);
+        g_assert_cmpuint(sent(&f, i)->pkt.psn, ==, PSN0 + i);
         g_assert_cmpmem(sent(&f, i)->data, sent(&f, i)->pkt.payload.len,
                         mem + 1024 * i, MIN(1024, 3000 - 1024 * i));
     }
@@ -326,18 +327,18 @@ static void test_resp_read_replay(void)
     memset(mem + 1024, 0x77, 1976);
     x.reth.va = f.buf + 1024;
     x.reth.dma_len = 1976;
-    inject(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0 + 1, NULL, 0, &x);
+    inject(&f, RNIC_ROCE_RC_RDMA_READ_REQUEST, PSN0 + 1, NULL, 0, &x);
     g_assert_cmpuint(f.tx->len, ==, 5);
-    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 1);
-    g_assert_cmphex(sent(&f, 3)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
+    g_assert_cmpuint(sent(&f, 3)->pkt.psn, ==, PSN0 + 1);
+    g_assert_cmphex(sent(&f, 3)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE);
     g_assert_cmpuint(sent(&f, 3)->data[0], ==, 0x77);
-    g_assert_cmpuint(sent(&f, 4)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_cmpuint(sent(&f, 4)->pkt.psn, ==, PSN0 + 2);
     g_assert_cmpuint(sent(&f, 4)->pkt.payload.len, ==, 3000 - 2048);
     /* the next request PSN is PSN0 + 3 */
     x.reth.va = f.buf + 5000;
     x.reth.dma_len = 16;
-    inject(&f, RNIC_OP_RC_RDMA_WRITE_ONLY, PSN0 + 3, mem, 16, &x);
+    inject(&f, RNIC_ROCE_RC_RDMA_WRITE_ONLY, PSN0 + 3, mem, 16, &x);
     expect_aeth(sent(&f, 5), PSN0 + 3, ACK);
     fix_fini(&f);
 }
@@ -352,25 +353,27 @@ static void test_resp_bad_packets(void)
     fix_init(&f);
     r = tv_sge(f.buf, 4000, f.mr);
     tv_post_recv(f.h, f.qp, 1, &r, 1);
-    inject(&f, RNIC_OP_RC_SEND_FIRST, PSN0, data, 100, NULL);
-    expect_aeth(sent(&f, 0), PSN0, RNIC_AETH_NAK | RNIC_NAK_INV_REQ);
+    inject(&f, RNIC_ROCE_RC_SEND_FIRST, PSN0, data, 100, NULL);
+    expect_aeth(sent(&f, 0), PSN0,
+                RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_INVALID_REQ);
     fix_fini(&f);
     /* a MIDDLE without a FIRST */
     fix_init(&f);
-    inject(&f, RNIC_OP_RC_SEND_MIDDLE, PSN0, data, 1024, NULL);
-    expect_aeth(sent(&f, 0), PSN0, RNIC_AETH_NAK | RNIC_NAK_INV_REQ);
+    inject(&f, RNIC_ROCE_RC_SEND_MIDDLE, PSN0, data, 1024, NULL);
+    expect_aeth(sent(&f, 0), PSN0,
+                RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_INVALID_REQ);
     fix_fini(&f);
     /*
      * a response opcode: handed to the requester, which never sent that
      * PSN: dropped
      */
     fix_init(&f);
-    inject(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, data, 10, NULL);
+    inject(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY, PSN0, data, 10, NULL);
     g_assert_cmpuint(f.tx->len, ==, 0);
     g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RX_DROPPED), ==,
                      1);
     /* a UD opcode to an RC QP: dropped */
-    inject(&f, RNIC_OP_UD_SEND_ONLY, PSN0, data, 10, NULL);
+    inject(&f, RNIC_ROCE_UD_SEND_ONLY, PSN0, data, 10, NULL);
     g_assert_cmpuint(f.tx->len, ==, 0);
     g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RX_DROPPED), ==,
                      2);
@@ -399,21 +402,21 @@ static void test_req_nak_go_back(void)
     w = tv_wqe(1, RNIC_WR_SEND, 1);
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 3);
-    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_FIRST);
-    g_assert_false(sent(&f, 0)->pkt.bth.ack_req);
-    g_assert_cmphex(sent(&f, 2)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_LAST);
-    g_assert_true(sent(&f, 2)->pkt.bth.ack_req);
-    g_assert_cmpuint(sent(&f, 2)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_cmphex(sent(&f, 0)->pkt.opcode, ==, RNIC_ROCE_RC_SEND_FIRST);
+    g_assert_false(sent(&f, 0)->pkt.ack_req);
+    g_assert_cmphex(sent(&f, 2)->pkt.opcode, ==, RNIC_ROCE_RC_SEND_LAST);
+    g_assert_true(sent(&f, 2)->pkt.ack_req);
+    g_assert_cmpuint(sent(&f, 2)->pkt.psn, ==, PSN0 + 2);
     /* the peer missed PSN0 + 1: go back to it */
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 1,
-                RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 1,
+                RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR, NULL, 0);
     g_assert_cmpuint(f.tx->len, ==, 5);
-    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 1);
-    g_assert_cmphex(sent(&f, 3)->pkt.bth.opcode, ==, RNIC_OP_RC_SEND_MIDDLE);
+    g_assert_cmpuint(sent(&f, 3)->pkt.psn, ==, PSN0 + 1);
+    g_assert_cmphex(sent(&f, 3)->pkt.opcode, ==, RNIC_ROCE_RC_SEND_MIDDLE);
     g_assert_cmpmem(sent(&f, 3)->data, 1024, mem + 1024, 1024);
-    g_assert_cmpuint(sent(&f, 4)->pkt.bth.psn, ==, PSN0 + 2);
+    g_assert_cmpuint(sent(&f, 4)->pkt.psn, ==, PSN0 + 2);
     g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
     g_assert_cmpuint(c.wr_id, ==, 1);
@@ -440,9 +443,9 @@ static void test_req_timeout(void)
     g_assert_cmpuint(f.tx->len, ==, 1);
     test_host_advance(f.h, 10000000);
     g_assert_cmpuint(f.tx->len, ==, 2);
-    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0);
+    g_assert_cmpuint(sent(&f, 1)->pkt.psn, ==, PSN0);
     g_assert_cmphex(sent(&f, 1)->pkt.reth.rkey, ==, 0x4242);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
     /* nothing outstanding: no more retransmissions */
     test_host_advance(f.h, 200000000);
@@ -469,22 +472,22 @@ static void test_req_read_loss(void)
     w.rdma.rkey = 0x99;
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 1);
-    g_assert_cmphex(sent(&f, 0)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_REQUEST);
+    g_assert_cmphex(sent(&f, 0)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_REQUEST);
     g_assert_cmpuint(sent(&f, 0)->pkt.reth.dma_len, ==, 3000);
-    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST, PSN0, ACK, resp[0],
+    inject_aeth(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST, PSN0, ACK, resp[0],
                 1024);
     /* MIDDLE lost: LAST arrives; the requester asks again from PSN0 + 1 */
-    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_LAST, PSN0 + 2, ACK,
+    inject_aeth(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST, PSN0 + 2, ACK,
                 resp[2], 3000 - 2048);
     g_assert_cmpuint(f.tx->len, ==, 2);
-    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0 + 1);
+    g_assert_cmpuint(sent(&f, 1)->pkt.psn, ==, PSN0 + 1);
     g_assert_cmphex(sent(&f, 1)->pkt.reth.va, ==, 0x700000 + 1024);
     g_assert_cmpuint(sent(&f, 1)->pkt.reth.dma_len, ==, 3000 - 1024);
     g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
-    inject(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE, PSN0 + 1, resp[1], 1024,
+    inject(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE, PSN0 + 1, resp[1], 1024,
            NULL);
-    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_LAST, PSN0 + 2, ACK,
+    inject_aeth(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST, PSN0 + 2, ACK,
                 resp[2], 3000 - 2048);
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
@@ -514,20 +517,20 @@ static void test_req_coalesced_ack(void)
     test_host_run(f.h);
     g_assert_cmpuint(f.tx->len, ==, 3);
     /* an ACK of the second completes the first two, in order */
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 1, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 1, ACK, NULL, 0);
     g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 2);
     g_assert_cmpuint(c[0].wr_id, ==, 0);
     g_assert_cmpuint(c[1].wr_id, ==, 1);
     /* an ACK for a PSN never sent changes nothing */
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 3, ACK, NULL, 0);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 500,
-                RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 3, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 500,
+                RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR, NULL, 0);
     g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 0);
     g_assert_cmpuint(f.tx->len, ==, 3);
     /* a stale, older ACK changes nothing */
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
     g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 0);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
     g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 1);
     fix_fini(&f);
 }
@@ -568,9 +571,9 @@ static void test_req_ack_request(void)
     post_writes(&f, 30, 1ull << 9 | 1ull << 29);
     g_assert_cmpuint(f.tx->len, ==, 30);
     for (i = 0; i < f.tx->len; i++) {
-        g_assert_cmpint(sent(&f, i)->pkt.bth.ack_req, ==, i == 9 || i == 29);
+        g_assert_cmpint(sent(&f, i)->pkt.ack_req, ==, i == 9 || i == 29);
     }
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 29, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 29, ACK, NULL, 0);
     g_assert_cmpint(tv_poll(f.h, f.cq, c, 4), ==, 2);
     g_assert_cmpuint(c[0].wr_id, ==, 9);
     g_assert_cmpuint(c[1].wr_id, ==, 29);
@@ -583,7 +586,7 @@ static void test_req_ack_request(void)
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 130);
     for (i = 0; i < f.tx->len; i++) {
-        g_assert_cmpint(sent(&f, i)->pkt.bth.ack_req, ==, i == 63 || i == 127);
+        g_assert_cmpint(sent(&f, i)->pkt.ack_req, ==, i == 63 || i == 127);
     }
     fix_fini(&f);
 }
@@ -608,11 +611,11 @@ static void test_req_tail_probe(void)
     /* timeout 14: 67 ms */
     test_host_advance(f.h, 70000000);
     g_assert_cmpuint(f.tx->len, ==, 6);
-    g_assert_cmpuint(sent(&f, 5)->pkt.bth.psn, ==, PSN0 + 4);
-    g_assert_true(sent(&f, 5)->pkt.bth.ack_req);
+    g_assert_cmpuint(sent(&f, 5)->pkt.psn, ==, PSN0 + 4);
+    g_assert_true(sent(&f, 5)->pkt.ack_req);
     g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RETRANSMITS), ==,
                      1);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 4, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 4, ACK, NULL, 0);
     test_host_advance(f.h, 200000000);
     g_assert_cmpuint(f.tx->len, ==, 6);
     /* the next signaled WQE completes alone: the five were retired */
@@ -620,8 +623,8 @@ static void test_req_tail_probe(void)
     w = tv_wqe(99, RNIC_WR_RDMA_WRITE, 1);
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 7);
-    g_assert_cmpuint(sent(&f, 6)->pkt.bth.psn, ==, PSN0 + 5);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 5, ACK, NULL, 0);
+    g_assert_cmpuint(sent(&f, 6)->pkt.psn, ==, PSN0 + 5);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 5, ACK, NULL, 0);
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.wr_id, ==, 99);
     g_assert_cmpint(tv_poll(f.h, f.cq, &c, 1), ==, 0);
@@ -632,13 +635,13 @@ static void test_req_tail_probe(void)
     post_writes(&f, 5, 0);
     test_host_advance(f.h, 70000000);
     g_assert_cmpuint(f.tx->len, ==, 6);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2,
-                RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 2,
+                RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR, NULL, 0);
     g_assert_cmpuint(f.tx->len, ==, 9);
-    g_assert_cmpuint(sent(&f, 6)->pkt.bth.psn, ==, PSN0 + 2);
-    g_assert_cmpuint(sent(&f, 8)->pkt.bth.psn, ==, PSN0 + 4);
+    g_assert_cmpuint(sent(&f, 6)->pkt.psn, ==, PSN0 + 2);
+    g_assert_cmpuint(sent(&f, 8)->pkt.psn, ==, PSN0 + 4);
     /* retransmissions ask: the last message of the resent range does */
-    g_assert_true(sent(&f, 8)->pkt.bth.ack_req);
+    g_assert_true(sent(&f, 8)->pkt.ack_req);
     fix_fini(&f);
 }
 
@@ -657,11 +660,11 @@ static void test_req_sqd_probe(void)
     g_assert_cmpuint(tv_modify(f.h, f.qp, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
     test_host_run(f.h);
     g_assert_cmpuint(f.tx->len, ==, 4);
-    g_assert_cmpuint(sent(&f, 3)->pkt.bth.psn, ==, PSN0 + 2);
-    g_assert_true(sent(&f, 3)->pkt.bth.ack_req);
+    g_assert_cmpuint(sent(&f, 3)->pkt.psn, ==, PSN0 + 2);
+    g_assert_true(sent(&f, 3)->pkt.ack_req);
     qp = rnic_qp_lookup(f.h->engine, f.qp->handle);
     g_assert_false(qp->sq_drained);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 2, ACK, NULL, 0);
     g_assert_true(qp->sq_drained);
     fix_fini(&f);
 }
@@ -705,7 +708,7 @@ static void test_req_doorbell_inline(void)
     test_host_run(f.h);
     g_assert_cmpuint(f.tx->len, ==, 1 + 80 + 1);
     for (i = 0; i < f.tx->len; i++) {
-        g_assert_cmpuint(sent(&f, i)->pkt.bth.psn, ==, PSN0 + i);
+        g_assert_cmpuint(sent(&f, i)->pkt.psn, ==, PSN0 + i);
     }
 
     /* the host says not now (VM stopped): nothing until the run */
@@ -773,11 +776,11 @@ static void test_req_implicit_nak(void)
     g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
     test_host_run(f.h);
     g_assert_cmpuint(f.tx->len, ==, 2);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0 + 1, ACK, NULL, 0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0 + 1, ACK, NULL, 0);
     g_assert_cmpuint(f.tx->len, >=, 3);
-    g_assert_cmphex(sent(&f, 2)->pkt.bth.opcode, ==,
-                    RNIC_OP_RC_RDMA_READ_REQUEST);
-    g_assert_cmpuint(sent(&f, 2)->pkt.bth.psn, ==, PSN0);
+    g_assert_cmphex(sent(&f, 2)->pkt.opcode, ==,
+                    RNIC_ROCE_RC_RDMA_READ_REQUEST);
+    g_assert_cmpuint(sent(&f, 2)->pkt.psn, ==, PSN0);
     fix_fini(&f);
 }
 
@@ -793,14 +796,15 @@ static void test_req_rnr_nak(void)
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     g_assert_cmpuint(f.tx->len, ==, 1);
     /* RNR NAK with timer code 3 (30 us) */
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, RNIC_AETH_RNR_NAK | 3, NULL,
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0, RNIC_ROCE_AETH_RNR_NAK | 3,
+                NULL,
                 0);
     test_host_advance(f.h, 20000);
     g_assert_cmpuint(f.tx->len, ==, 1);
     test_host_advance(f.h, 15000);
     g_assert_cmpuint(f.tx->len, ==, 2);
-    g_assert_cmpuint(sent(&f, 1)->pkt.bth.psn, ==, PSN0);
-    inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
+    g_assert_cmpuint(sent(&f, 1)->pkt.psn, ==, PSN0);
+    inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
     fix_fini(&f);
 }
@@ -810,9 +814,9 @@ static void test_req_fatal_naks(void)
     static const struct {
         uint8_t code, status;
     } naks[] = {
-        { RNIC_NAK_INV_REQ, RNIC_WC_REM_INV_REQ_ERR },
-        { RNIC_NAK_REM_ACCESS, RNIC_WC_REM_ACCESS_ERR },
-        { RNIC_NAK_REM_OP, RNIC_WC_REM_OP_ERR },
+        { RNIC_ROCE_NAK_INVALID_REQ, RNIC_WC_REM_INV_REQ_ERR },
+        { RNIC_ROCE_NAK_REMOTE_ACCESS, RNIC_WC_REM_ACCESS_ERR },
+        { RNIC_ROCE_NAK_REMOTE_OP, RNIC_WC_REM_OP_ERR },
     };
     size_t i;
 
@@ -830,7 +834,7 @@ static void test_req_fatal_naks(void)
         tv_write_send(f.h, f.qp, &w, &s, NULL);
         g_assert_cmpint(tv_ring_sq(f.h, f.qp), ==, 0);
         test_host_run(f.h);
-        inject_aeth(&f, RNIC_OP_RC_ACKNOWLEDGE, PSN0, RNIC_AETH_NAK |
+        inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0, RNIC_ROCE_AETH_NAK |
                     naks[i].code, NULL, 0);
         g_assert_cmpint(tv_poll(f.h, f.cq, c, 3), ==, 2);
         g_assert_cmpuint(c[0].status, ==, naks[i].status);
@@ -851,7 +855,7 @@ static void test_req_bad_response(void)
     w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     tv_post_send(f.h, f.qp, &w, &s, NULL);
     /* 64 bytes for a 100-byte READ */
-    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data, 64);
+    inject_aeth(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data, 64);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_BAD_RESP_ERR);
     fix_fini(&f);
 }
@@ -870,11 +874,11 @@ static void count_tap(void *opaque, const RnicPacket *pkt)
     Counter *n = opaque;
 
     n->frames++;
-    if (pkt->bth.opcode == RNIC_OP_RC_ACKNOWLEDGE && !n->first_ack) {
+    if (pkt->opcode == RNIC_ROCE_RC_ACKNOWLEDGE && !n->first_ack) {
         n->first_ack = n->frames;
     }
-    n->last_op = pkt->bth.opcode;
-    n->last_psn = pkt->bth.psn;
+    n->last_op = pkt->opcode;
+    n->last_psn = pkt->psn;
     n->last_syndrome = pkt->aeth.syndrome;
 }
 
@@ -930,11 +934,11 @@ static void do_resp_read_gap(uint64_t len, bool to_the_end)
     x.reth.dma_len = len;
     for (i = 0; i < 16; i++) {
         before = n.frames;
-        rx(&f, RNIC_OP_RC_RDMA_READ_REQUEST, PSN0 + i * npsn, NULL, 0, &x);
+        rx(&f, RNIC_ROCE_RC_RDMA_READ_REQUEST, PSN0 + i * npsn, NULL, 0, &x);
         g_assert_cmpuint(n.frames - before, <=, 64);
     }
     before = n.frames;
-    rx(&f, RNIC_OP_RC_SEND_ONLY, PSN0 + 16 * npsn + 5, data, sizeof(data),
+    rx(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0 + 16 * npsn + 5, data, sizeof(data),
        NULL);
     g_assert_cmpuint(n.frames - before, <=, 64);
     /* each engine run: bounded */
@@ -949,10 +953,10 @@ static void do_resp_read_gap(uint64_t len, bool to_the_end)
         /* the NAK after every response */
         g_assert_cmpuint(n.frames, ==, 16 * npsn + 1);
         g_assert_cmpuint(n.first_ack, ==, n.frames);
-        g_assert_cmphex(n.last_op, ==, RNIC_OP_RC_ACKNOWLEDGE);
+        g_assert_cmphex(n.last_op, ==, RNIC_ROCE_RC_ACKNOWLEDGE);
         g_assert_cmpuint(n.last_psn, ==, PSN0 + 16 * npsn);
         g_assert_cmphex(n.last_syndrome, ==,
-                        RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+                        RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
     } else {
         g_assert_true(f.h->scheduled);
         g_assert_cmpuint(n.frames, <, 16 * npsn);
@@ -1051,7 +1055,7 @@ static void test_req_fence_stale_mr(void)
     c.destroy.handle = smr;
     c.destroy.net_ctx = f.ctx;
     g_assert_cmpuint(tv_cmd(f.h, &c).status, ==, RNIC_ST_OK);
-    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data,
+    inject_aeth(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data,
                 sizeof(data));
     cqe = tv_poll_one(f.h, f.cq);
     g_assert_cmphex(cqe.wr_id, ==, 1);
@@ -1095,7 +1099,7 @@ static void test_req_read_wqe_rewritten(void)
     w = tv_wqe(1, RNIC_WR_SEND, 1);
     s = tv_sge(ro, sizeof(data), ro_mr);
     tv_write_send(f.h, f.qp, &w, &s, NULL);
-    inject_aeth(&f, RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data,
+    inject_aeth(&f, RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY, PSN0, ACK, data,
                 sizeof(data));
     g_assert_cmpmem(test_ptr(f.h, ro), sizeof(zero), zero, sizeof(zero));
     g_assert_cmpmem(test_ptr(f.h, f.buf), sizeof(zero), zero, sizeof(zero));

@@ -19,17 +19,20 @@
 /* ---------------------------------------------------------------------- */
 
 static const uint8_t ops_all[] = {
-    RNIC_OP_RC_SEND_FIRST, RNIC_OP_RC_SEND_MIDDLE, RNIC_OP_RC_SEND_LAST,
-    RNIC_OP_RC_SEND_LAST_IMM, RNIC_OP_RC_SEND_ONLY, RNIC_OP_RC_SEND_ONLY_IMM,
-    RNIC_OP_RC_RDMA_WRITE_FIRST, RNIC_OP_RC_RDMA_WRITE_MIDDLE,
-    RNIC_OP_RC_RDMA_WRITE_LAST, RNIC_OP_RC_RDMA_WRITE_LAST_IMM,
-    RNIC_OP_RC_RDMA_WRITE_ONLY, RNIC_OP_RC_RDMA_WRITE_ONLY_IMM,
-    RNIC_OP_RC_RDMA_READ_REQUEST, RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST,
-    RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE, RNIC_OP_RC_RDMA_READ_RESPONSE_LAST,
-    RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY, RNIC_OP_RC_ACKNOWLEDGE,
-    RNIC_OP_RC_ATOMIC_ACKNOWLEDGE, RNIC_OP_RC_COMPARE_SWAP,
-    RNIC_OP_RC_FETCH_ADD, RNIC_OP_RC_SEND_LAST_INV, RNIC_OP_RC_SEND_ONLY_INV,
-    RNIC_OP_UD_SEND_ONLY, RNIC_OP_UD_SEND_ONLY_IMM,
+    RNIC_ROCE_RC_SEND_FIRST, RNIC_ROCE_RC_SEND_MIDDLE, RNIC_ROCE_RC_SEND_LAST,
+    RNIC_ROCE_RC_SEND_LAST_WITH_IMMEDIATE, RNIC_ROCE_RC_SEND_ONLY,
+    RNIC_ROCE_RC_SEND_ONLY_WITH_IMMEDIATE,
+    RNIC_ROCE_RC_RDMA_WRITE_FIRST, RNIC_ROCE_RC_RDMA_WRITE_MIDDLE,
+    RNIC_ROCE_RC_RDMA_WRITE_LAST, RNIC_ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+    RNIC_ROCE_RC_RDMA_WRITE_ONLY, RNIC_ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+    RNIC_ROCE_RC_RDMA_READ_REQUEST, RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST,
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE,
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST,
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY, RNIC_ROCE_RC_ACKNOWLEDGE,
+    RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE, RNIC_ROCE_RC_COMPARE_SWAP,
+    RNIC_ROCE_RC_FETCH_ADD, RNIC_ROCE_RC_SEND_LAST_WITH_INVALIDATE,
+    RNIC_ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
+    RNIC_ROCE_UD_SEND_ONLY, RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE,
 };
 
 static void make_packet(RnicPacket *p, uint8_t op, bool ipv6, uint16_t vlan,
@@ -58,29 +61,29 @@ static void make_packet(RnicPacket *p, uint8_t op, bool ipv6, uint16_t vlan,
     p->net.traffic_class = 0x68;
     p->net.hop_limit = 64;
     p->net.udp_sport = 0xc123;
-    p->bth.opcode = op;
-    p->bth.se = true;
-    p->bth.pkey = 0xffff;
-    p->bth.dest_qp = 0xabcdef;
-    p->bth.ack_req = true;
-    p->bth.psn = 0xfedcba;
-    p->hdrs = rnic_opcode_hdrs(op);
+    p->opcode = op;
+    p->se = true;
+    p->pkey = 0xffff;
+    p->dest_qp = 0xabcdef;
+    p->ack_req = true;
+    p->psn = 0xfedcba;
+    p->ext = rnic_op_ext(op);
     p->reth.va = 0x1122334455667788ull;
     p->reth.rkey = 0x99aabbcc;
     p->reth.dma_len = 123456;
-    p->aeth.syndrome = RNIC_AETH_NAK | RNIC_NAK_REM_ACCESS;
+    p->aeth.syndrome = RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_REMOTE_ACCESS;
     p->aeth.msn = 0x654321;
-    p->atomic.va = 0x8877665544332210ull;
-    p->atomic.rkey = 0x01020304;
-    p->atomic.swap_add = 0x1111222233334444ull;
-    p->atomic.compare = 0x5555666677778888ull;
-    p->atomic_ack.orig = 0xdeadbeefcafef00dull;
+    p->atomic_eth.va = 0x8877665544332210ull;
+    p->atomic_eth.rkey = 0x01020304;
+    p->atomic_eth.swap_add = 0x1111222233334444ull;
+    p->atomic_eth.compare = 0x5555666677778888ull;
+    p->atomic_ack_eth.orig = 0xdeadbeefcafef00dull;
     p->deth.qkey = 0x80010000;
     p->deth.src_qp = 0x123456;
     p->ieth.rkey = 0x0badf00d;
     /* immediate data as the WQE holds it: the wire bytes 01 02 03 04 */
-    memcpy(&p->imm, "\x01\x02\x03\x04", 4);
-    if (p->hdrs & RNIC_HDR_PAYLOAD) {
+    p->immdt = 0x01020304;
+    if (rnic_roce_ops[op].flags & RNIC_ROCE_OPF_PAYLOAD) {
         p->payload.len = len;
         p->payload.data = data;
     }
@@ -127,38 +130,40 @@ static void test_adapter(void)
             /* entropy: 0xc000.., stable for the QP pair */
             g_assert_cmphex(q.net.udp_sport, ==, h.udp_sport);
             g_assert_cmphex(q.net.udp_sport & 0xc000, ==, 0xc000);
-            g_assert_cmphex(q.bth.opcode, ==, p.bth.opcode);
-            g_assert_true(q.bth.se && q.bth.ack_req);
-            g_assert_cmphex(q.bth.pkey, ==, 0xffff);
-            g_assert_cmphex(q.bth.dest_qp, ==, 0xabcdef);
-            g_assert_cmphex(q.bth.psn, ==, 0xfedcba);
-            g_assert_cmphex(q.hdrs, ==, p.hdrs);
-            if (p.hdrs & RNIC_HDR_RETH) {
+            g_assert_cmphex(q.opcode, ==, p.opcode);
+            g_assert_true(q.se && q.ack_req);
+            g_assert_cmphex(q.pkey, ==, 0xffff);
+            g_assert_cmphex(q.dest_qp, ==, 0xabcdef);
+            g_assert_cmphex(q.psn, ==, 0xfedcba);
+            g_assert_cmphex(q.ext, ==, p.ext);
+            if (p.ext & RNIC_ROCE_EXT_RETH) {
                 g_assert_cmpmem(&q.reth, sizeof(q.reth), &p.reth,
                                 sizeof(p.reth));
             }
-            if (p.hdrs & RNIC_HDR_AETH) {
+            if (p.ext & RNIC_ROCE_EXT_AETH) {
                 g_assert_cmphex(q.aeth.syndrome, ==, p.aeth.syndrome);
                 g_assert_cmphex(q.aeth.msn, ==, p.aeth.msn);
             }
-            if (p.hdrs & RNIC_HDR_ATOMIC) {
-                g_assert_cmphex(q.atomic.va, ==, p.atomic.va);
-                g_assert_cmphex(q.atomic.rkey, ==, p.atomic.rkey);
-                g_assert_cmphex(q.atomic.swap_add, ==, p.atomic.swap_add);
-                g_assert_cmphex(q.atomic.compare, ==, p.atomic.compare);
+            if (p.ext & RNIC_ROCE_EXT_ATOMIC_ETH) {
+                g_assert_cmphex(q.atomic_eth.va, ==, p.atomic_eth.va);
+                g_assert_cmphex(q.atomic_eth.rkey, ==, p.atomic_eth.rkey);
+                g_assert_cmphex(q.atomic_eth.swap_add, ==,
+                                p.atomic_eth.swap_add);
+                g_assert_cmphex(q.atomic_eth.compare, ==, p.atomic_eth.compare);
             }
-            if (p.hdrs & RNIC_HDR_ATOMIC_ACK) {
-                g_assert_cmphex(q.atomic_ack.orig, ==, p.atomic_ack.orig);
+            if (p.ext & RNIC_ROCE_EXT_ATOMIC_ACK_ETH) {
+                g_assert_cmphex(q.atomic_ack_eth.orig, ==,
+                                p.atomic_ack_eth.orig);
             }
-            if (p.hdrs & RNIC_HDR_IMM) {
+            if (p.ext & RNIC_ROCE_EXT_IMMDT) {
                 /* the ImmDt on the wire is the WQE's bytes, in order */
-                g_assert_cmphex(q.imm, ==, p.imm);
+                g_assert_cmphex(q.immdt, ==, p.immdt);
                 g_assert_cmphex(d.immdt, ==, 0x01020304);
             }
-            if (p.hdrs & RNIC_HDR_IETH) {
+            if (p.ext & RNIC_ROCE_EXT_IETH) {
                 g_assert_cmphex(q.ieth.rkey, ==, p.ieth.rkey);
             }
-            if (p.hdrs & RNIC_HDR_DETH) {
+            if (p.ext & RNIC_ROCE_EXT_DETH) {
                 g_assert_cmphex(q.deth.qkey, ==, p.deth.qkey);
                 g_assert_cmphex(q.deth.src_qp, ==, p.deth.src_qp);
             }
@@ -177,7 +182,7 @@ static void test_adapter_mixed(void)
     RnicPacket p;
     RnicRoceHdr h;
 
-    make_packet(&p, RNIC_OP_RC_ACKNOWLEDGE, false, 0, NULL, 0);
+    make_packet(&p, RNIC_ROCE_RC_ACKNOWLEDGE, false, 0, NULL, 0);
     p.net.dgid[0] = 0xfd;
     g_assert_false(rnic_wire_hdr_from_packet(&p, &h));
 }
@@ -751,8 +756,8 @@ static void test_ud_gsi(void)
     gsi1 = tv_qp(b->h, RNIC_QPT_GSI, b->pd[1], b->cq, b->cq, NULL, 4, 0);
     g_assert_cmpuint(gsi0->qpn, ==, 1);
     g_assert_cmpuint(gsi1->qpn, ==, 1);
-    tv_ud_ready(b->h, gsi0, RNIC_GSI_QKEY);
-    tv_ud_ready(b->h, gsi1, RNIC_GSI_QKEY);
+    tv_ud_ready(b->h, gsi0, RNIC_ROCE_GSI_QKEY);
+    tv_ud_ready(b->h, gsi1, RNIC_ROCE_GSI_QKEY);
     r = tv_sge(b->buf[0] + 4096, 512, b->mr[0]);
     tv_post_recv(b->h, gsi0, 0x400, &r, 1);
     r = tv_sge(b->buf[1] + 4096, 512, b->mr[1]);
@@ -761,12 +766,12 @@ static void test_ud_gsi(void)
         TvQp *ua1 = tv_qp(a->h, RNIC_QPT_UD, a->pd[1], a->cq, a->cq, NULL, 4,
                           0);
 
-        tv_ud_ready(a->h, ua1, RNIC_GSI_QKEY);
+        tv_ud_ready(a->h, ua1, RNIC_ROCE_GSI_QKEY);
         s = tv_sge(a->buf[1], 256, a->mr[1]);
         fill(a->h, a->buf[1], 256, 5);
         q = tv_wqe(3, RNIC_WR_SEND, 1);
         q.ud.remote_qpn = 1;
-        q.ud.remote_qkey = RNIC_GSI_QKEY;
+        q.ud.remote_qkey = RNIC_ROCE_GSI_QKEY;
         q.ud.av.sgid_index = 1;
         tv_gid_bytes(q.ud.av.dgid, b->ctx[1], 2);
         memcpy(q.ud.av.dmac, b->mac, 6);
@@ -1096,14 +1101,14 @@ static void rx_init(RxFix *f)
     b = &f->w.n[1];
     f->p = rc_pair(&f->w, 0, RNIC_MTU_1024, 8, 7, 7);
     memset(f->payload, 0x77, sizeof(f->payload));
-    make_packet(&pkt, RNIC_OP_RC_RDMA_WRITE_ONLY, false, 0, f->payload,
+    make_packet(&pkt, RNIC_ROCE_RC_RDMA_WRITE_ONLY, false, 0, f->payload,
                 sizeof(f->payload));
     memcpy(pkt.net.smac, a->mac, 6);
     memcpy(pkt.net.dmac, b->mac, 6);
     tv_gid_bytes(pkt.net.sgid, a->ctx[0], 1);
     tv_gid_bytes(pkt.net.dgid, b->ctx[0], 2);
-    pkt.bth.dest_qp = f->p.b->qpn;
-    pkt.bth.psn = 0xfffff0;
+    pkt.dest_qp = f->p.b->qpn;
+    pkt.psn = 0xfffff0;
     pkt.reth.va = b->buf[0] + 4096;
     pkt.reth.rkey = b->mr[0];
     pkt.reth.dma_len = sizeof(f->payload);
@@ -1197,7 +1202,7 @@ static void test_rx_drops(void)
     g_assert_cmpuint(bstat(&f, RNIC_STAT_RX_ERR_ADDR), ==, 1);
     /* UD opcode to an RC QP; a UC opcode; a CNP */
     h = f.h;
-    h.opcode = RNIC_OP_UD_SEND_ONLY;
+    h.opcode = RNIC_ROCE_UD_SEND_ONLY;
     rx_send(&f, &h, 0);
     h = f.h;
     h.opcode = RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_UC,

@@ -47,8 +47,8 @@
 
 /*
  * The PCI function of the device, for the per-frame paths (DMA, MSI-X,
- * can_receive): PCI_DEVICE() is a checked QOM cast, about 1 % of a busy
- * main loop's time at 400 k frames/s with qom-cast-debug (the default).
+ * can_receive): PCI_DEVICE() is a checked QOM cast (qom-cast-debug is
+ * the default), too dear once per frame (docs/design.md "Performance").
  */
 static inline PCIDevice *rnic_pci(RnicState *s)
 {

@@ -895,6 +895,39 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt);
 uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget);
 
 /* rnic-transport.c: delivery (loopback / wire), timers */
+
+/*
+ * The opcodes the transport implements: the codec's table (rnic-roce.h)
+ * less what it knows and the transport does not do yet (UC, FLUSH,
+ * ATOMIC WRITE; a CNP is not a transport packet). NULL for any other.
+ */
+static inline const RnicRoceOpInfo *rnic_transport_op(uint8_t opcode)
+{
+    const RnicRoceOpInfo *info = rnic_roce_op_info(opcode);
+
+    if (!info ||
+        (opcode & RNIC_ROCE_TRANSPORT_MASK) == RNIC_ROCE_TRANSPORT_UC ||
+        (info->flags & (RNIC_ROCE_OPF_FLUSH | RNIC_ROCE_OPF_ATOMIC_WRITE |
+                        RNIC_ROCE_OPF_CNP))) {
+        return NULL;
+    }
+    return info;
+}
+
+/* A packet's place in its message: picks its opcode from a table. */
+enum { RNIC_POS_ONLY, RNIC_POS_FIRST, RNIC_POS_MIDDLE, RNIC_POS_LAST };
+
+static inline unsigned rnic_msg_pos(bool first, bool last)
+{
+    return first ? (last ? RNIC_POS_ONLY : RNIC_POS_FIRST)
+                 : (last ? RNIC_POS_LAST : RNIC_POS_MIDDLE);
+}
+
+/* The extension headers an opcode carries (the opcode table's). */
+static inline uint32_t rnic_op_ext(uint8_t opcode)
+{
+    return rnic_roce_ops[opcode].ext;
+}
 void rnic_transport_init(RnicEngine *e);
 void rnic_transport_reset(RnicEngine *e);
 /* Fill the network part of a packet from 'qp' (RC: its AV) */

@@ -86,10 +86,10 @@ static uint32_t rnic_qpn_alloc(RnicEngine *e, RnicNetCtx *ctx)
     uint32_t *next = ctx ? &ctx->next_qpn : &e->mnet_next_qpn;
     uint32_t i;
 
-    for (i = 0; i < RNIC_QPN_MASK; i++) {
+    for (i = 0; i < RNIC_ROCE_QPN_MASK; i++) {
         uint32_t qpn = *next;
 
-        *next = qpn >= RNIC_QPN_MASK ? 2 : qpn + 1;
+        *next = qpn >= RNIC_ROCE_QPN_MASK ? 2 : qpn + 1;
         if (ctx ? !rnic_qp_by_qpn(ctx, qpn) && !rnic_qpn_mnet_used(e, qpn)
                 : !rnic_qpn_used_anywhere(e, qpn)) {
             return qpn;
@@ -410,7 +410,7 @@ void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         return;
     }
     if (type == RNIC_QPT_GSI) {
-        qpn = RNIC_GSI_QPN;
+        qpn = RNIC_ROCE_GSI_QPN;
         /* a multi-network PD's GSI QP serves every context */
         if (pd->ctx ? rnic_qp_by_qpn(pd->ctx, qpn) != NULL
                     : rnic_qpn_used_anywhere(e, qpn)) {
@@ -768,14 +768,16 @@ static const char *rnic_qp_check_attr(RnicEngine *e, const RnicQp *qp,
         a->max_dest_rd_atomic > e->cfg.max_rd_atomic) {
         return "max_dest_rd_atomic above the device limit";
     }
-    if ((mask & RNIC_QP_RQ_PSN) && GUINT32_FROM_LE(a->rq_psn) > RNIC_PSN_MASK) {
+    if ((mask & RNIC_QP_RQ_PSN) &&
+        GUINT32_FROM_LE(a->rq_psn) > RNIC_ROCE_PSN_MASK) {
         return "rq_psn beyond 24 bits";
     }
-    if ((mask & RNIC_QP_SQ_PSN) && GUINT32_FROM_LE(a->sq_psn) > RNIC_PSN_MASK) {
+    if ((mask & RNIC_QP_SQ_PSN) &&
+        GUINT32_FROM_LE(a->sq_psn) > RNIC_ROCE_PSN_MASK) {
         return "sq_psn beyond 24 bits";
     }
     if ((mask & RNIC_QP_DEST_QPN) &&
-        GUINT32_FROM_LE(a->dest_qp_num) > RNIC_QPN_MASK) {
+        GUINT32_FROM_LE(a->dest_qp_num) > RNIC_ROCE_QPN_MASK) {
         return "dest_qp_num beyond 24 bits";
     }
     return NULL;
@@ -1141,8 +1143,7 @@ void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp)
  * a 4 KiB path MTU. A turn runs under the BQL, in a doorbell write on the
  * vCPU or in the main loop; 64 packets of 4 KiB (256 KiB of sendmsg) kept
  * the other thread waiting for the lock that long, and the guest posted
- * its next WQEs late: ib_write_bw 64 KiB at MTU 9000 718 -> 1187 MiB/s
- * with the smaller turn (docs/benchmarks.md).
+ * its next WQEs late (docs/design.md "Performance").
  */
 #define RNIC_REQ_TURN_BYTES (64u << 10)
 

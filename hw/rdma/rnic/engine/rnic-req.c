@@ -22,7 +22,7 @@
  * the last one that asked. Unsignaled messages in between are covered by
  * the next ACK (cumulative): a stream of 4 KiB writes with one completion
  * in a hundred costs one ACK per 64 packets instead of one per message,
- * which both ends' main loops feel (docs/benchmarks.md). Packets left
+ * which both ends' main loops feel (docs/design.md "Performance"). Packets left
  * without one at the end of a burst are asked about by a probe when the
  * retransmission timer expires (rnic_req_timer), or at once on SQD.
  */
@@ -33,8 +33,7 @@
  * this. A READ counts its response PSNs. 512 rather than rxe's 128
  * (RXE_MAX_UNACKED_PSNS): with 1 KiB packets and an ACK per message, 128
  * PSNs held 4 KiB writes to 32 messages per round trip of two busy main
- * loops (perftest between two TCG guests: 103 -> 172 MiB/s, see
- * docs/benchmarks.md).
+ * loops (docs/design.md "Performance").
  */
 #define RNIC_MAX_UNACKED 512
 
@@ -361,37 +360,35 @@ static void rnic_req_local_error(RnicEngine *e, RnicQp *qp, RnicSqSlot *s,
 /* Transmit                                                               */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The packet opcodes of each RC work request's message by position
+ * (RNIC_POS_*; READ and atomics are one request packet).
+ */
+
+#define RNIC_RC_MSG(op) { \
+    RNIC_ROCE_RC_##op##_ONLY, RNIC_ROCE_RC_##op##_FIRST, \
+    RNIC_ROCE_RC_##op##_MIDDLE, RNIC_ROCE_RC_##op##_LAST }
+#define RNIC_RC_MSG_WITH(op, with) { \
+    RNIC_ROCE_RC_##op##_ONLY_WITH_##with, RNIC_ROCE_RC_##op##_FIRST, \
+    RNIC_ROCE_RC_##op##_MIDDLE, RNIC_ROCE_RC_##op##_LAST_WITH_##with }
+#define RNIC_RC_ONE(op) { op, op, op, op }
+
+static const uint8_t rnic_req_rc_ops[RNIC_WR_ATOMIC_FETCH_ADD + 1][4] = {
+    [RNIC_WR_SEND] = RNIC_RC_MSG(SEND),
+    [RNIC_WR_SEND_IMM] = RNIC_RC_MSG_WITH(SEND, IMMEDIATE),
+    [RNIC_WR_SEND_INV] = RNIC_RC_MSG_WITH(SEND, INVALIDATE),
+    [RNIC_WR_RDMA_WRITE] = RNIC_RC_MSG(RDMA_WRITE),
+    [RNIC_WR_RDMA_WRITE_IMM] = RNIC_RC_MSG_WITH(RDMA_WRITE, IMMEDIATE),
+    [RNIC_WR_RDMA_READ] = RNIC_RC_ONE(RNIC_ROCE_RC_RDMA_READ_REQUEST),
+    [RNIC_WR_ATOMIC_CMP_SWP] = RNIC_RC_ONE(RNIC_ROCE_RC_COMPARE_SWAP),
+    [RNIC_WR_ATOMIC_FETCH_ADD] = RNIC_RC_ONE(RNIC_ROCE_RC_FETCH_ADD),
+};
+
 static uint8_t rnic_req_rc_opcode(uint8_t wr, bool first, bool last)
 {
-    switch (wr) {
-    case RNIC_WR_SEND:
-        return first ? (last ? RNIC_OP_RC_SEND_ONLY : RNIC_OP_RC_SEND_FIRST)
-                     : (last ? RNIC_OP_RC_SEND_LAST : RNIC_OP_RC_SEND_MIDDLE);
-    case RNIC_WR_SEND_IMM:
-        return first ? (last ? RNIC_OP_RC_SEND_ONLY_IMM : RNIC_OP_RC_SEND_FIRST)
-                     : (last ? RNIC_OP_RC_SEND_LAST_IMM
-                             : RNIC_OP_RC_SEND_MIDDLE);
-    case RNIC_WR_SEND_INV:
-        return first ? (last ? RNIC_OP_RC_SEND_ONLY_INV : RNIC_OP_RC_SEND_FIRST)
-                     : (last ? RNIC_OP_RC_SEND_LAST_INV
-                             : RNIC_OP_RC_SEND_MIDDLE);
-    case RNIC_WR_RDMA_WRITE:
-        return first ? (last ? RNIC_OP_RC_RDMA_WRITE_ONLY
-                             : RNIC_OP_RC_RDMA_WRITE_FIRST)
-                     : (last ? RNIC_OP_RC_RDMA_WRITE_LAST
-                             : RNIC_OP_RC_RDMA_WRITE_MIDDLE);
-    case RNIC_WR_RDMA_WRITE_IMM:
-        return first ? (last ? RNIC_OP_RC_RDMA_WRITE_ONLY_IMM
-                             : RNIC_OP_RC_RDMA_WRITE_FIRST)
-                     : (last ? RNIC_OP_RC_RDMA_WRITE_LAST_IMM
-                             : RNIC_OP_RC_RDMA_WRITE_MIDDLE);
-    case RNIC_WR_RDMA_READ:
-        return RNIC_OP_RC_RDMA_READ_REQUEST;
-    case RNIC_WR_ATOMIC_CMP_SWP:
-        return RNIC_OP_RC_COMPARE_SWAP;
-    default:
-        return RNIC_OP_RC_FETCH_ADD;
-    }
+    /* only the opcodes that send: rnic_req_decode() let no other through */
+    g_assert(wr < G_N_ELEMENTS(rnic_req_rc_ops));
+    return rnic_req_rc_ops[wr][rnic_msg_pos(first, last)];
 }
 
 /* Payload [off, off + len) of a WQE: inline bytes or guest segments. */
@@ -425,25 +422,25 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     uint32_t off;
     bool resend;
 
-    pkt.hdrs = 0;
+    pkt.ext = 0;
     rnic_packet_net_from_av(e, qp, &qp->av, &pkt);
-    pkt.bth.opcode = rnic_req_rc_opcode(op, first, last);
-    pkt.bth.se = last && (c->hdr.flags & RNIC_WQE_SOLICITED) &&
+    pkt.opcode = rnic_req_rc_opcode(op, first, last);
+    pkt.se = last && (c->hdr.flags & RNIC_WQE_SOLICITED) &&
                  op != RNIC_WR_RDMA_WRITE && !rnic_wr_is_rd_atomic(op);
-    pkt.bth.m = false;
-    pkt.bth.pad = 0;
-    pkt.bth.tver = 0;
-    pkt.bth.pkey = RNIC_BTH_PKEY_DEFAULT;
-    pkt.bth.fecn = pkt.bth.becn = false;
-    pkt.bth.dest_qp = qp->dest_qpn;
-    pkt.bth.psn = rnic_psn_add(s->first_psn, k);
-    resend = rnic_psn_diff(pkt.bth.psn, qp->tx_psn_end) < 0;
-    pkt.bth.ack_req = qp->noack_pkts + 1 >= RNIC_ACK_EVERY ||
+    pkt.migreq = false;
+    pkt.pad = 0;
+    pkt.tver = 0;
+    pkt.pkey = RNIC_ROCE_DEFAULT_PKEY;
+    pkt.fecn = pkt.becn = false;
+    pkt.dest_qp = qp->dest_qpn;
+    pkt.psn = rnic_psn_add(s->first_psn, k);
+    resend = rnic_psn_diff(pkt.psn, qp->tx_psn_end) < 0;
+    pkt.ack_req = qp->noack_pkts + 1 >= RNIC_ACK_EVERY ||
                       (last && ((s->flags & RNIC_WQE_SIGNALED) ||
                                 qp->sq_sig_all)) ||
-                      (resend && (last || rnic_psn_add(pkt.bth.psn, 1) ==
+                      (resend && (last || rnic_psn_add(pkt.psn, 1) ==
                                           qp->tx_psn_end));
-    pkt.hdrs = rnic_opcode_hdrs(pkt.bth.opcode);
+    pkt.ext = rnic_op_ext(pkt.opcode);
     pkt.payload.len = 0;
     pkt.payload.data = NULL;
     pkt.payload.segs = NULL;
@@ -455,40 +452,40 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
         pkt.reth.va = GUINT64_FROM_LE(c->hdr.rdma.remote_addr) + off;
         pkt.reth.rkey = GUINT32_FROM_LE(c->hdr.rdma.rkey);
         pkt.reth.dma_len = c->length - off;
-        pkt.bth.ack_req = true;
+        pkt.ack_req = true;
         break;
     case RNIC_WR_ATOMIC_CMP_SWP:
     case RNIC_WR_ATOMIC_FETCH_ADD:
-        pkt.atomic.va = GUINT64_FROM_LE(c->hdr.atomic.remote_addr);
-        pkt.atomic.rkey = GUINT32_FROM_LE(c->hdr.atomic.rkey);
-        pkt.atomic.compare = GUINT64_FROM_LE(c->hdr.atomic.compare_add);
-        pkt.atomic.swap_add = op == RNIC_WR_ATOMIC_CMP_SWP ?
+        pkt.atomic_eth.va = GUINT64_FROM_LE(c->hdr.atomic.remote_addr);
+        pkt.atomic_eth.rkey = GUINT32_FROM_LE(c->hdr.atomic.rkey);
+        pkt.atomic_eth.compare = GUINT64_FROM_LE(c->hdr.atomic.compare_add);
+        pkt.atomic_eth.swap_add = op == RNIC_WR_ATOMIC_CMP_SWP ?
                               GUINT64_FROM_LE(c->hdr.atomic.swap) :
                               GUINT64_FROM_LE(c->hdr.atomic.compare_add);
-        pkt.bth.ack_req = true;
+        pkt.ack_req = true;
         break;
     default:
         off = k * pmtu;
         if (!rnic_req_payload(c, off, MIN(pmtu, c->length - off), &pkt, segs)) {
             return false;
         }
-        if (pkt.hdrs & RNIC_HDR_RETH) {
+        if (pkt.ext & RNIC_ROCE_EXT_RETH) {
             pkt.reth.va = GUINT64_FROM_LE(c->hdr.rdma.remote_addr);
             pkt.reth.rkey = GUINT32_FROM_LE(c->hdr.rdma.rkey);
             pkt.reth.dma_len = c->length;
         }
-        if (pkt.hdrs & RNIC_HDR_IMM) {
-            pkt.imm = c->hdr.imm_or_inv;
+        if (pkt.ext & RNIC_ROCE_EXT_IMMDT) {
+            pkt.immdt = GUINT32_FROM_BE(c->hdr.imm_or_inv);
         }
-        if (pkt.hdrs & RNIC_HDR_IETH) {
+        if (pkt.ext & RNIC_ROCE_EXT_IETH) {
             pkt.ieth.rkey = GUINT32_FROM_LE(c->hdr.imm_or_inv);
         }
         break;
     }
     if (!resend) {
-        qp->tx_psn_end = rnic_psn_add(pkt.bth.psn, 1);
+        qp->tx_psn_end = rnic_psn_add(pkt.psn, 1);
     }
-    qp->noack_pkts = pkt.bth.ack_req ? 0 : qp->noack_pkts + 1;
+    qp->noack_pkts = pkt.ack_req ? 0 : qp->noack_pkts + 1;
     rnic_xmit(e, qp, &pkt);
     return true;
 }
@@ -500,25 +497,26 @@ static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *c)
     uint32_t qkey = GUINT32_FROM_LE(c->hdr.ud.remote_qkey);
     RNIC_UNINIT RnicPacket pkt;
 
-    pkt.hdrs = 0;
+    pkt.ext = 0;
     rnic_packet_net_from_av(e, qp, &c->hdr.ud.av, &pkt);
-    pkt.bth.opcode = c->hdr.opcode == RNIC_WR_SEND_IMM ?
-                     RNIC_OP_UD_SEND_ONLY_IMM : RNIC_OP_UD_SEND_ONLY;
-    pkt.bth.se = !!(c->hdr.flags & RNIC_WQE_SOLICITED);
-    pkt.bth.m = false;
-    pkt.bth.pad = 0;
-    pkt.bth.tver = 0;
-    pkt.bth.pkey = RNIC_BTH_PKEY_DEFAULT;
-    pkt.bth.fecn = pkt.bth.becn = false;
-    pkt.bth.dest_qp = GUINT32_FROM_LE(c->hdr.ud.remote_qpn) & RNIC_QPN_MASK;
-    pkt.bth.psn = qp->req_psn;
-    pkt.bth.ack_req = false;
+    pkt.opcode = c->hdr.opcode == RNIC_WR_SEND_IMM ?
+                     RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE :
+                         RNIC_ROCE_UD_SEND_ONLY;
+    pkt.se = !!(c->hdr.flags & RNIC_WQE_SOLICITED);
+    pkt.migreq = false;
+    pkt.pad = 0;
+    pkt.tver = 0;
+    pkt.pkey = RNIC_ROCE_DEFAULT_PKEY;
+    pkt.fecn = pkt.becn = false;
+    pkt.dest_qp = GUINT32_FROM_LE(c->hdr.ud.remote_qpn) & RNIC_ROCE_QPN_MASK;
+    pkt.psn = qp->req_psn;
+    pkt.ack_req = false;
     qp->req_psn = rnic_psn_add(qp->req_psn, 1);
-    pkt.hdrs = rnic_opcode_hdrs(pkt.bth.opcode);
+    pkt.ext = rnic_op_ext(pkt.opcode);
     /* a Q_Key with the high bit set means "use the QP's own" (IB 10.2.5) */
     pkt.deth.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
     pkt.deth.src_qp = qp->qpn;
-    pkt.imm = c->hdr.imm_or_inv;
+    pkt.immdt = GUINT32_FROM_BE(c->hdr.imm_or_inv);
     if (!rnic_req_payload(c, 0, c->length, &pkt, segs)) {
         return false;
     }
@@ -824,9 +822,9 @@ static void rnic_req_fatal(RnicEngine *e, RnicQp *qp, uint32_t psn,
 static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     uint8_t syn = pkt->aeth.syndrome;
-    uint32_t psn = pkt->bth.psn;
+    uint32_t psn = pkt->psn;
 
-    if ((syn & RNIC_AETH_KIND_MASK) == RNIC_AETH_RNR_NAK) {
+    if ((syn & RNIC_ROCE_AETH_TYPE_MASK) == RNIC_ROCE_AETH_RNR_NAK) {
         uint32_t index;
         RnicSqSlot *s;
 
@@ -851,11 +849,11 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_req_rewind(e, qp, psn);
         qp->rnr_wait = true;
         rnic_qp_timer_set(e, qp, RNIC_TIMER_RNR,
-                          rnic_rnr_timer_ns(syn & RNIC_AETH_VALUE_MASK));
+                          rnic_rnr_timer_ns(syn & RNIC_ROCE_AETH_VALUE_MASK));
         return;
     }
-    switch (syn & RNIC_AETH_VALUE_MASK) {
-    case RNIC_NAK_PSN_SEQ_ERR:
+    switch (syn & RNIC_ROCE_AETH_VALUE_MASK) {
+    case RNIC_ROCE_NAK_PSN_SEQ_ERR:
         rnic_req_ack(e, qp, psn, false);
         rnic_req_complete(e, qp);
         if (qp->state != RNIC_QPS_ERR) {
@@ -864,10 +862,10 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }
         break;
-    case RNIC_NAK_REM_ACCESS:
+    case RNIC_ROCE_NAK_REMOTE_ACCESS:
         rnic_req_fatal(e, qp, psn, RNIC_WC_REM_ACCESS_ERR);
         break;
-    case RNIC_NAK_REM_OP:
+    case RNIC_ROCE_NAK_REMOTE_OP:
         rnic_req_fatal(e, qp, psn, RNIC_WC_REM_OP_ERR);
         break;
     default:
@@ -896,8 +894,9 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
                                    const RnicPacket *pkt)
 {
     uint32_t pmtu = rnic_qp_pmtu(qp);
-    uint8_t op = pkt->bth.opcode;
-    uint32_t psn = pkt->bth.psn;
+    uint8_t op = pkt->opcode;
+    uint16_t flags = rnic_roce_ops[op].flags;
+    uint32_t psn = pkt->psn;
     uint32_t index, expect, want, k;
     RnicSqSlot *s;
     int32_t d;
@@ -930,10 +929,8 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
     if (s->length == 0) {
         want = 0;
     }
-    if (((op == RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST ||
-          op == RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY) != (k == 0)) ||
-        ((op == RNIC_OP_RC_RDMA_READ_RESPONSE_LAST ||
-          op == RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY) != (k + 1 == s->npsn)) ||
+    if (!(flags & RNIC_ROCE_OPF_FIRST) != (k != 0) ||
+        !(flags & RNIC_ROCE_OPF_LAST) != (k + 1 != s->npsn) ||
         pkt->payload.len != want) {
         rnic_guest_error(e, "QP %u: bad READ response (opcode 0x%x, %u "
                          "bytes, packet %u of %u)", qp->qpn, op,
@@ -956,8 +953,8 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
 static void rnic_req_atomic_ack(RnicEngine *e, RnicQp *qp,
                                 const RnicPacket *pkt)
 {
-    uint32_t psn = pkt->bth.psn;
-    uint64_t orig = GUINT64_TO_LE(pkt->atomic_ack.orig);
+    uint32_t psn = pkt->psn;
+    uint64_t orig = GUINT64_TO_LE(pkt->atomic_ack_eth.orig);
     RnicPayload pl = { .len = 8, .data = (const uint8_t *)&orig };
     uint32_t index;
     RnicSqSlot *s;
@@ -981,7 +978,7 @@ static void rnic_req_atomic_ack(RnicEngine *e, RnicQp *qp,
 
 void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
-    uint32_t psn = pkt->bth.psn;
+    uint32_t psn = pkt->psn;
 
     if (qp->type != RNIC_QPT_RC ||
         (qp->state != RNIC_QPS_RTS && qp->state != RNIC_QPS_SQD)) {
@@ -992,9 +989,10 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
-    switch (pkt->bth.opcode) {
-    case RNIC_OP_RC_ACKNOWLEDGE:
-        if ((pkt->aeth.syndrome & RNIC_AETH_KIND_MASK) != RNIC_AETH_ACK) {
+    switch (pkt->opcode) {
+    case RNIC_ROCE_RC_ACKNOWLEDGE:
+        if ((pkt->aeth.syndrome & RNIC_ROCE_AETH_TYPE_MASK) !=
+            RNIC_ROCE_AETH_ACK) {
             rnic_req_nak(e, qp, pkt);
             return;
         }
@@ -1027,16 +1025,13 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_req_progress(e, qp, psn);
         rnic_req_complete(e, qp);
         break;
-    case RNIC_OP_RC_ATOMIC_ACKNOWLEDGE:
+    case RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE:
         rnic_req_atomic_ack(e, qp, pkt);
         break;
-    case RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST:
-    case RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE:
-    case RNIC_OP_RC_RDMA_READ_RESPONSE_LAST:
-    case RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY:
-        rnic_req_read_response(e, qp, pkt);
-        break;
     default:
+        if (rnic_roce_ops[pkt->opcode].flags & RNIC_ROCE_OPF_READ) {
+            rnic_req_read_response(e, qp, pkt);
+        }
         break;
     }
 }
@@ -1071,8 +1066,9 @@ static bool rnic_req_probe_tail(RnicEngine *e, RnicQp *qp)
         return false;
     }
     rnic_trace(e, "QP %u: %d packets sent without AckReq, probing at PSN %u",
-               qp->qpn, unacked, rnic_psn_add(qp->tx_psn_end, RNIC_PSN_MASK));
-    rnic_req_rewind(e, qp, rnic_psn_add(qp->tx_psn_end, RNIC_PSN_MASK));
+               qp->qpn, unacked, rnic_psn_add(qp->tx_psn_end,
+                                              RNIC_ROCE_PSN_MASK));
+    rnic_req_rewind(e, qp, rnic_psn_add(qp->tx_psn_end, RNIC_ROCE_PSN_MASK));
     qp->rewinding = true;
     rnic_qp_work(e, qp, RNIC_QPW_SQ);
     return true;

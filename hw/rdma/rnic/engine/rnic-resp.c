@@ -31,23 +31,31 @@ void rnic_resp_reset_qp(RnicQp *qp)
 /* Sending ACKs, NAKs and responses                                       */
 /* ---------------------------------------------------------------------- */
 
+/* The opcodes of a READ response by position (RNIC_POS_*). */
+static const uint8_t rnic_read_response_ops[4] = {
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY,
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST,
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE,
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST,
+};
+
 static void rnic_resp_packet(RnicEngine *e, RnicQp *qp, RnicPacket *pkt,
                              uint8_t opcode, uint32_t psn)
 {
     rnic_packet_net_from_av(e, qp, &qp->av, pkt);
-    pkt->bth.opcode = opcode;
-    pkt->bth.se = false;
-    pkt->bth.m = false;
-    pkt->bth.pad = 0;
-    pkt->bth.tver = 0;
-    pkt->bth.pkey = RNIC_BTH_PKEY_DEFAULT;
-    pkt->bth.fecn = pkt->bth.becn = false;
-    pkt->bth.dest_qp = qp->dest_qpn;
-    pkt->bth.ack_req = false;
-    pkt->bth.psn = psn & RNIC_PSN_MASK;
-    pkt->hdrs = rnic_opcode_hdrs(opcode);
-    pkt->aeth.syndrome = RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID;
-    pkt->aeth.msn = qp->resp.msn & 0xffffff;
+    pkt->opcode = opcode;
+    pkt->se = false;
+    pkt->migreq = false;
+    pkt->pad = 0;
+    pkt->tver = 0;
+    pkt->pkey = RNIC_ROCE_DEFAULT_PKEY;
+    pkt->fecn = pkt->becn = false;
+    pkt->dest_qp = qp->dest_qpn;
+    pkt->ack_req = false;
+    pkt->psn = psn & RNIC_ROCE_PSN_MASK;
+    pkt->ext = rnic_op_ext(opcode);
+    pkt->aeth.syndrome = RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID;
+    pkt->aeth.msn = qp->resp.msn & RNIC_ROCE_MSN_MASK;
     pkt->payload.len = 0;
     pkt->payload.data = NULL;
     pkt->payload.segs = NULL;
@@ -59,7 +67,7 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
 {
     RNIC_UNINIT RnicPacket pkt;
 
-    rnic_resp_packet(e, qp, &pkt, RNIC_OP_RC_ACKNOWLEDGE, psn);
+    rnic_resp_packet(e, qp, &pkt, RNIC_ROCE_RC_ACKNOWLEDGE, psn);
     pkt.aeth.syndrome = syndrome;
     rnic_xmit(e, qp, &pkt);
 }
@@ -92,19 +100,16 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
         RNIC_UNINIT RnicPacket pkt;
 
         if (res->kind == RNIC_RES_ATOMIC) {
-            rnic_resp_packet(e, qp, &pkt, RNIC_OP_RC_ATOMIC_ACKNOWLEDGE,
+            rnic_resp_packet(e, qp, &pkt, RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE,
                              res->psn);
-            pkt.atomic_ack.orig = res->orig;
+            pkt.atomic_ack_eth.orig = res->orig;
             res->next = 1;
         } else {
             uint32_t k = res->next;
             uint32_t off = k * pmtu;
             uint32_t len = res->len ? MIN(pmtu, res->len - off) : 0;
             bool first = k == 0, last = k + 1 == res->npsn;
-            uint8_t op = first ? (last ? RNIC_OP_RC_RDMA_READ_RESPONSE_ONLY :
-                                         RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST)
-                               : (last ? RNIC_OP_RC_RDMA_READ_RESPONSE_LAST :
-                                         RNIC_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
+            uint8_t op = rnic_read_response_ops[rnic_msg_pos(first, last)];
             RnicMr *mr = NULL;
 
             rnic_resp_packet(e, qp, &pkt, op, res->psn + k);
@@ -125,7 +130,8 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
                     r->res_pending = 0;
                     res->pending = false;
                     rnic_resp_send_aeth(e, qp, res->psn + k,
-                                        RNIC_AETH_NAK | RNIC_NAK_REM_ACCESS);
+                                        RNIC_ROCE_AETH_NAK |
+                                        RNIC_ROCE_NAK_REMOTE_ACCESS);
                     rnic_async_event(e, RNIC_EQE_QP_ACCESS_ERR, qp->handle,
                                      qp->qpn);
                     rnic_qp_error(e, qp);
@@ -173,17 +179,19 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
         }
         /* an owed NAK covers every PSN before it: only a later ACK wins */
         if (r->ack_owed &&
-            (r->ack_syndrome & RNIC_AETH_KIND_MASK) != RNIC_AETH_ACK &&
+            (r->ack_syndrome & RNIC_ROCE_AETH_TYPE_MASK) !=
+            RNIC_ROCE_AETH_ACK &&
             rnic_psn_diff(psn, r->ack_psn) < 0) {
             return;
         }
         r->ack_owed = true;
         r->ack_psn = psn;
-        r->ack_syndrome = RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID;
+        r->ack_syndrome = RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID;
         return;
     }
     r->ack_owed = false;
-    rnic_resp_send_aeth(e, qp, psn, RNIC_AETH_ACK | RNIC_AETH_CREDITS_INVALID);
+    rnic_resp_send_aeth(e, qp, psn,
+                        RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID);
 }
 
 /*
@@ -196,8 +204,8 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
 static void rnic_resp_ack_first(RnicEngine *e, RnicQp *qp,
                                 const RnicPacket *pkt)
 {
-    if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, pkt->bth.psn, true);
+    if (pkt->ack_req) {
+        rnic_resp_ack(e, qp, pkt->psn, true);
     }
 }
 
@@ -218,7 +226,7 @@ static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
         }
         r->ack_owed = true;
-        r->ack_psn = psn & RNIC_PSN_MASK;
+        r->ack_psn = psn & RNIC_ROCE_PSN_MASK;
         r->ack_syndrome = syndrome;
         return;
     }
@@ -265,7 +273,8 @@ void rnic_resp_prompt(RnicEngine *e, RnicQp *qp)
         return;
     }
     r->nak_sent = true;
-    rnic_resp_nak(e, qp, r->epsn, RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+    rnic_resp_nak(e, qp, r->epsn,
+                  RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -300,11 +309,11 @@ static void rnic_resp_fail(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                            const char *why)
 {
     rnic_guest_error(e, "QP %u: request at PSN %u (opcode 0x%x) refused: %s",
-                     qp->qpn, pkt->bth.psn, pkt->bth.opcode, why);
+                     qp->qpn, pkt->psn, pkt->opcode, why);
     if (qp->resp.recv.valid) {
         rnic_resp_recv_complete(e, qp, recv_status, RNIC_WC_RECV, 0, 0, 0);
     }
-    rnic_resp_nak_fatal(e, qp, pkt->bth.psn, RNIC_AETH_NAK | nak);
+    rnic_resp_nak_fatal(e, qp, pkt->psn, RNIC_ROCE_AETH_NAK | nak);
     if (event) {
         rnic_async_event(e, event, qp->handle, qp->qpn);
     }
@@ -331,7 +340,7 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
 
             if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, pd), pd, rw->sge,
                                    rw->nsge, RNIC_ACCESS_LOCAL_WRITE)) {
-                rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0,
+                rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP, 0,
                                RNIC_WC_LOC_PROT_ERR,
                                "receive buffer no longer registered");
                 return false;
@@ -343,16 +352,17 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
     if (!rnic_recv_fetch(e, qp, rw, &status)) {
         if (status == RNIC_WC_SUCCESS) {
             /* receiver not ready: the requester retries after the timer */
-            rnic_resp_nak(e, qp, pkt->bth.psn,
-                          RNIC_AETH_RNR_NAK | qp->min_rnr_timer);
+            rnic_resp_nak(e, qp, pkt->psn,
+                          RNIC_ROCE_AETH_RNR_NAK | qp->min_rnr_timer);
         } else {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP,
+                           RNIC_EQE_QP_FATAL, 0,
                            "receive queue not readable");
         }
         return false;
     }
     if (status != RNIC_WC_SUCCESS) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0, status,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP, 0, status,
                        "bad receive WQE");
         return false;
     }
@@ -390,13 +400,15 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         rw->offset = 0;
     }
     if (len > rw->length - rw->offset) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, 0, RNIC_WC_LOC_LEN_ERR,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ, 0,
+                       RNIC_WC_LOC_LEN_ERR,
                        "message longer than the receive buffer");
         return;
     }
     if (len && rnic_sges_place(e, rw->sge, rw->nsge, rw->offset, &pkt->payload,
                                0, len)) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, 0, RNIC_WC_LOC_PROT_ERR,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP, 0,
+                       RNIC_WC_LOC_PROT_ERR,
                        "receive buffer not writable");
         return;
     }
@@ -404,11 +416,11 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     r->epsn = rnic_psn_add(r->epsn, 1);
     r->in_msg = last ? 0 : RNIC_RESP_SEND;
     if (last) {
-        if (pkt->hdrs & RNIC_HDR_IETH) {
+        if (pkt->ext & RNIC_ROCE_EXT_IETH) {
             /* remote: the STag must resolve in this network's table */
             if (rnic_mr_invalidate(e, &qp->ctx->mrt, qp->pd, qp->owner,
                                    pkt->ieth.rkey) != RNIC_WC_SUCCESS) {
-                rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ,
+                rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                                RNIC_EQE_QP_REQ_ERR, RNIC_WC_LOC_PROT_ERR,
                                "SEND with invalidate of an STag that cannot "
                                "be invalidated");
@@ -417,11 +429,11 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
             flags |= RNIC_CQE_WITH_INV;
             imm_or_inv = GUINT32_TO_LE(pkt->ieth.rkey);
         }
-        if (pkt->hdrs & RNIC_HDR_IMM) {
+        if (pkt->ext & RNIC_ROCE_EXT_IMMDT) {
             flags |= RNIC_CQE_WITH_IMM;
-            imm_or_inv = pkt->imm;
+            imm_or_inv = GUINT32_TO_BE(pkt->immdt);
         }
-        if (pkt->bth.se) {
+        if (pkt->se) {
             flags |= RNIC_CQE_SOLICITED;
         }
         r->msn++;
@@ -430,8 +442,8 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                                 rw->offset, imm_or_inv, flags);
         return;
     }
-    if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, pkt->bth.psn, false);
+    if (pkt->ack_req) {
+        rnic_resp_ack(e, qp, pkt->psn, false);
     }
 }
 
@@ -445,7 +457,7 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
 
     if (first) {
         if (!(qp->access & RNIC_ACCESS_REMOTE_WRITE)) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                            RNIC_EQE_QP_ACCESS_ERR, 0,
                            "QP does not allow remote writes");
             return;
@@ -453,7 +465,8 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         if (pkt->reth.dma_len > RNIC_MAX_MSG_SIZE ||
             (last && pkt->reth.dma_len != len) ||
             (!last && pkt->reth.dma_len <= len)) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                           RNIC_EQE_QP_REQ_ERR, 0,
                            "RETH length inconsistent with the packets");
             return;
         }
@@ -462,7 +475,7 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                                   pkt->reth.va, pkt->reth.dma_len,
                                   RNIC_ACCESS_REMOTE_WRITE, &mr);
             if (err) {
-                rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+                rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                                RNIC_EQE_QP_ACCESS_ERR, 0,
                                rnic_xlate_err_str(err));
                 return;
@@ -474,24 +487,27 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         r->w_done = 0;
     } else if (len > r->w_len - r->w_done ||
                (last && r->w_done + len != r->w_len)) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
                        "RDMA WRITE longer or shorter than its RETH");
         return;
     }
     /* WRITE with immediate consumes a receive WQE: have it first */
-    if (last && (pkt->hdrs & RNIC_HDR_IMM) && !rnic_resp_get_recv(e, qp, pkt)) {
+    if (last && (pkt->ext & RNIC_ROCE_EXT_IMMDT) && !rnic_resp_get_recv(e, qp,
+                                                                        pkt)) {
         return;
     }
     if (len) {
         err = rnic_mr_resolve(qp->ctx, r->w_rkey, qp->pd, r->w_va + r->w_done,
                               len, RNIC_ACCESS_REMOTE_WRITE, &mr);
         if (err) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                            RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
             return;
         }
         if (rnic_mr_place(e, mr, r->w_va + r->w_done, &pkt->payload, 0, len)) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP,
+                           RNIC_EQE_QP_FATAL, 0,
                            "target memory not writable");
             return;
         }
@@ -501,17 +517,18 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     r->in_msg = last ? 0 : RNIC_RESP_WRITE;
     if (last) {
         r->msn++;
-        if (pkt->hdrs & RNIC_HDR_IMM) {
+        if (pkt->ext & RNIC_ROCE_EXT_IMMDT) {
             rnic_resp_ack_first(e, qp, pkt);
             rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS,
                                     RNIC_WC_RECV_RDMA_WITH_IMM, r->w_len,
-                                    pkt->imm, RNIC_CQE_WITH_IMM |
-                                    (pkt->bth.se ? RNIC_CQE_SOLICITED : 0));
+                                    GUINT32_TO_BE(pkt->immdt),
+                                    RNIC_CQE_WITH_IMM |
+                                    (pkt->se ? RNIC_CQE_SOLICITED : 0));
             return;
         }
     }
-    if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, pkt->bth.psn, false);
+    if (pkt->ack_req) {
+        rnic_resp_ack(e, qp, pkt->psn, false);
     }
 }
 
@@ -579,12 +596,14 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     RnicMr *mr;
 
     if (!(qp->access & RNIC_ACCESS_REMOTE_READ)) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS, RNIC_EQE_QP_ACCESS_ERR,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
+                       RNIC_EQE_QP_ACCESS_ERR,
                        0, "QP does not allow remote reads");
         return;
     }
     if (len > RNIC_MAX_MSG_SIZE) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
                        "READ longer than 2 GiB");
         return;
     }
@@ -592,7 +611,7 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         err = rnic_mr_resolve(qp->ctx, pkt->reth.rkey, qp->pd, pkt->reth.va,
                               len, RNIC_ACCESS_REMOTE_READ, &mr);
         if (err) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                            RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
             return;
         }
@@ -600,12 +619,13 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(r);
     if (!res) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
                        "more outstanding READ/atomic than max_dest_rd_atomic");
         return;
     }
     res->kind = RNIC_RES_READ;
-    res->psn = pkt->bth.psn;
+    res->psn = pkt->psn;
     res->npsn = len ? (len + pmtu - 1) / pmtu : 1;
     res->va = pkt->reth.va;
     res->rkey = pkt->reth.rkey;
@@ -620,42 +640,47 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     RnicResp *r = &qp->resp;
-    const RnicAtomicEth *a = &pkt->atomic;
+    const RnicRoceAtomicEth *a = &pkt->atomic_eth;
     RnicRespRes *res;
     RnicXlateErr err;
     uint64_t orig, val;
     RnicMr *mr;
 
     if (!(qp->access & RNIC_ACCESS_REMOTE_ATOMIC)) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS, RNIC_EQE_QP_ACCESS_ERR,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
+                       RNIC_EQE_QP_ACCESS_ERR,
                        0, "QP does not allow remote atomics");
         return;
     }
     if (a->va & 7) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
                        "atomic address not 8-byte aligned");
         return;
     }
     err = rnic_mr_resolve(qp->ctx, a->rkey, qp->pd, a->va, 8,
                           RNIC_ACCESS_REMOTE_ATOMIC, &mr);
     if (err) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_ACCESS, RNIC_EQE_QP_ACCESS_ERR,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
+                       RNIC_EQE_QP_ACCESS_ERR,
                        0, rnic_xlate_err_str(err));
         return;
     }
     if (r->res_pending >= r->nres) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR, 0,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
                        "more outstanding READ/atomic than max_dest_rd_atomic");
         return;
     }
     /* atomic with respect to every other device access (one thread) */
     if (rnic_mr_read(e, mr, a->va, &orig, 8)) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP, RNIC_EQE_QP_FATAL,
+                       0,
                        "atomic target not readable");
         return;
     }
     orig = GUINT64_FROM_LE(orig);
-    if (pkt->bth.opcode == RNIC_OP_RC_COMPARE_SWAP) {
+    if (pkt->opcode == RNIC_ROCE_RC_COMPARE_SWAP) {
         val = orig == a->compare ? a->swap_add : orig;
     } else {
         val = orig + a->swap_add;
@@ -664,7 +689,8 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         uint64_t le = GUINT64_TO_LE(val);
 
         if (rnic_mr_write(e, mr, a->va, &le, 8)) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_REM_OP, RNIC_EQE_QP_FATAL, 0,
+            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP,
+                           RNIC_EQE_QP_FATAL, 0,
                            "atomic target not writable");
             return;
         }
@@ -672,7 +698,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(r);
     res->kind = RNIC_RES_ATOMIC;
-    res->psn = pkt->bth.psn;
+    res->psn = pkt->psn;
     res->npsn = 1;
     res->va = a->va;
     res->rkey = a->rkey;
@@ -688,13 +714,13 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
                                 const RnicPacket *pkt)
 {
     RnicResp *r = &qp->resp;
-    uint32_t psn = pkt->bth.psn;
-    uint8_t op = pkt->bth.opcode;
+    uint32_t psn = pkt->psn;
+    uint16_t flags = rnic_roce_ops[pkt->opcode].flags;
     uint32_t i;
 
-    if (op == RNIC_OP_RC_RDMA_READ_REQUEST || op == RNIC_OP_RC_COMPARE_SWAP ||
-        op == RNIC_OP_RC_FETCH_ADD) {
-        bool read = op == RNIC_OP_RC_RDMA_READ_REQUEST;
+    if ((flags & RNIC_ROCE_OPF_REQUEST) &&
+        (flags & (RNIC_ROCE_OPF_READ | RNIC_ROCE_OPF_ATOMIC))) {
+        bool read = flags & RNIC_ROCE_OPF_READ;
 
         for (i = 0; i < r->nres; i++) {
             RnicRespRes *old = &r->res[i];
@@ -725,8 +751,8 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
         return;                     /* unknown: dropped, the peer retries */
     }
     /* SEND/WRITE: acknowledge what we have */
-    if (pkt->bth.ack_req) {
-        rnic_resp_ack(e, qp, rnic_psn_add(r->epsn, RNIC_PSN_MASK), true);
+    if (pkt->ack_req) {
+        rnic_resp_ack(e, qp, rnic_psn_add(r->epsn, RNIC_ROCE_PSN_MASK), true);
     }
 }
 
@@ -743,8 +769,8 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         qp->state != RNIC_QPS_SQD && qp->state != RNIC_QPS_SQE) {
         return;
     }
-    if (pkt->bth.opcode != RNIC_OP_UD_SEND_ONLY &&
-        pkt->bth.opcode != RNIC_OP_UD_SEND_ONLY_IMM) {
+    if (pkt->opcode != RNIC_ROCE_UD_SEND_ONLY &&
+        pkt->opcode != RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE) {
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
@@ -780,7 +806,7 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
          * the GRH area: an IPv6 header, or for IPv4 20 bytes of zeroes and
          * the IPv4 header (as RoCEv2 devices and rxe place it)
          */
-        if (rnic_gid_is_ipv4(pkt->net.sgid)) {
+        if (rnic_roce_gid_is_ipv4(pkt->net.sgid)) {
             flags |= RNIC_CQE_IPV4;
         }
         rnic_wire_build_grh(pkt, grh);     /* the frame's IP header */
@@ -792,11 +818,11 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     if (ci.status == RNIC_WC_SUCCESS) {
         ci.byte_len = sizeof(grh) + len;
-        if (pkt->hdrs & RNIC_HDR_IMM) {
+        if (pkt->ext & RNIC_ROCE_EXT_IMMDT) {
             flags |= RNIC_CQE_WITH_IMM;
-            ci.imm_or_inv = pkt->imm;
+            ci.imm_or_inv = GUINT32_TO_BE(pkt->immdt);
         }
-        if (pkt->bth.se) {
+        if (pkt->se) {
             flags |= RNIC_CQE_SOLICITED;
         }
         if (pkt->net.vlan_id) {
@@ -811,10 +837,29 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
 }
 
+/*
+ * Does a request packet fit the message in progress? A first (or only)
+ * packet needs none in progress, a middle or last one a message of its
+ * own kind (READ and atomics are only packets). NULL, or the reason.
+ */
+static const char *rnic_resp_sequence_error(const RnicResp *r, uint16_t flags)
+{
+    if (flags & RNIC_ROCE_OPF_FIRST) {
+        return r->in_msg ? "new message before the last one ended" : NULL;
+    }
+    if (flags & RNIC_ROCE_OPF_SEND) {
+        return r->in_msg != RNIC_RESP_SEND ?
+               "SEND continuation without a SEND" : NULL;
+    }
+    return r->in_msg != RNIC_RESP_WRITE ?
+           "WRITE continuation without a WRITE" : NULL;
+}
+
 void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
+    const RnicRoceOpInfo *info = rnic_transport_op(pkt->opcode);
     RnicResp *r = &qp->resp;
-    uint8_t op = pkt->bth.opcode;
+    const char *why;
     bool first, last;
     int32_t d;
 
@@ -831,12 +876,13 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         r->comm_est = true;
         rnic_async_event(e, RNIC_EQE_COMM_EST, qp->handle, qp->qpn);
     }
-    d = rnic_psn_diff(pkt->bth.psn, r->epsn);
+    d = rnic_psn_diff(pkt->psn, r->epsn);
     if (d > 0) {
         /* a gap: one NAK until the expected PSN shows up */
         if (!r->nak_sent) {
             r->nak_sent = true;
-            rnic_resp_nak(e, qp, r->epsn, RNIC_AETH_NAK | RNIC_NAK_PSN_SEQ_ERR);
+            rnic_resp_nak(e, qp, r->epsn,
+                          RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
         }
         return;
     }
@@ -846,82 +892,35 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     r->nak_sent = false;
 
-    switch (op) {
-    case RNIC_OP_RC_SEND_FIRST:
-    case RNIC_OP_RC_SEND_ONLY:
-    case RNIC_OP_RC_SEND_ONLY_IMM:
-    case RNIC_OP_RC_SEND_ONLY_INV:
-    case RNIC_OP_RC_RDMA_WRITE_FIRST:
-    case RNIC_OP_RC_RDMA_WRITE_ONLY:
-    case RNIC_OP_RC_RDMA_WRITE_ONLY_IMM:
-    case RNIC_OP_RC_RDMA_READ_REQUEST:
-    case RNIC_OP_RC_COMPARE_SWAP:
-    case RNIC_OP_RC_FETCH_ADD:
-        first = true;
-        if (r->in_msg) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
-                           RNIC_WC_REM_INV_REQ_ERR,
-                           "new message before the last one ended");
-            return;
-        }
-        break;
-    case RNIC_OP_RC_SEND_MIDDLE:
-    case RNIC_OP_RC_SEND_LAST:
-    case RNIC_OP_RC_SEND_LAST_IMM:
-    case RNIC_OP_RC_SEND_LAST_INV:
-        first = false;
-        if (r->in_msg != RNIC_RESP_SEND) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
-                           RNIC_WC_REM_INV_REQ_ERR,
-                           "SEND continuation without a SEND");
-            return;
-        }
-        break;
-    case RNIC_OP_RC_RDMA_WRITE_MIDDLE:
-    case RNIC_OP_RC_RDMA_WRITE_LAST:
-    case RNIC_OP_RC_RDMA_WRITE_LAST_IMM:
-        first = false;
-        if (r->in_msg != RNIC_RESP_WRITE) {
-            rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
-                           RNIC_WC_REM_INV_REQ_ERR,
-                           "WRITE continuation without a WRITE");
-            return;
-        }
-        break;
-    default:
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
-                       RNIC_WC_REM_INV_REQ_ERR, "opcode not a request");
+    if (!info || !(info->flags & RNIC_ROCE_OPF_REQUEST)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, RNIC_WC_REM_INV_REQ_ERR,
+                       "opcode not a request");
         return;
     }
-    last = op != RNIC_OP_RC_SEND_FIRST && op != RNIC_OP_RC_SEND_MIDDLE &&
-           op != RNIC_OP_RC_RDMA_WRITE_FIRST &&
-           op != RNIC_OP_RC_RDMA_WRITE_MIDDLE;
-    if ((rnic_opcode_hdrs(op) & RNIC_HDR_PAYLOAD) &&
+    first = info->flags & RNIC_ROCE_OPF_FIRST;
+    last = info->flags & RNIC_ROCE_OPF_LAST;
+    why = rnic_resp_sequence_error(r, info->flags);
+    if (why) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, RNIC_WC_REM_INV_REQ_ERR, why);
+        return;
+    }
+    if ((info->flags & RNIC_ROCE_OPF_PAYLOAD) &&
         !rnic_resp_len_ok(qp, pkt, first, last)) {
-        rnic_resp_fail(e, qp, pkt, RNIC_NAK_INV_REQ, RNIC_EQE_QP_REQ_ERR,
-                       RNIC_WC_REM_INV_REQ_ERR,
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, RNIC_WC_REM_INV_REQ_ERR,
                        "payload length does not fit the path MTU");
         return;
     }
 
-    switch (op) {
-    case RNIC_OP_RC_RDMA_READ_REQUEST:
+    if (info->flags & RNIC_ROCE_OPF_READ) {
         rnic_resp_read(e, qp, pkt);
-        break;
-    case RNIC_OP_RC_COMPARE_SWAP:
-    case RNIC_OP_RC_FETCH_ADD:
+    } else if (info->flags & RNIC_ROCE_OPF_ATOMIC) {
         rnic_resp_atomic(e, qp, pkt);
-        break;
-    case RNIC_OP_RC_RDMA_WRITE_FIRST:
-    case RNIC_OP_RC_RDMA_WRITE_MIDDLE:
-    case RNIC_OP_RC_RDMA_WRITE_LAST:
-    case RNIC_OP_RC_RDMA_WRITE_LAST_IMM:
-    case RNIC_OP_RC_RDMA_WRITE_ONLY:
-    case RNIC_OP_RC_RDMA_WRITE_ONLY_IMM:
+    } else if (info->flags & RNIC_ROCE_OPF_WRITE) {
         rnic_resp_write(e, qp, pkt, first, last);
-        break;
-    default:
+    } else {
         rnic_resp_send(e, qp, pkt, first, last);
-        break;
     }
 }

@@ -108,7 +108,7 @@ static inline void st_le32(uint8_t *p, uint32_t v)
 #define AETH    RNIC_ROCE_EXT_AETH
 #define IMMDT   RNIC_ROCE_EXT_IMMDT
 
-static const RnicRoceOpInfo roce_ops[256] = {
+const RnicRoceOpInfo rnic_roce_ops[256] = {
     OP(RC, SEND_FIRST, 0, P | FIRST | REQ | SEND),
     OP(RC, SEND_MIDDLE, 0, P | MIDDLE | REQ | SEND),
     OP(RC, SEND_LAST, 0, P | LAST | REQ | SEND | COMPL),
@@ -188,13 +188,6 @@ static const RnicRoceOpInfo roce_ops[256] = {
 #undef RETH
 #undef AETH
 #undef IMMDT
-
-const RnicRoceOpInfo *rnic_roce_op_info(uint8_t opcode)
-{
-    const RnicRoceOpInfo *info = &roce_ops[opcode];
-
-    return info->name ? info : NULL;
-}
 
 const char *rnic_roce_strerror(RnicRoceError err)
 {

@@ -61,6 +61,7 @@
 #define RNIC_ROCE_UDP_DPORT             4791
 #define RNIC_ROCE_BTH_TVER              0
 #define RNIC_ROCE_DEFAULT_PKEY          0xffff
+#define RNIC_ROCE_GSI_QPN               1
 #define RNIC_ROCE_GSI_QKEY              0x80010000u
 #define RNIC_ROCE_QPN_MASK              0x00ffffffu
 #define RNIC_ROCE_PSN_MASK              0x00ffffffu
@@ -111,6 +112,71 @@ enum {
 #define RNIC_ROCE_OPCODE(transport, op) ((uint8_t)((transport) | (op)))
 #define RNIC_ROCE_OPCODE_CNP            0x81
 
+/*
+ * The opcodes themselves, transport | operation, as the transport and the
+ * tests name them (rxe's IB_OPCODE_RC_SEND_FIRST ...). The table behind
+ * rnic_roce_op_info() says what each carries and means.
+ */
+#define RNIC_ROCE_OPC_(t, op) \
+    RNIC_ROCE_OPCODE(RNIC_ROCE_TRANSPORT_##t, RNIC_ROCE_OP_##op)
+enum {
+    RNIC_ROCE_RC_SEND_FIRST = RNIC_ROCE_OPC_(RC, SEND_FIRST),
+    RNIC_ROCE_RC_SEND_MIDDLE = RNIC_ROCE_OPC_(RC, SEND_MIDDLE),
+    RNIC_ROCE_RC_SEND_LAST = RNIC_ROCE_OPC_(RC, SEND_LAST),
+    RNIC_ROCE_RC_SEND_LAST_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(RC, SEND_LAST_WITH_IMMEDIATE),
+    RNIC_ROCE_RC_SEND_ONLY = RNIC_ROCE_OPC_(RC, SEND_ONLY),
+    RNIC_ROCE_RC_SEND_ONLY_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(RC, SEND_ONLY_WITH_IMMEDIATE),
+    RNIC_ROCE_RC_RDMA_WRITE_FIRST = RNIC_ROCE_OPC_(RC, RDMA_WRITE_FIRST),
+    RNIC_ROCE_RC_RDMA_WRITE_MIDDLE = RNIC_ROCE_OPC_(RC, RDMA_WRITE_MIDDLE),
+    RNIC_ROCE_RC_RDMA_WRITE_LAST = RNIC_ROCE_OPC_(RC, RDMA_WRITE_LAST),
+    RNIC_ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(RC, RDMA_WRITE_LAST_WITH_IMMEDIATE),
+    RNIC_ROCE_RC_RDMA_WRITE_ONLY = RNIC_ROCE_OPC_(RC, RDMA_WRITE_ONLY),
+    RNIC_ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(RC, RDMA_WRITE_ONLY_WITH_IMMEDIATE),
+    RNIC_ROCE_RC_RDMA_READ_REQUEST = RNIC_ROCE_OPC_(RC, RDMA_READ_REQUEST),
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_FIRST =
+        RNIC_ROCE_OPC_(RC, RDMA_READ_RESPONSE_FIRST),
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_MIDDLE =
+        RNIC_ROCE_OPC_(RC, RDMA_READ_RESPONSE_MIDDLE),
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_LAST =
+        RNIC_ROCE_OPC_(RC, RDMA_READ_RESPONSE_LAST),
+    RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY =
+        RNIC_ROCE_OPC_(RC, RDMA_READ_RESPONSE_ONLY),
+    RNIC_ROCE_RC_ACKNOWLEDGE = RNIC_ROCE_OPC_(RC, ACKNOWLEDGE),
+    RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE = RNIC_ROCE_OPC_(RC, ATOMIC_ACKNOWLEDGE),
+    RNIC_ROCE_RC_COMPARE_SWAP = RNIC_ROCE_OPC_(RC, COMPARE_SWAP),
+    RNIC_ROCE_RC_FETCH_ADD = RNIC_ROCE_OPC_(RC, FETCH_ADD),
+    RNIC_ROCE_RC_SEND_LAST_WITH_INVALIDATE =
+        RNIC_ROCE_OPC_(RC, SEND_LAST_WITH_INVALIDATE),
+    RNIC_ROCE_RC_SEND_ONLY_WITH_INVALIDATE =
+        RNIC_ROCE_OPC_(RC, SEND_ONLY_WITH_INVALIDATE),
+    RNIC_ROCE_RC_FLUSH = RNIC_ROCE_OPC_(RC, FLUSH),
+    RNIC_ROCE_RC_ATOMIC_WRITE = RNIC_ROCE_OPC_(RC, ATOMIC_WRITE),
+    RNIC_ROCE_UC_SEND_FIRST = RNIC_ROCE_OPC_(UC, SEND_FIRST),
+    RNIC_ROCE_UC_SEND_MIDDLE = RNIC_ROCE_OPC_(UC, SEND_MIDDLE),
+    RNIC_ROCE_UC_SEND_LAST = RNIC_ROCE_OPC_(UC, SEND_LAST),
+    RNIC_ROCE_UC_SEND_LAST_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(UC, SEND_LAST_WITH_IMMEDIATE),
+    RNIC_ROCE_UC_SEND_ONLY = RNIC_ROCE_OPC_(UC, SEND_ONLY),
+    RNIC_ROCE_UC_SEND_ONLY_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(UC, SEND_ONLY_WITH_IMMEDIATE),
+    RNIC_ROCE_UC_RDMA_WRITE_FIRST = RNIC_ROCE_OPC_(UC, RDMA_WRITE_FIRST),
+    RNIC_ROCE_UC_RDMA_WRITE_MIDDLE = RNIC_ROCE_OPC_(UC, RDMA_WRITE_MIDDLE),
+    RNIC_ROCE_UC_RDMA_WRITE_LAST = RNIC_ROCE_OPC_(UC, RDMA_WRITE_LAST),
+    RNIC_ROCE_UC_RDMA_WRITE_LAST_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(UC, RDMA_WRITE_LAST_WITH_IMMEDIATE),
+    RNIC_ROCE_UC_RDMA_WRITE_ONLY = RNIC_ROCE_OPC_(UC, RDMA_WRITE_ONLY),
+    RNIC_ROCE_UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(UC, RDMA_WRITE_ONLY_WITH_IMMEDIATE),
+    RNIC_ROCE_UD_SEND_ONLY = RNIC_ROCE_OPC_(UD, SEND_ONLY),
+    RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE =
+        RNIC_ROCE_OPC_(UD, SEND_ONLY_WITH_IMMEDIATE),
+};
+#undef RNIC_ROCE_OPC_
+
 /* Extension headers, in the order they appear on the wire. */
 enum {
     RNIC_ROCE_EXT_FETH          = 1u << 0,  /* FLUSH */
@@ -152,8 +218,9 @@ typedef struct RnicRoceOpInfo {
     uint8_t hdr_len;        /* BTH + extension headers */
 } RnicRoceOpInfo;
 
-/* AETH syndrome (IBTA 9.7.5.1.1): type in bits 7:5. */
+/* AETH syndrome (IBTA 9.7.5.1.1): type in bits 7:5, value in bits 4:0. */
 #define RNIC_ROCE_AETH_TYPE_MASK        0xe0
+#define RNIC_ROCE_AETH_VALUE_MASK       0x1f
 #define RNIC_ROCE_AETH_ACK              0x00    /* | credit count (5 bits) */
 #define RNIC_ROCE_AETH_RNR_NAK          0x20    /* | RNR timer code */
 #define RNIC_ROCE_AETH_NAK              0x60    /* | NAK code */
@@ -201,11 +268,54 @@ typedef struct RnicRoceFeth {
 } RnicRoceFeth;
 
 /*
+ * The transport headers of a packet, host order: the BTH and the extension
+ * headers the opcode carries ('ext' says which, from the opcode table).
+ * One layout shared by the codec (RnicRoceHdr) and the engine's
+ * transport (RnicPacket, rnic-packet.h): both declare these members with
+ * RNIC_ROCE_TRANSPORT_GROUP, so a field is read as h->psn and the whole
+ * group is copied as h->tp (the pattern of Linux's struct_group_tagged()).
+ *
+ * ImmDt: the four wire bytes read big-endian (verbs' imm_data is already
+ * in network order: immdt = be32toh(imm_data)).
+ */
+#define RNIC_ROCE_TRANSPORT_MEMBERS \
+    uint8_t opcode;                                                     \
+    bool se;                /* solicited event */                       \
+    bool migreq;            /* M: migration request */                  \
+    uint8_t pad;            /* pad count, 0..3 */                       \
+    uint8_t tver;           /* transport header version, 0 */           \
+    uint16_t pkey;                                                      \
+    bool fecn;                                                          \
+    bool becn;                                                          \
+    uint32_t dest_qp;       /* 24 bits */                               \
+    bool ack_req;                                                       \
+    uint32_t psn;           /* 24 bits */                               \
+    uint32_t ext;           /* RNIC_ROCE_EXT_*: which follow the BTH */ \
+    RnicRoceReth reth;                                                  \
+    RnicRoceAeth aeth;                                                  \
+    RnicRoceAtomicEth atomic_eth;                                       \
+    RnicRoceAtomicAckEth atomic_ack_eth;                                \
+    uint32_t immdt;                                                     \
+    RnicRoceIeth ieth;                                                  \
+    RnicRoceDeth deth;                                                  \
+    RnicRoceFeth feth;
+
+typedef struct RnicRoceTransport {
+    RNIC_ROCE_TRANSPORT_MEMBERS
+} RnicRoceTransport;
+
+#define RNIC_ROCE_TRANSPORT_GROUP               \
+    union {                                     \
+        struct {                                \
+            RNIC_ROCE_TRANSPORT_MEMBERS         \
+        };                                      \
+        RnicRoceTransport tp;                   \
+    }
+
+/*
  * One RoCEv2 packet, all fields in host order.
  *
  * GIDs: IPv6 addresses; for IPv4 the IPv4-mapped form ::ffff:a.b.c.d.
- * ImmDt: the four wire bytes read big-endian (verbs' imm_data is already
- * in network order: immdt = be32toh(imm_data)).
  *
  * Encode: the caller fills the fields; 'ext', 'pad', 'ip_df', 'udp_dport',
  * 'icrc' and the layout offsets are ignored (the opcode determines the
@@ -236,29 +346,8 @@ typedef struct RnicRoceHdr {
     uint16_t udp_sport;     /* flow entropy */
     uint16_t udp_dport;     /* always 4791 */
 
-    /* BTH */
-    uint8_t opcode;
-    bool se;                /* solicited event */
-    bool migreq;            /* M: migration request */
-    uint8_t pad;            /* pad count, 0..3 */
-    uint8_t tver;           /* transport header version, 0 */
-    uint16_t pkey;
-    bool fecn;
-    bool becn;
-    uint32_t dest_qp;       /* 24 bits */
-    bool ack_req;
-    uint32_t psn;           /* 24 bits */
-
-    /* Extension headers; 'ext' (RNIC_ROCE_EXT_*) says which are present. */
-    uint32_t ext;
-    RnicRoceReth reth;
-    RnicRoceAeth aeth;
-    RnicRoceAtomicEth atomic_eth;
-    RnicRoceAtomicAckEth atomic_ack_eth;
-    uint32_t immdt;
-    RnicRoceIeth ieth;
-    RnicRoceDeth deth;
-    RnicRoceFeth feth;
+    /* BTH and extension headers */
+    RNIC_ROCE_TRANSPORT_GROUP;
 
     /* Payload (without pad). */
     const uint8_t *payload;
@@ -308,8 +397,14 @@ typedef struct RnicRoceTx {
 /* Iovecs of rnic_roce_encode(): headers, payload (may be empty), trailer. */
 #define RNIC_ROCE_ENCODE_IOV    3
 
-/* Opcode table; NULL for opcodes the codec does not know. */
-const RnicRoceOpInfo *rnic_roce_op_info(uint8_t opcode);
+/* By opcode; .name is NULL where the codec does not know the opcode. */
+extern const RnicRoceOpInfo rnic_roce_ops[256];
+
+static inline const RnicRoceOpInfo *rnic_roce_op_info(uint8_t opcode)
+{
+    return rnic_roce_ops[opcode].name ? &rnic_roce_ops[opcode] : NULL;
+}
+
 const char *rnic_roce_strerror(RnicRoceError err);
 
 /*
@@ -355,9 +450,20 @@ size_t rnic_roce_frame_len(const RnicRoceHdr *h);
 void rnic_roce_build_grh(const RnicRoceHdr *h,
                          uint8_t grh[RNIC_ROCE_GRH_LEN]);
 
-/* GID helpers. */
+/* GID helpers: is this GID an IPv4-mapped IPv6 address (::ffff:a.b.c.d)? */
 void rnic_roce_gid_from_ipv4(uint8_t gid[16], const uint8_t addr[4]);
 bool rnic_roce_gid_is_ipv4(const uint8_t gid[16]);
+
+/* 24-bit PSN arithmetic: a - b as a signed distance. */
+static inline int32_t rnic_psn_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline uint32_t rnic_psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & RNIC_ROCE_PSN_MASK;
+}
 
 /*
  * CRC-32 (IEEE 802.3, reflected, as zlib's crc32(): pass 0 to start, the

@@ -107,7 +107,7 @@ bool rnic_netctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
         c = rnic_netctx_create(e, h, type, id);
         LOAD_CHECK(c, "network context %u does not fit this device "
                    "(max-net-ctx=%u)", h, e->cfg.max_net_ctx);
-        c->next_qpn = next >= 2 && next <= RNIC_QPN_MASK ? next : 2;
+        c->next_qpn = next >= 2 && next <= RNIC_ROCE_QPN_MASK ? next : 2;
     }
     LOAD_END(rd, "network context");
     return true;
@@ -240,7 +240,7 @@ bool rnic_mnet_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
     uint32_t n = rnic_image_get_u32(rd);
     uint32_t i;
 
-    e->mnet_next_qpn = next >= 2 && next <= RNIC_QPN_MASK ? next : 2;
+    e->mnet_next_qpn = next >= 2 && next <= RNIC_ROCE_QPN_MASK ? next : 2;
     for (i = 0; i < n && !rd->overrun; i++) {
         uint32_t h = rnic_image_get_u32(rd);
         uint32_t owner = rnic_image_get_u32(rd);
@@ -802,8 +802,8 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                scq->owner == owner && rcq->owner == owner &&
                (!srq || (srq->owner == owner && srq->pd->ctx == pd->ctx)) &&
                type <= RNIC_QPT_GSI && state <= RNIC_QPS_ERR &&
-               qpn >= 1 && qpn <= RNIC_QPN_MASK &&
-               (qpn == RNIC_GSI_QPN) == (type == RNIC_QPT_GSI) &&
+               qpn >= 1 && qpn <= RNIC_ROCE_QPN_MASK &&
+               (qpn == RNIC_ROCE_GSI_QPN) == (type == RNIC_QPT_GSI) &&
                rnic_qpn_free_for(e, pd, qpn),
                "QP %u: bad objects, type, state or QPN %u", h, qpn);
     qp = rnic_qp_create(e, h, qpn);
@@ -849,7 +849,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
         RnicSqSlot *s = &qp->slots[i & mask];
 
         s->wr_id = rnic_image_get_u64(rd);
-        s->first_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+        s->first_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
         s->npsn = rnic_image_get_u32(rd);
         s->length = rnic_image_get_u32(rd);
         s->recv_psn = rnic_image_get_u32(rd);
@@ -902,13 +902,13 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                qp->min_rnr_timer <= 31 &&
                qp->max_rd_atomic <= e->cfg.max_rd_atomic &&
                qp->max_dest_rd_atomic <= e->cfg.max_rd_atomic &&
-               qp->dest_qpn <= RNIC_QPN_MASK &&
+               qp->dest_qpn <= RNIC_ROCE_QPN_MASK &&
                !(qp->access & ~RNIC_ACCESS_ALL),
                "QP %u: bad attributes", h);
-    qp->req_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
-    qp->una_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+    qp->req_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
+    qp->una_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
     rnic_req_ackreq_restart(qp);    /* what is resent asks for its ACK */
-    qp->rq_psn_init = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+    qp->rq_psn_init = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
     qp->retry_left = rnic_image_get_u8(rd);
     qp->rnr_left = rnic_image_get_u8(rd);
     qp->rd_outstanding = rnic_image_get_u32(rd);
@@ -923,8 +923,8 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                "QP %u: bad requester state", h);
     /* responder */
     r = &qp->resp;
-    r->epsn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
-    r->msn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+    r->epsn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
+    r->msn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
     r->in_msg = rnic_image_get_u8(rd);
     r->nak_sent = rnic_image_get_u8(rd) & 1;
     r->comm_est = rnic_image_get_u8(rd) & 1;
@@ -965,7 +965,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
         res = &r->res[i];
         res->kind = rnic_image_get_u8(rd);
         res->pending = rnic_image_get_u8(rd) & 1;
-        res->psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+        res->psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
         res->npsn = rnic_image_get_u32(rd);
         res->next = rnic_image_get_u32(rd);
         res->va = rnic_image_get_u64(rd);
@@ -978,7 +978,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                    "QP %u: bad responder resource %u", h, i);
     }
     r->ack_owed = rnic_image_get_u8(rd) & 1;
-    r->ack_psn = rnic_image_get_u32(rd) & RNIC_PSN_MASK;
+    r->ack_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
     r->ack_syndrome = rnic_image_get_u8(rd);
     qp->work_flags = rnic_image_get_u32(rd) &
                      (RNIC_QPW_SQ | RNIC_QPW_RQ | RNIC_QPW_RESP);

@@ -92,21 +92,16 @@ void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt)
     rnic_wire_xmit(e, pkt);     /* RoCEv2 frame (rnic-wire.c) */
 }
 
-static bool rnic_opcode_is_response(uint8_t op)
-{
-    return op >= RNIC_OP_RC_RDMA_READ_RESPONSE_FIRST &&
-           op <= RNIC_OP_RC_ATOMIC_ACKNOWLEDGE;
-}
-
 static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
-    bool ud_op = (pkt->bth.opcode & 0xe0) == 0x60;
+    bool ud_op = (pkt->opcode & RNIC_ROCE_TRANSPORT_MASK) ==
+                 RNIC_ROCE_TRANSPORT_UD;
 
     if (ud_op != (qp->type != RNIC_QPT_RC)) {
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
-    if (rnic_opcode_is_response(pkt->bth.opcode)) {
+    if (rnic_roce_ops[pkt->opcode].flags & RNIC_ROCE_OPF_RESPONSE) {
         rnic_req_rx(e, qp, pkt);
     } else {
         rnic_resp_rx(e, qp, pkt);
@@ -115,7 +110,7 @@ static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 
 void rnic_rx(RnicEngine *e, RnicNetCtx *ctx, const RnicPacket *pkt)
 {
-    RnicQp *qp = rnic_qp_by_qpn(ctx, pkt->bth.dest_qp);
+    RnicQp *qp = rnic_qp_by_qpn(ctx, pkt->dest_qp);
 
     if (!qp) {
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);

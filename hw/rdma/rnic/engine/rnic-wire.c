@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: the RoCEv2 wire. RnicPacket <-> RnicRoceHdr adapter, the
+ * rnic engine: the RoCEv2 wire. RnicPacket <-> RnicRoceHdr (the network
+ * part; the transport headers are one struct in both), the
  * transmit path (encode, ICRC, zero-copy iovecs to the host) and the
  * receive path (classify, decode, validate, route to a QP). See
  * rnic-wire.h and docs/spec.md "Wire format".
@@ -43,12 +44,10 @@ static uint16_t rnic_wire_sport(uint16_t local, uint32_t dest_qp)
 bool rnic_wire_hdr_from_packet(const RnicPacket *pkt, RnicRoceHdr *h)
 {
     const RnicPacketNet *n = &pkt->net;
-    const RnicBth *b = &pkt->bth;
-    uint32_t hdrs = pkt->hdrs;
 
     memset(h, 0, sizeof(*h));
-    h->ipv6 = !rnic_gid_is_ipv4(n->dgid);
-    if (h->ipv6 == rnic_gid_is_ipv4(n->sgid)) {
+    h->ipv6 = !rnic_roce_gid_is_ipv4(n->dgid);
+    if (h->ipv6 == rnic_roce_gid_is_ipv4(n->sgid)) {
         return false;           /* IPv4 to IPv6 or the other way round */
     }
     memcpy(h->dmac, n->dmac, 6);
@@ -62,49 +61,10 @@ bool rnic_wire_hdr_from_packet(const RnicPacket *pkt, RnicRoceHdr *h)
     h->flow_label = h->ipv6 ? (n->flow_label & 0xfffff) : 0;
     h->hop_limit = n->hop_limit;
     /* DF is set: the identification only tells frames apart (as rxe) */
-    h->ip_id = (uint16_t)b->psn;
-    h->udp_sport = rnic_wire_sport(n->udp_sport, b->dest_qp);
+    h->ip_id = (uint16_t)pkt->psn;
+    h->udp_sport = rnic_wire_sport(n->udp_sport, pkt->dest_qp);
 
-    h->opcode = b->opcode;
-    h->se = b->se;
-    h->migreq = b->m;
-    h->tver = b->tver;
-    h->pkey = b->pkey;
-    h->fecn = b->fecn;
-    h->becn = b->becn;
-    h->dest_qp = b->dest_qp & RNIC_QPN_MASK;
-    h->ack_req = b->ack_req;
-    h->psn = b->psn & RNIC_PSN_MASK;
-
-    if (hdrs & RNIC_HDR_RETH) {
-        h->reth.va = pkt->reth.va;
-        h->reth.rkey = pkt->reth.rkey;
-        h->reth.dma_len = pkt->reth.dma_len;
-    }
-    if (hdrs & RNIC_HDR_AETH) {
-        h->aeth.syndrome = pkt->aeth.syndrome;
-        h->aeth.msn = pkt->aeth.msn & RNIC_ROCE_MSN_MASK;
-    }
-    if (hdrs & RNIC_HDR_ATOMIC) {
-        h->atomic_eth.va = pkt->atomic.va;
-        h->atomic_eth.rkey = pkt->atomic.rkey;
-        h->atomic_eth.swap_add = pkt->atomic.swap_add;
-        h->atomic_eth.compare = pkt->atomic.compare;
-    }
-    if (hdrs & RNIC_HDR_ATOMIC_ACK) {
-        h->atomic_ack_eth.orig = pkt->atomic_ack.orig;
-    }
-    if (hdrs & RNIC_HDR_IMM) {
-        /* RnicPacket keeps the wire bytes; the codec wants them read BE */
-        h->immdt = GUINT32_FROM_BE(pkt->imm);
-    }
-    if (hdrs & RNIC_HDR_IETH) {
-        h->ieth.rkey = pkt->ieth.rkey;
-    }
-    if (hdrs & RNIC_HDR_DETH) {
-        h->deth.qkey = pkt->deth.qkey;
-        h->deth.src_qp = pkt->deth.src_qp & RNIC_QPN_MASK;
-    }
+    h->tp = pkt->tp;            /* the encoder takes what the opcode has */
     h->payload_len = pkt->payload.len;
     return true;
 }
@@ -113,10 +73,7 @@ void rnic_wire_packet_from_hdr(const RnicRoceHdr *h, uint32_t net_ctx,
                                RnicPacket *pkt)
 {
     RnicPacketNet *n = &pkt->net;
-    RnicBth *b = &pkt->bth;
-    uint32_t hdrs = rnic_opcode_hdrs(h->opcode);
 
-    memset(pkt, 0, sizeof(*pkt));
     n->net_ctx = net_ctx;
     n->vlan_id = h->vlan_present ? h->vlan_id : 0;
     n->pcp = h->vlan_pcp;
@@ -129,49 +86,11 @@ void rnic_wire_packet_from_hdr(const RnicRoceHdr *h, uint32_t net_ctx,
     n->flow_label = h->flow_label;
     n->udp_sport = h->udp_sport;
 
-    b->opcode = h->opcode;
-    b->se = h->se;
-    b->m = h->migreq;
-    b->pad = h->pad;
-    b->tver = h->tver;
-    b->pkey = h->pkey;
-    b->fecn = h->fecn;
-    b->becn = h->becn;
-    b->dest_qp = h->dest_qp;
-    b->ack_req = h->ack_req;
-    b->psn = h->psn;
-
-    pkt->hdrs = hdrs;
-    if (hdrs & RNIC_HDR_RETH) {
-        pkt->reth.va = h->reth.va;
-        pkt->reth.rkey = h->reth.rkey;
-        pkt->reth.dma_len = h->reth.dma_len;
-    }
-    if (hdrs & RNIC_HDR_AETH) {
-        pkt->aeth.syndrome = h->aeth.syndrome;
-        pkt->aeth.msn = h->aeth.msn;
-    }
-    if (hdrs & RNIC_HDR_ATOMIC) {
-        pkt->atomic.va = h->atomic_eth.va;
-        pkt->atomic.rkey = h->atomic_eth.rkey;
-        pkt->atomic.swap_add = h->atomic_eth.swap_add;
-        pkt->atomic.compare = h->atomic_eth.compare;
-    }
-    if (hdrs & RNIC_HDR_ATOMIC_ACK) {
-        pkt->atomic_ack.orig = h->atomic_ack_eth.orig;
-    }
-    if (hdrs & RNIC_HDR_IMM) {
-        pkt->imm = GUINT32_TO_BE(h->immdt);
-    }
-    if (hdrs & RNIC_HDR_IETH) {
-        pkt->ieth.rkey = h->ieth.rkey;
-    }
-    if (hdrs & RNIC_HDR_DETH) {
-        pkt->deth.qkey = h->deth.qkey;
-        pkt->deth.src_qp = h->deth.src_qp;
-    }
+    pkt->tp = h->tp;
     pkt->payload.len = h->payload_len;
     pkt->payload.data = h->payload_len ? h->payload : NULL;
+    pkt->payload.segs = NULL;
+    pkt->payload.nsegs = 0;
 }
 
 void rnic_wire_build_grh(const RnicPacket *pkt,
@@ -260,8 +179,8 @@ static void rnic_wire_tx_drop(RnicEngine *e, const RnicPacket *pkt,
     /* logged at 1, 2, 4, 8, ... drops: a flood costs no log flood */
     if (!(n & (n - 1))) {
         rnic_trace(e, "wire: packet (opcode 0x%x, QPN %u, PSN %u) not sent: "
-                   "%s (%" G_GUINT64_FORMAT " so far)", pkt->bth.opcode,
-                   pkt->bth.dest_qp, pkt->bth.psn, why, n);
+                   "%s (%" G_GUINT64_FORMAT " so far)", pkt->opcode,
+                   pkt->dest_qp, pkt->psn, why, n);
     }
 }
 
@@ -304,7 +223,7 @@ void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
             if (!rnic_packet_payload_gather(e, pkt, bounce)) {
                 rnic_guest_error(e, "wire: QP payload (opcode 0x%x, PSN %u) "
                                  "not readable: packet not sent",
-                                 pkt->bth.opcode, pkt->bth.psn);
+                                 pkt->opcode, pkt->psn);
                 rnic_wire_tx_drop(e, pkt, "payload not readable");
                 return;
             }
@@ -363,7 +282,6 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
     RnicNetCtx *ctx;
     RNIC_UNINIT RnicRoceHdr h;
     RNIC_UNINIT RnicPacket pkt;
-    uint32_t hdrs;
     RnicQp *qp;
     bool ud_op;
 
@@ -376,7 +294,7 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
         return;
     }
     /* one partition, the default: full or limited membership of 0x7fff */
-    if ((h.pkey & 0x7fff) != (RNIC_BTH_PKEY_DEFAULT & 0x7fff)) {
+    if ((h.pkey & 0x7fff) != (RNIC_ROCE_DEFAULT_PKEY & 0x7fff)) {
         rnic_wire_drop(e, RNIC_STAT_RX_ERR_PKEY, &h, "P_Key not 0xffff");
         return;
     }
@@ -391,8 +309,7 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
                        "destination GID not of this network context");
         return;
     }
-    hdrs = rnic_opcode_hdrs(h.opcode);
-    if (hdrs & RNIC_HDR_INVALID) {
+    if (!rnic_transport_op(h.opcode)) {
         rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, &h, "opcode not supported");
         return;
     }
