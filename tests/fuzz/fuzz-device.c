@@ -262,8 +262,15 @@ static uint64_t h_clock_ns(void *opaque)
     return H.now;
 }
 
-static void h_log(void *opaque, RnicLogKind kind, const char *msg)
+/* Only what is not normal operation: the text of every one is built. */
+static bool h_event_enabled(void *opaque, RnicEvent ev)
 {
+    return rnic_event_class(ev) != RNIC_EVC_TRACE;
+}
+
+static void h_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
+{
+    g_free(rnic_event_describe(ev, a));
 }
 
 static const RnicHostOps host_ops = {
@@ -274,7 +281,8 @@ static const RnicHostOps host_ops = {
     .schedule = h_schedule,
     .timer_arm = h_timer_arm,
     .clock_ns = h_clock_ns,
-    .log = h_log,
+    .event = h_event,
+    .event_enabled = h_event_enabled,
     .dma_map = h_dma_map,
     .dma_unmap = h_dma_unmap,
 };

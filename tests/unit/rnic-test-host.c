@@ -84,17 +84,18 @@ static uint64_t th_clock_ns(void *opaque)
     return h->now_ns;
 }
 
-static void th_log(void *opaque, RnicLogKind kind, const char *msg)
+static void th_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
 {
     TestHost *h = opaque;
+    char *msg = rnic_event_describe(ev, a);
 
-    if (kind == RNIC_LOG_GUEST_ERROR) {
+    if (rnic_event_class(ev) == RNIC_EVC_UB) {
         h->guest_errors++;
     }
-    g_ptr_array_add(h->log, g_strdup(msg));
     if (g_test_verbose()) {
         g_printerr("rnic: %s\n", msg);
     }
+    g_ptr_array_add(h->log, msg);
 }
 
 static void *th_dma_map(void *opaque, uint64_t addr, uint64_t *len,
@@ -140,7 +141,7 @@ static const RnicHostOps test_host_ops = {
     .run_now = th_run_now,
     .timer_arm = th_timer_arm,
     .clock_ns = th_clock_ns,
-    .log = th_log,
+    .event = th_event,
     .rx_ready = th_rx_ready,
     .dma_map = th_dma_map,
     .dma_unmap = th_dma_unmap,

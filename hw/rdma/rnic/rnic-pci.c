@@ -183,17 +183,256 @@ static uint64_t rnic_host_clock_ns(void *opaque)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
-static void rnic_host_log(void *opaque, RnicLogKind kind, const char *msg)
+/*
+ * The engine's events (rnic-event.h): each its own trace event; the
+ * guest's mistakes go to -d guest_errors as well.
+ */
+static bool rnic_host_event_enabled(void *opaque, RnicEvent ev)
 {
-    switch (kind) {
-    case RNIC_LOG_GUEST_ERROR:
-        RNIC_GUEST_ERROR(trace_rnic_err_guest(msg), "%s", msg);
+    if (rnic_event_class(ev) == RNIC_EVC_UB &&
+        qemu_loglevel_mask(LOG_GUEST_ERROR)) {
+        return true;
+    }
+    switch (ev) {
+    case RNIC_EV_ADMIN_START:
+        return trace_event_get_state_backends(TRACE_RNIC_ADMIN_START);
+    case RNIC_EV_ADMIN_DONE:
+        return trace_event_get_state_backends(TRACE_RNIC_ADMIN_DONE);
+    case RNIC_EV_DOORBELL_DECODED:
+        return trace_event_get_state_backends(TRACE_RNIC_DOORBELL_DECODED);
+    case RNIC_EV_QP_STATE:
+        return trace_event_get_state_backends(TRACE_RNIC_QP_STATE);
+    case RNIC_EV_WQE_START:
+        return trace_event_get_state_backends(TRACE_RNIC_WQE_START);
+    case RNIC_EV_WQE_DONE:
+        return trace_event_get_state_backends(TRACE_RNIC_WQE_DONE);
+    case RNIC_EV_PKT_TX:
+        return trace_event_get_state_backends(TRACE_RNIC_PKT_TX);
+    case RNIC_EV_PKT_RX:
+        return trace_event_get_state_backends(TRACE_RNIC_PKT_RX);
+    case RNIC_EV_RETRANSMIT:
+        return trace_event_get_state_backends(TRACE_RNIC_RETRANSMIT);
+    case RNIC_EV_NAK_SENT:
+        return trace_event_get_state_backends(TRACE_RNIC_NAK_SENT);
+    case RNIC_EV_NAK_RECEIVED:
+        return trace_event_get_state_backends(TRACE_RNIC_NAK_RECEIVED);
+    case RNIC_EV_RETRY_EXCEEDED:
+        return trace_event_get_state_backends(TRACE_RNIC_RETRY_EXCEEDED);
+    case RNIC_EV_UD_QKEY_DROP:
+        return trace_event_get_state_backends(TRACE_RNIC_UD_QKEY_DROP);
+    case RNIC_EV_ASYNC_DROPPED:
+        return trace_event_get_state_backends(TRACE_RNIC_ASYNC_DROPPED);
+    case RNIC_EV_LINK:
+        return trace_event_get_state_backends(TRACE_RNIC_LINK);
+    case RNIC_EV_QP_BIND:
+        return trace_event_get_state_backends(TRACE_RNIC_QP_BIND);
+    case RNIC_EV_PD_BIND:
+        return trace_event_get_state_backends(TRACE_RNIC_PD_BIND);
+    case RNIC_EV_PD_UNBIND:
+        return trace_event_get_state_backends(TRACE_RNIC_PD_UNBIND);
+    case RNIC_EV_ERR_ADMIN:
+        return trace_event_get_state_backends(TRACE_RNIC_ERR_ADMIN);
+    case RNIC_EV_ERR_MEM_BUDGET:
+        return trace_event_get_state_backends(TRACE_RNIC_ERR_MEM_BUDGET);
+    case RNIC_EV_ERR_WIRE_TX:
+        return trace_event_get_state_backends(TRACE_RNIC_ERR_WIRE_TX);
+    case RNIC_EV_ERR_WIRE_RX:
+        return trace_event_get_state_backends(TRACE_RNIC_ERR_WIRE_RX);
+    case RNIC_EV_ERR_STATE_LOAD:
+        return trace_event_get_state_backends(TRACE_RNIC_ERR_STATE_LOAD);
+    case RNIC_EV_UB_ADMIN:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ADMIN);
+    case RNIC_EV_UB_ADMIN_TAIL:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ADMIN_TAIL);
+    case RNIC_EV_UB_ADMIN_FATAL:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ADMIN_FATAL);
+    case RNIC_EV_UB_ENABLE:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ENABLE);
+    case RNIC_EV_UB_CTRL_NESTED:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_CTRL_NESTED);
+    case RNIC_EV_UB_VECTOR:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_VECTOR);
+    case RNIC_EV_UB_DOORBELL:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_DOORBELL);
+    case RNIC_EV_UB_EQ:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_EQ);
+    case RNIC_EV_UB_CQ:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_CQ);
+    case RNIC_EV_UB_WQE:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_WQE);
+    case RNIC_EV_UB_SGE:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_SGE);
+    case RNIC_EV_UB_RECV:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_RECV);
+    case RNIC_EV_UB_MR:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_MR);
+    case RNIC_EV_UB_REQUEST:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_REQUEST);
+    case RNIC_EV_UB_READ_SOURCE:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_READ_SOURCE);
+    case RNIC_EV_UB_READ_RESPONSE:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_READ_RESPONSE);
+    case RNIC_EV_UB_UD_LENGTH:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_UD_LENGTH);
+    case RNIC_EV_UB_WIRE_PAYLOAD:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_WIRE_PAYLOAD);
+    case RNIC_EV_UB_ETH_RING:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ETH_RING);
+    case RNIC_EV_UB_ETH_DESC:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ETH_DESC);
+    case RNIC_EV_UB_ETH_TAIL:
+        return trace_event_get_state_backends(TRACE_RNIC_UB_ETH_TAIL);
+    case RNIC_EV__MAX:
         break;
-    case RNIC_LOG_UNIMP:
-        qemu_log_mask(LOG_UNIMP, "rnic: %s\n", msg);
+    }
+    return false;
+}
+
+static void rnic_host_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
+{
+    const uint64_t *v = a->v;
+    const char *why = a->why ? a->why : "";
+
+    if (rnic_event_class(ev) == RNIC_EVC_UB &&
+        qemu_loglevel_mask(LOG_GUEST_ERROR)) {
+        g_autofree char *text = rnic_event_describe(ev, a);
+
+        qemu_log("rnic: %s\n", text);
+    }
+    switch (ev) {
+    case RNIC_EV_ADMIN_START:
+        trace_rnic_admin_start(v[0], v[1], why);
         break;
-    case RNIC_LOG_TRACE:
-        trace_rnic_engine_msg(msg);
+    case RNIC_EV_ADMIN_DONE:
+        trace_rnic_admin_done(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_DOORBELL_DECODED:
+        trace_rnic_doorbell_decoded(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_QP_STATE:
+        trace_rnic_qp_state(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_WQE_START:
+        trace_rnic_wqe_start(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_WQE_DONE:
+        trace_rnic_wqe_done(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_PKT_TX:
+        trace_rnic_pkt_tx(v[0], v[1], v[2], v[3], v[4], why);
+        break;
+    case RNIC_EV_PKT_RX:
+        trace_rnic_pkt_rx(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_RETRANSMIT:
+        trace_rnic_retransmit(v[0], v[1], why);
+        break;
+    case RNIC_EV_NAK_SENT:
+        trace_rnic_nak_sent(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_NAK_RECEIVED:
+        trace_rnic_nak_received(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_RETRY_EXCEEDED:
+        trace_rnic_retry_exceeded(v[0], v[1], why);
+        break;
+    case RNIC_EV_UD_QKEY_DROP:
+        trace_rnic_ud_qkey_drop(v[0], v[1], why);
+        break;
+    case RNIC_EV_ASYNC_DROPPED:
+        trace_rnic_async_dropped(v[0], v[1], why);
+        break;
+    case RNIC_EV_LINK:
+        trace_rnic_link(v[0], why);
+        break;
+    case RNIC_EV_QP_BIND:
+        trace_rnic_qp_bind(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_PD_BIND:
+        trace_rnic_pd_bind(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_PD_UNBIND:
+        trace_rnic_pd_unbind(v[0], v[1], why);
+        break;
+    case RNIC_EV_ERR_ADMIN:
+        trace_rnic_err_admin(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_ERR_MEM_BUDGET:
+        trace_rnic_err_mem_budget(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_ERR_WIRE_TX:
+        trace_rnic_err_wire_tx(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_ERR_WIRE_RX:
+        trace_rnic_err_wire_rx(v[0], v[1], v[2], v[3], v[4], why);
+        break;
+    case RNIC_EV_ERR_STATE_LOAD:
+        trace_rnic_err_state_load(why);
+        break;
+    case RNIC_EV_UB_ADMIN:
+        trace_rnic_ub_admin(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_ADMIN_TAIL:
+        trace_rnic_ub_admin_tail(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_ADMIN_FATAL:
+        trace_rnic_ub_admin_fatal(v[0], why);
+        break;
+    case RNIC_EV_UB_ENABLE:
+        trace_rnic_ub_enable(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_CTRL_NESTED:
+        trace_rnic_ub_ctrl_nested(v[0], why);
+        break;
+    case RNIC_EV_UB_VECTOR:
+        trace_rnic_ub_vector(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_DOORBELL:
+        trace_rnic_ub_doorbell(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_EQ:
+        trace_rnic_ub_eq(v[0], why);
+        break;
+    case RNIC_EV_UB_CQ:
+        trace_rnic_ub_cq(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_WQE:
+        trace_rnic_ub_wqe(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_SGE:
+        trace_rnic_ub_sge(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_UB_RECV:
+        trace_rnic_ub_recv(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_MR:
+        trace_rnic_ub_mr(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_REQUEST:
+        trace_rnic_ub_request(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_READ_SOURCE:
+        trace_rnic_ub_read_source(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_READ_RESPONSE:
+        trace_rnic_ub_read_response(v[0], v[1], v[2], v[3], v[4], why);
+        break;
+    case RNIC_EV_UB_UD_LENGTH:
+        trace_rnic_ub_ud_length(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_WIRE_PAYLOAD:
+        trace_rnic_ub_wire_payload(v[0], v[1], why);
+        break;
+    case RNIC_EV_UB_ETH_RING:
+        trace_rnic_ub_eth_ring(v[0], v[1], v[2], why);
+        break;
+    case RNIC_EV_UB_ETH_DESC:
+        trace_rnic_ub_eth_desc(v[0], v[1], v[2], v[3], why);
+        break;
+    case RNIC_EV_UB_ETH_TAIL:
+        trace_rnic_ub_eth_tail(v[0], v[1], v[2], v[3], v[4], why);
+        break;
+    case RNIC_EV__MAX:
         break;
     }
 }
@@ -228,7 +467,8 @@ static const RnicHostOps rnic_host_ops = {
     .schedule = rnic_host_schedule,
     .timer_arm = rnic_host_timer_arm,
     .clock_ns = rnic_host_clock_ns,
-    .log = rnic_host_log,
+    .event = rnic_host_event,
+    .event_enabled = rnic_host_event_enabled,
     .rx_ready = rnic_host_rx_ready,
     .run_now = rnic_host_run_now,
 };
@@ -296,14 +536,14 @@ static uint64_t rnic_regs_read(void *opaque, hwaddr addr, unsigned size)
     uint32_t value;
 
     if (size != 4 || (addr & 3)) {
-        RNIC_GUEST_ERROR(trace_rnic_err_reg(addr, size, "bad access size"),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, "bad access size"),
                          "register read at 0x%" HWADDR_PRIx " of size %u: "
                          "registers are 32-bit, aligned", addr, size);
         return 0;
     }
     r = rnic_engine_reg_read(s->engine, addr, &value);
     if (r != RNIC_ACCESS_OK) {
-        RNIC_GUEST_ERROR(trace_rnic_err_reg(addr, size, rnic_access_result_str(r)),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, rnic_access_result_str(r)),
                          "register read at 0x%" HWADDR_PRIx ": %s", addr,
                          rnic_access_result_str(r));
         return 0;
@@ -319,7 +559,7 @@ static void rnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
     RnicAccessResult r;
 
     if (size != 4 || (addr & 3)) {
-        RNIC_GUEST_ERROR(trace_rnic_err_reg(addr, size, "bad access size"),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, "bad access size"),
                          "register write at 0x%" HWADDR_PRIx " of size %u: "
                          "registers are 32-bit, aligned", addr, size);
         return;
@@ -331,7 +571,7 @@ static void rnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
         rnic_update_nic_info(s);    /* 'info network' shows the live MAC */
     }
     if (r != RNIC_ACCESS_OK) {
-        RNIC_GUEST_ERROR(trace_rnic_err_reg(addr, size, rnic_access_result_str(r)),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, rnic_access_result_str(r)),
                          "register write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
                          ": %s", val, addr, rnic_access_result_str(r));
     }
@@ -352,7 +592,7 @@ static const MemoryRegionOps rnic_regs_ops = {
 
 static uint64_t rnic_db_read(void *opaque, hwaddr addr, unsigned size)
 {
-    RNIC_GUEST_ERROR(trace_rnic_err_doorbell(addr, size, "read"),
+    RNIC_GUEST_ERROR(trace_rnic_ub_doorbell_access(addr, size, "read"),
                      "doorbell read at 0x%" HWADDR_PRIx ": doorbells are "
                      "write-only", addr);
     return 0;
@@ -367,7 +607,7 @@ static void rnic_db_write(void *opaque, hwaddr addr, uint64_t val,
     RnicAccessResult r;
 
     if (size != 8 || (addr & 7)) {
-        RNIC_GUEST_ERROR(trace_rnic_err_doorbell(addr, size, "bad access size"),
+        RNIC_GUEST_ERROR(trace_rnic_ub_doorbell_access(addr, size, "bad access size"),
                          "doorbell write at 0x%" HWADDR_PRIx " of size %u: "
                          "doorbells are aligned 64-bit stores", addr, size);
         return;
@@ -375,7 +615,7 @@ static void rnic_db_write(void *opaque, hwaddr addr, uint64_t val,
     trace_rnic_doorbell(page, offset, val);
     r = rnic_engine_doorbell(s->engine, page, offset, val);
     if (r != RNIC_ACCESS_OK) {
-        RNIC_GUEST_ERROR(trace_rnic_err_doorbell(addr, size,
+        RNIC_GUEST_ERROR(trace_rnic_ub_doorbell_access(addr, size,
                                                  rnic_access_result_str(r)),
                          "doorbell 0x%" PRIx64 " at page %u offset 0x%x: %s",
                          val, page, offset, rnic_access_result_str(r));
@@ -813,7 +1053,6 @@ static int rnic_post_load(void *opaque, int version_id)
     s->state_buf = NULL;
     s->state_len = 0;
     if (!ok) {
-        trace_rnic_err_state_load(err);
         error_report("rnic: incoming device state refused: %s", err);
         return -EINVAL;
     }

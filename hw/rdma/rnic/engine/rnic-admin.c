@@ -26,8 +26,8 @@ RnicAccessResult rnic_admin_tail_write(RnicEngine *e, uint32_t tail)
     }
     /* The driver may have at most 'entries' commands outstanding. */
     if (tail - r->aq_head > rnic_aq_entries(e)) {
-        rnic_guest_error(e, "admin tail %u is more than %u entries ahead of "
-                         "head %u", tail, rnic_aq_entries(e), r->aq_head);
+        rnic_event(e, UB_ADMIN_TAIL, "admin tail too far ahead of the head",
+                   tail, rnic_aq_entries(e), r->aq_head);
         return RNIC_ACCESS_BAD_VALUE;
     }
     r->aq_tail = tail;
@@ -63,25 +63,18 @@ static void rnic_cmd_nop(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 void rnic_admin_fail(RnicEngine *e, RnicAdminResult *res, uint8_t status,
                      const char *fmt, ...)
 {
+    const struct rnic_admin_cmd *cmd = e->admin_cmd;
+    /* out of resources or not supported: not the guest's mistake */
+    RnicEvent ev = status == RNIC_ST_NO_RESOURCES ||
+                   status == RNIC_ST_NOT_SUPPORTED ? RNIC_EV_ERR_ADMIN
+                                                   : RNIC_EV_UB_ADMIN;
     va_list ap;
-    char *msg;
-    RnicLogKind kind;
 
     res->status = status;
-    switch (status) {
-    case RNIC_ST_NO_RESOURCES:
-    case RNIC_ST_NOT_SUPPORTED:
-        kind = RNIC_LOG_TRACE;
-        break;
-    default:
-        kind = RNIC_LOG_GUEST_ERROR;
-        break;
-    }
     va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
+    rnic_event_vprintf(e, ev, cmd ? cmd->opcode : 0,
+                       cmd ? GUINT16_FROM_LE(cmd->cmd_id) : 0, status, fmt, ap);
     va_end(ap);
-    rnic_log(e, kind, "admin: %s", msg);
-    g_free(msg);
 }
 
 bool rnic_admin_check_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
@@ -278,23 +271,23 @@ static void rnic_admin_execute(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         h = rnic_admin_handlers[cmd->opcode];
     }
     memset(res, 0, sizeof(*res));
+    rnic_event(e, ADMIN_START, rnic_admin_opcode_name(cmd->opcode),
+               cmd->opcode, GUINT16_FROM_LE(cmd->cmd_id));
+    e->admin_cmd = cmd;
     if (!h) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_OPCODE, "unknown opcode %u",
                         cmd->opcode);
-        return;
+    } else {
+        h(e, cmd, res);
     }
-    h(e, cmd, res);
-    if (res->status != RNIC_ST_OK) {
-        rnic_log(e, RNIC_LOG_TRACE, "admin %s (id %u) failed: %s",
-                 rnic_admin_opcode_name(cmd->opcode),
-                 GUINT16_FROM_LE(cmd->cmd_id),
-                 rnic_admin_status_name(res->status));
-    }
+    e->admin_cmd = NULL;
+    rnic_event(e, ADMIN_DONE, rnic_admin_status_name(res->status),
+               cmd->opcode, GUINT16_FROM_LE(cmd->cmd_id), res->status);
 }
 
 static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)
 {
-    rnic_guest_error(e, "admin queue: %s; device needs a reset", what);
+    rnic_event(e, UB_ADMIN_FATAL, what, code);
     e->regs.dev_status |= RNIC_STATUS_FATAL;
     e->regs.fatal_code = code;
 }

@@ -137,8 +137,8 @@ static void rnic_eq_post(RnicEngine *e, RnicEq *eq, uint8_t type,
 
     if (eq->prod - eq->cons >= entries) {
         if (!eq->lost++) {
-            rnic_guest_error(e, "EQ %u full: events lost (driver does not "
-                             "consume)", eq->handle);
+            rnic_event(e, UB_EQ, "EQ full: events lost (driver does not "
+                       "consume)", eq->handle);
         }
         return;
     }
@@ -152,8 +152,8 @@ static void rnic_eq_post(RnicEngine *e, RnicEq *eq, uint8_t type,
         rnic_dma_write(e, addr + offsetof(struct rnic_eqe, owner),
                        &eqe.owner, 1)) {
         if (!eq->lost++) {
-            rnic_guest_error(e, "EQ %u ring not writable: events lost",
-                             eq->handle);
+            rnic_event(e, UB_EQ, "EQ ring not writable: events lost",
+                       eq->handle);
         }
         return;
     }
@@ -179,8 +179,7 @@ void rnic_async_event(RnicEngine *e, uint8_t type, uint32_t handle,
                       uint32_t data)
 {
     if (!e->async_eq) {
-        rnic_trace(e, "async event %u for handle %u dropped: no async EQ",
-                   type, handle);
+        rnic_event(e, ASYNC_DROPPED, "no async EQ", type, handle);
         return;
     }
     rnic_eq_post(e, e->async_eq, type, handle, data);
@@ -279,8 +278,8 @@ void rnic_cq_post(RnicEngine *e, RnicCq *cq, const RnicQp *qp,
         return;
     }
     if (cq->prod - cq->cons >= entries) {
-        rnic_guest_error(e, "CQ %u overrun (%u entries): CQ in error",
-                         cq->handle, entries);
+        rnic_event(e, UB_CQ, "CQ overrun: CQ in error", cq->handle,
+                   entries);
         cq->error = true;
         rnic_async_event(e, RNIC_EQE_CQ_ERR, cq->handle, 0);
         return;
@@ -303,8 +302,8 @@ void rnic_cq_post(RnicEngine *e, RnicCq *cq, const RnicQp *qp,
     if (rnic_dma_write(e, addr, &cqe, offsetof(struct rnic_cqe, owner)) ||
         rnic_dma_write(e, addr + offsetof(struct rnic_cqe, owner),
                        &cqe.owner, 1)) {
-        rnic_guest_error(e, "CQ %u ring not writable: CQ in error",
-                         cq->handle);
+        rnic_event(e, UB_CQ, "CQ ring not writable: CQ in error",
+                   cq->handle, 0);
         cq->error = true;
         rnic_async_event(e, RNIC_EQE_CQ_ERR, cq->handle, 0);
         return;

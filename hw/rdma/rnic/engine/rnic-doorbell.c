@@ -67,8 +67,7 @@ static RnicAccessResult rnic_db_bad(RnicEngine *e, const char *what,
                                     uint32_t index)
 {
     rnic_stat_inc(e, RNIC_STAT_DOORBELL_ERRORS);
-    rnic_guest_error(e, "doorbell page %u handle %u index %u: %s", page,
-                     handle, index, what);
+    rnic_event(e, UB_DOORBELL, what, page, handle, index);
     return RNIC_ACCESS_BAD_DOORBELL;
 }
 
@@ -97,6 +96,7 @@ static RnicAccessResult rnic_doorbell_record(RnicEngine *e, uint32_t page,
     if (!rnic_uctx_valid(e, owner)) {
         return rnic_db_bad(e, "page of no user context", page, handle, index);
     }
+    rnic_event(e, DOORBELL_DECODED, NULL, page, offset, handle, index);
     switch (offset) {
     case RNIC_DB_SQ:
     case RNIC_DB_RQ:

@@ -548,6 +548,8 @@ struct RnicEngine {
     /* work of this admin run: page-list entries read, CQEs staged, STag
      * index probes (rnic_admin_process budget) */
     uint64_t admin_work;
+    /* the admin command being executed (its failures' events), or NULL */
+    const struct rnic_admin_cmd *admin_cmd;
 
     /* registration log */
     GArray *reglog;             /* of RnicRegLogRec */
@@ -578,12 +580,33 @@ struct RnicEngine {
 /* Helpers                                                                */
 /* ---------------------------------------------------------------------- */
 
-/* Logging helpers: messages go to RnicHostOps.log. */
-void rnic_log(RnicEngine *e, RnicLogKind kind, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-#define rnic_guest_error(e, ...) \
-    rnic_log((e), RNIC_LOG_GUEST_ERROR, __VA_ARGS__)
-#define rnic_trace(e, ...) rnic_log((e), RNIC_LOG_TRACE, __VA_ARGS__)
+/*
+ * Events (rnic-event.h) go to RnicHostOps.event, and only when the host
+ * wants them: rnic_event(e, QP_STATE, why, qpn, from, to) builds nothing
+ * unless event_enabled says yes. 'why' is a reason or NULL.
+ */
+static inline bool rnic_event_on(RnicEngine *e, RnicEvent ev)
+{
+    return e->ops->event &&
+           (!e->ops->event_enabled || e->ops->event_enabled(e->opaque, ev));
+}
+
+void rnic_event_emit(RnicEngine *e, RnicEvent ev, const RnicEventArgs *a);
+
+#define rnic_event(e, ev, why_, ...)                                        \
+    do {                                                                    \
+        RnicEngine *e_ = (e);                                               \
+                                                                            \
+        if (rnic_event_on(e_, RNIC_EV_##ev)) {                              \
+            const RnicEventArgs a_ = { .v = { __VA_ARGS__ }, .why = (why_) }; \
+            rnic_event_emit(e_, RNIC_EV_##ev, &a_);                         \
+        }                                                                   \
+    } while (0)
+
+/* The same with a reason formatted (only when the event is wanted). */
+void rnic_event_vprintf(RnicEngine *e, RnicEvent ev, uint64_t v0, uint64_t v1,
+                        uint64_t v2, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(6, 0);
 
 static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 {
@@ -921,6 +944,13 @@ static inline unsigned rnic_msg_pos(bool first, bool last)
 {
     return first ? (last ? RNIC_POS_ONLY : RNIC_POS_FIRST)
                  : (last ? RNIC_POS_LAST : RNIC_POS_MIDDLE);
+}
+
+/* A QP changes state (MODIFY_QP, an error, SQE): reported as an event. */
+static inline void rnic_qp_set_state(RnicEngine *e, RnicQp *qp, uint8_t to)
+{
+    rnic_event(e, QP_STATE, NULL, qp->qpn, qp->state, to);
+    qp->state = to;
 }
 
 /* The extension headers an opcode carries (the opcode table's). */

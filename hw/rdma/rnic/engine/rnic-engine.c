@@ -103,8 +103,7 @@ bool rnic_mem_charge(RnicEngine *e, uint64_t bytes)
     uint64_t budget = (uint64_t)e->cfg.mem_budget_mib << 20;
 
     if (bytes > budget || e->mem_used > budget - bytes) {
-        rnic_trace(e, "host memory budget: %" G_GUINT64_FORMAT " bytes more "
-                   "would pass %u MiB (%" G_GUINT64_FORMAT " in use)", bytes,
+        rnic_event(e, ERR_MEM_BUDGET, "host memory budget reached", bytes,
                    e->cfg.mem_budget_mib, e->mem_used);
         return false;
     }
@@ -215,8 +214,8 @@ void rnic_engine_run(RnicEngine *e)
 void rnic_raise_irq(RnicEngine *e, unsigned vector)
 {
     if (vector >= e->cfg.msix_vectors) {
-        rnic_guest_error(e, "interrupt vector %u beyond the %u vectors",
-                         vector, e->cfg.msix_vectors);
+        rnic_event(e, UB_VECTOR, "interrupt vector beyond the vectors",
+                   vector, e->cfg.msix_vectors);
         return;
     }
     e->ops->raise_irq(e->opaque, vector);
@@ -225,21 +224,6 @@ void rnic_raise_irq(RnicEngine *e, unsigned vector)
 uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat)
 {
     return stat < RNIC_STAT_COUNT ? e->stats[stat] : 0;
-}
-
-void rnic_log(RnicEngine *e, RnicLogKind kind, const char *fmt, ...)
-{
-    va_list ap;
-    char *msg;
-
-    if (!e->ops->log) {
-        return;
-    }
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    e->ops->log(e->opaque, kind, msg);
-    g_free(msg);
 }
 
 const char *rnic_access_result_str(RnicAccessResult r)

@@ -19,15 +19,10 @@
 #include <glib.h>
 
 #include "rnic/rnic-abi.h"
+#include "rnic-event.h"
 
 typedef struct RnicEngine RnicEngine;
 
-/* Severity of an engine message, see RnicHostOps.log. */
-typedef enum RnicLogKind {
-    RNIC_LOG_GUEST_ERROR,   /* the guest did something wrong */
-    RNIC_LOG_UNIMP,         /* valid request the device does not implement */
-    RNIC_LOG_TRACE,         /* normal operation, for tracing */
-} RnicLogKind;
 
 /*
  * How the engine reaches its host. Every callback gets 'opaque'.
@@ -48,8 +43,13 @@ typedef struct RnicHostOps {
     void (*timer_arm)(void *opaque, uint64_t deadline_ns);
     /* Guest time in nanoseconds; stops while the VM is stopped. */
     uint64_t (*clock_ns)(void *opaque);
-    /* A message for the host's log/trace facilities. */
-    void (*log)(void *opaque, RnicLogKind kind, const char *msg);
+    /*
+     * Optional (may be NULL: no events): an event for the host's tracing
+     * and logging (rnic-event.h); a->why lives until the call returns.
+     */
+    void (*event)(void *opaque, RnicEvent ev, const RnicEventArgs *a);
+    /* Optional: is 'ev' wanted now? NULL: every event is. */
+    bool (*event_enabled)(void *opaque, RnicEvent ev);
     /*
      * Optional (may be NULL): map guest range [addr, addr + *len) for direct
      * access during the current engine call, like dma_memory_map(); *len may

@@ -55,7 +55,7 @@ bool rnic_roce_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
 
 void rnic_port_event(RnicEngine *e, bool link_up)
 {
-    rnic_trace(e, "ethernet: link %s", link_up ? "up" : "down");
+    rnic_event(e, LINK, NULL, link_up);
     /* port 1's state change, on the async EQ */
     rnic_async_event(e, link_up ? RNIC_EQE_PORT_ACTIVE : RNIC_EQE_PORT_ERR,
                      1, 0);
@@ -119,12 +119,11 @@ static void rnic_eth_rx_kick(RnicEngine *e)
     }
 }
 
-static void rnic_eth_halt(RnicEngine *e, uint32_t bit, const char *ring,
-                          uint64_t addr)
+static void rnic_eth_halt(RnicEngine *e, uint32_t bit, uint64_t addr)
 {
     e->eth.r.status |= bit;
-    rnic_guest_error(e, "ethernet: %s ring at 0x%" G_GINT64_MODIFIER "x is not "
-                     "accessible: ring halted until disabled", ring, addr);
+    rnic_event(e, UB_ETH_RING, "ring not accessible: halted until disabled",
+               bit == RNIC_ETH_RX_HALTED, addr, 0);
     rnic_eth_irq_event(e);
 }
 
@@ -203,7 +202,7 @@ static void rnic_eth_tx_process(RnicEngine *e)
             uint16_t len;
 
             if (rnic_dma_read(e, slot, &d, sizeof(d))) {
-                rnic_eth_halt(e, RNIC_ETH_TX_HALTED, "TX", slot);
+                rnic_eth_halt(e, RNIC_ETH_TX_HALTED, slot);
                 return;
             }
             addr = GUINT64_FROM_LE(d.addr);
@@ -213,18 +212,16 @@ static void rnic_eth_tx_process(RnicEngine *e)
                 continue;       /* skip the rest of a bad frame */
             }
             if (len == 0) {
-                rnic_guest_error(e, "ethernet: TX descriptor %u has length 0",
-                                 ring->head + n);
+                rnic_event(e, UB_ETH_DESC, "TX descriptor of length 0", 0,
+                           ring->head + n, addr, len);
                 status |= RNIC_ETH_DESC_ERR;
             } else if (flen + len > max_len) {
-                rnic_guest_error(e, "ethernet: TX frame at descriptor %u is "
-                                 "longer than MTU %u + %u", ring->head,
-                                 r->mtu, RNIC_ETH_OVERHEAD);
+                rnic_event(e, UB_ETH_DESC, "TX frame longer than the MTU", 0,
+                           ring->head, addr, flen + len);
                 status |= RNIC_ETH_DESC_ERR;
             } else if (rnic_dma_read(e, addr, eth->tx_frame + flen, len)) {
-                rnic_guest_error(e, "ethernet: TX descriptor %u: buffer 0x%"
-                                 G_GINT64_MODIFIER "x+%u is not accessible",
-                                 ring->head + n, addr, len);
+                rnic_event(e, UB_ETH_DESC, "TX buffer not accessible", 0,
+                           ring->head + n, addr, len);
                 status |= RNIC_ETH_DESC_ERR;
             } else {
                 flen += len;
@@ -234,15 +231,14 @@ static void rnic_eth_tx_process(RnicEngine *e)
             if (n < RNIC_ETH_TX_MAX_FRAGS) {
                 break;          /* the rest of the frame is not posted yet */
             }
-            rnic_guest_error(e, "ethernet: TX frame at descriptor %u has no "
-                             "end of packet within %u descriptors",
-                             ring->head, RNIC_ETH_TX_MAX_FRAGS);
+            rnic_event(e, UB_ETH_DESC, "TX frame without an end of packet "
+                       "within the most descriptors a frame may take", 0,
+                       ring->head, 0, flen);
             status |= RNIC_ETH_DESC_ERR;
         }
         if (!(status & RNIC_ETH_DESC_ERR) && flen < RNIC_ETH_HLEN) {
-            rnic_guest_error(e, "ethernet: TX frame at descriptor %u has %zu "
-                             "bytes, less than an Ethernet header",
-                             ring->head, flen);
+            rnic_event(e, UB_ETH_DESC, "TX frame shorter than an Ethernet "
+                       "header", 0, ring->head, 0, flen);
             status |= RNIC_ETH_DESC_ERR;
         }
         if (status & RNIC_ETH_DESC_ERR) {
@@ -264,7 +260,7 @@ static void rnic_eth_tx_process(RnicEngine *e)
             uint64_t slot = rnic_eth_slot(ring, ring->head + i);
 
             if (rnic_dma_write(e, slot + RNIC_ETH_TX_STATUS_OFF, &status, 1)) {
-                rnic_eth_halt(e, RNIC_ETH_TX_HALTED, "TX", slot);
+                rnic_eth_halt(e, RNIC_ETH_TX_HALTED, slot);
                 return;
             }
         }
@@ -393,15 +389,15 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
 
     slot = rnic_eth_slot(ring, ring->head);
     if (rnic_dma_read(e, slot, &d, sizeof(d))) {
-        rnic_eth_halt(e, RNIC_ETH_RX_HALTED, "RX", slot);
+        rnic_eth_halt(e, RNIC_ETH_RX_HALTED, slot);
         rnic_stat_inc(e, RNIC_STAT_ETH_RX_DISABLED);
         return true;
     }
     addr = GUINT64_FROM_LE(d.addr);
     buf_len = GUINT16_FROM_LE(d.buf_len);
     if (buf_len == 0) {
-        rnic_guest_error(e, "ethernet: RX descriptor %u has buffer length 0",
-                         ring->head);
+        rnic_event(e, UB_ETH_DESC, "RX descriptor of buffer length 0", 1,
+                   ring->head, addr, 0);
         status |= RNIC_ETH_DESC_ERR;
     } else {
         written = MIN(len, buf_len);
@@ -409,9 +405,8 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
             status |= RNIC_ETH_DESC_ERR | RNIC_ETH_DESC_TRUNC;
         }
         if (rnic_eth_rx_copy(e, addr, written, iov, iovcnt)) {
-            rnic_guest_error(e, "ethernet: RX descriptor %u: buffer 0x%"
-                             G_GINT64_MODIFIER "x+%u is not accessible",
-                             ring->head, addr, written);
+            rnic_event(e, UB_ETH_DESC, "RX buffer not accessible", 1,
+                       ring->head, addr, written);
             status |= RNIC_ETH_DESC_ERR;
             written = 0;
         }
@@ -421,7 +416,7 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
     wb[2] = status;
     wb[3] = 0;
     if (rnic_dma_write(e, slot + RNIC_ETH_RX_LEN_OFF, wb, sizeof(wb))) {
-        rnic_eth_halt(e, RNIC_ETH_RX_HALTED, "RX", slot);
+        rnic_eth_halt(e, RNIC_ETH_RX_HALTED, slot);
         rnic_stat_inc(e, RNIC_STAT_ETH_RX_DISABLED);
         return true;
     }
@@ -528,16 +523,14 @@ static RnicAccessResult rnic_eth_ctrl_write(RnicEngine *e, uint32_t value)
         value &= RNIC_ETH_CTRL_ALL;
     }
     if ((value & ~old & RNIC_ETH_TX_EN) && !rnic_eth_ring_ok(e, &r->tx)) {
-        rnic_guest_error(e, "ethernet: TX enable with a bad ring (base 0x%"
-                         G_GINT64_MODIFIER "x, log2 size %u)",
-                         r->tx.base, r->tx.log2);
+        rnic_event(e, UB_ETH_RING, "enable with a bad ring", 0, r->tx.base,
+                   r->tx.log2);
         value &= ~RNIC_ETH_TX_EN;
         res = RNIC_ACCESS_BAD_VALUE;
     }
     if ((value & ~old & RNIC_ETH_RX_EN) && !rnic_eth_ring_ok(e, &r->rx)) {
-        rnic_guest_error(e, "ethernet: RX enable with a bad ring (base 0x%"
-                         G_GINT64_MODIFIER "x, log2 size %u)",
-                         r->rx.base, r->rx.log2);
+        rnic_event(e, UB_ETH_RING, "enable with a bad ring", 1, r->rx.base,
+                   r->rx.log2);
         value &= ~RNIC_ETH_RX_EN;
         res = RNIC_ACCESS_BAD_VALUE;
     }
@@ -582,17 +575,15 @@ static RnicAccessResult rnic_eth_ring_write(RnicEngine *e, RnicEthRing *ring,
 
 /* Producer index: at most a ring ahead of the head, never backwards. */
 static RnicAccessResult rnic_eth_tail_write(RnicEngine *e, RnicEthRing *ring,
-                                            uint32_t en_bit, const char *name,
-                                            uint32_t value)
+                                            uint32_t en_bit, uint32_t value)
 {
     if (!(e->eth.r.ctrl & en_bit)) {
         return RNIC_ACCESS_NOT_NOW;
     }
     if (value - ring->head > rnic_eth_entries(ring) ||
         value - ring->head < ring->tail - ring->head) {
-        rnic_guest_error(e, "ethernet: %s tail %u refused (head %u, tail %u, "
-                         "%u entries)", name, value, ring->head, ring->tail,
-                         rnic_eth_entries(ring));
+        rnic_event(e, UB_ETH_TAIL, "tail refused", ring == &e->eth.r.rx,
+                   value, ring->head, ring->tail, rnic_eth_entries(ring));
         return RNIC_ACCESS_BAD_VALUE;
     }
     ring->tail = value;
@@ -650,13 +641,13 @@ RnicAccessResult rnic_eth_reg_write(RnicEngine *e, uint32_t offset,
                                    (offset - RNIC_REG_ETH_RX_BASE_LO) / 4,
                                    value);
     case RNIC_REG_ETH_TX_TAIL:
-        res = rnic_eth_tail_write(e, &r->tx, RNIC_ETH_TX_EN, "TX", value);
+        res = rnic_eth_tail_write(e, &r->tx, RNIC_ETH_TX_EN, value);
         if (res == RNIC_ACCESS_OK && r->tx.head != r->tx.tail) {
             rnic_engine_schedule(e);
         }
         return res;
     case RNIC_REG_ETH_RX_TAIL:
-        res = rnic_eth_tail_write(e, &r->rx, RNIC_ETH_RX_EN, "RX", value);
+        res = rnic_eth_tail_write(e, &r->rx, RNIC_ETH_RX_EN, value);
         if (res == RNIC_ACCESS_OK) {
             rnic_eth_rx_kick(e);
         }

@@ -700,8 +700,8 @@ bool rnic_pd_bind(RnicEngine *e, RnicPd *pd, RnicNetCtx *ctx,
     pd->binds[ctx->handle] = 1;
     ctx->refs++;
     e->mr_gen++;
-    rnic_trace(e, "PD %u bound to network context %u: %u MRs replicated",
-               pd->handle, ctx->handle, pd->mrs);
+    rnic_event(e, PD_BIND, "MRs replicated", pd->handle, ctx->handle,
+               pd->mrs);
     return true;
 }
 
@@ -715,8 +715,7 @@ void rnic_pd_unbind(RnicEngine *e, RnicPd *pd, RnicNetCtx *ctx)
     rnic_mrt_foreach(e, &e->mnet_mrt, rnic_pd_bind_one, &a);
     ctx->refs--;
     e->mr_gen++;
-    rnic_trace(e, "PD %u unbound from network context %u", pd->handle,
-               ctx->handle);
+    rnic_event(e, PD_UNBIND, NULL, pd->handle, ctx->handle);
 }
 
 static void rnic_mr_remove(RnicEngine *e, RnicMr *mr)
@@ -998,13 +997,13 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
     RnicPbl *pbl;
 
     if (!mr || !mr->fast_reg || mr->owner != qp->owner || mr->pd != qp->pd) {
-        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: no fast-reg "
-                         "MR of this PD at that index", qp->qpn, stag);
+        rnic_event(e, UB_MR, "fast-register: no fast-reg MR of this PD at "
+                   "that index", qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
     if (mr->state == RNIC_MR_VALID) {
-        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: MR still "
-                         "valid (invalidate it first)", qp->qpn, stag);
+        rnic_event(e, UB_MR, "fast-register: MR still valid (invalidate it "
+                   "first)", qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
     why = rnic_mr_check_region(iova, length, access, shift, npages);
@@ -1012,15 +1011,13 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
         why = "more pages than the MR was allocated for";
     }
     if (why) {
-        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: %s", qp->qpn,
-                         stag, why);
+        rnic_event(e, UB_MR, why, qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
     pbl = rnic_pbl_read(e, GUINT64_FROM_LE(wqe->reg.pbl_addr), 1, npages, shift,
                         &status, &why);
     if (!pbl) {
-        rnic_guest_error(e, "QP %u: fast-register of STag 0x%x: %s", qp->qpn,
-                         stag, why);
+        rnic_event(e, UB_MR, why, qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
     rnic_pbl_unref(e, mr->pbl);
@@ -1044,8 +1041,8 @@ uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
 
     if (!mr || mr->stag != stag || !mr->fast_reg || mr->pd != pd ||
         mr->owner != owner) {
-        rnic_guest_error(e, "invalidate of STag 0x%x: no fast-reg MR with "
-                         "that key in this PD", stag);
+        rnic_event(e, UB_MR, "invalidate: no fast-reg MR with that key in "
+                   "this PD", 0, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
     mr->state = RNIC_MR_INVALID;

@@ -158,8 +158,7 @@ bool rnic_qp_bind(RnicEngine *e, RnicQp *qp, RnicNetCtx *ctx,
     qp->ctx = ctx;
     g_hash_table_insert(ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
     e->qp_gen++;
-    rnic_trace(e, "QP %u (QPN %u) bound to network context %u", qp->handle,
-               qp->qpn, ctx->handle);
+    rnic_event(e, QP_BIND, NULL, qp->handle, qp->qpn, ctx->handle);
     return true;
 }
 
@@ -913,7 +912,9 @@ void rnic_cmd_modify_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         rnic_qp_clear(e, qp);
     }
     rnic_qp_apply_attr(e, qp, &a, mask);
-    qp->state = next;
+    if (next != RNIC_QPS_ERR) {
+        rnic_qp_set_state(e, qp, next);
+    }
     switch (next) {
     case RNIC_QPS_RTR:
         if (cur == RNIC_QPS_INIT) {
@@ -939,10 +940,7 @@ void rnic_cmd_modify_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         }
         break;
     case RNIC_QPS_ERR:
-        if (cur != RNIC_QPS_ERR) {
-            qp->state = cur;
-            rnic_qp_error(e, qp);
-        }
+        rnic_qp_error(e, qp);
         break;
     default:
         break;
@@ -1111,7 +1109,7 @@ void rnic_qp_error(RnicEngine *e, RnicQp *qp)
     if (qp->state == RNIC_QPS_ERR) {
         return;
     }
-    qp->state = RNIC_QPS_ERR;
+    rnic_qp_set_state(e, qp, RNIC_QPS_ERR);
     rnic_qp_timer_cancel(e, qp);
     rnic_qp_flush(e, qp);
     qp->resp.res_pending = 0;
@@ -1128,7 +1126,7 @@ void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp)
         return;
     }
     if (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD) {
-        qp->state = RNIC_QPS_SQE;
+        rnic_qp_set_state(e, qp, RNIC_QPS_SQE);
     }
     rnic_qp_flush_send_queue(e, qp);
 }
@@ -1212,9 +1210,8 @@ bool rnic_sges_resolve(RnicEngine *e, const RnicMrTable *t, const RnicPd *pd,
         err = rnic_mrt_resolve(t, sge[i].lkey, pd, sge[i].addr,
                                sge[i].length, access, &sge[i].mr);
         if (err) {
-            rnic_guest_error(e, "SGE %u (lkey 0x%x addr 0x%" G_GINT64_MODIFIER
-                             "x len %u): %s", i, sge[i].lkey, sge[i].addr,
-                             sge[i].length, rnic_xlate_err_str(err));
+            rnic_event(e, UB_SGE, rnic_xlate_err_str(err), i, sge[i].lkey,
+                       sge[i].addr, sge[i].length);
             return false;
         }
     }
@@ -1244,8 +1241,8 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     }
     slot = ring + ((uint64_t)(*cons & ((1u << log) - 1)) << shift);
     if (rnic_dma_read(e, slot, buf, 16 + max_sge * sizeof(struct rnic_sge))) {
-        rnic_guest_error(e, "QP %u: receive queue ring not readable",
-                         qp->qpn);
+        rnic_event(e, UB_RECV, "receive queue ring not readable", qp->qpn,
+                   0, 0);
         if (srq) {
             srq->error = true;
         }
@@ -1263,8 +1260,8 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     rw->wr_id = GUINT64_FROM_LE(w->wr_id);
     rw->mr_gen = e->mr_gen;
     if (w->num_sge > max_sge) {
-        rnic_guest_error(e, "QP %u: receive WQE with %u SGEs (max %u)",
-                         qp->qpn, w->num_sge, max_sge);
+        rnic_event(e, UB_RECV, "receive WQE with too many SGEs", qp->qpn,
+                   w->num_sge, max_sge);
         *status = RNIC_WC_LOC_QP_OP_ERR;
         return true;
     }

@@ -123,10 +123,8 @@ static void rnic_enable(RnicEngine *e)
         r->aq_size_log2 > RNIC_AQ_SIZE_LOG2_MAX ||
         !r->aq_base || !r->acq_base ||
         (r->aq_base & 0xfff) || (r->acq_base & 0xfff)) {
-        rnic_guest_error(e, "enable with a bad admin queue configuration "
-                         "(aq 0x%" G_GINT64_MODIFIER "x acq 0x%"
-                         G_GINT64_MODIFIER "x log2 size %u)",
-                         r->aq_base, r->acq_base, r->aq_size_log2);
+        rnic_event(e, UB_ENABLE, "enable with a bad admin queue "
+                   "configuration", r->aq_base, r->acq_base, r->aq_size_log2);
         r->dev_status |= RNIC_STATUS_FATAL;
         r->fatal_code = RNIC_FATAL_AQ_CONFIG;
         return;
@@ -166,9 +164,8 @@ static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
     if (e->depth &&
         ((value & RNIC_CTRL_RESET) ||
          (was_enabled && !(value & RNIC_CTRL_ENABLE)))) {
-        rnic_guest_error(e, "reset or disable (DEV_CTRL 0x%x) written from "
-                         "inside a device operation: done when it ends",
-                         value);
+        rnic_event(e, UB_CTRL_NESTED, "reset or disable written from inside "
+                   "a device operation: done when it ends", value);
         e->ctrl_deferred = true;
         e->ctrl_value = value;
         return res;

@@ -78,7 +78,7 @@ void rnic_req_reset_qp(RnicQp *qp)
 static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
                                 uint8_t status, const char *why)
 {
-    rnic_guest_error(e, "QP %u: send WQE %u: %s", qp->qpn, index, why);
+    rnic_event(e, UB_WQE, why, qp->qpn, index);
     return status;
 }
 
@@ -302,6 +302,8 @@ void rnic_req_complete(RnicEngine *e, RnicQp *qp)
         if (s->state != RNIC_SLOT_DONE) {
             break;
         }
+        rnic_event(e, WQE_DONE, NULL, qp->qpn, qp->sq_una, s->opcode,
+                   s->status);
         if (s->status != RNIC_WC_SUCCESS || (s->flags & RNIC_WQE_SIGNALED) ||
             qp->sq_sig_all) {
             RnicCqeInfo ci = {
@@ -563,6 +565,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     }
     qp->sq_hi = index + 1;
     rnic_stat_inc(e, RNIC_STAT_WQES);
+    rnic_event(e, WQE_START, NULL, qp->qpn, index, c->hdr.opcode, c->length);
     if (rnic_wr_is_local(c->hdr.opcode)) {
         if (c->hdr.opcode == RNIC_WR_REG_MR) {
             status = rnic_mr_fast_reg(e, qp, &c->hdr);
@@ -710,7 +713,8 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
 /* ---------------------------------------------------------------------- */
 
 /* Go back to PSN 'psn': the slot holding it becomes the send cursor. */
-static void rnic_req_rewind(RnicEngine *e, RnicQp *qp, uint32_t psn)
+static void rnic_req_rewind(RnicEngine *e, RnicQp *qp, uint32_t psn,
+                            const char *why)
 {
     uint32_t mask = rnic_sq_mask(qp);
     uint32_t i;
@@ -730,6 +734,7 @@ static void rnic_req_rewind(RnicEngine *e, RnicQp *qp, uint32_t psn)
                 qp->tx_pkt = s->recv_psn;
             }
             rnic_stat_inc(e, RNIC_STAT_RETRANSMITS);
+            rnic_event(e, RETRANSMIT, why, qp->qpn, psn);
             return;
         }
     }
@@ -824,6 +829,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     uint8_t syn = pkt->aeth.syndrome;
     uint32_t psn = pkt->psn;
 
+    rnic_event(e, NAK_RECEIVED, NULL, qp->qpn, psn, syn);
     if ((syn & RNIC_ROCE_AETH_TYPE_MASK) == RNIC_ROCE_AETH_RNR_NAK) {
         uint32_t index;
         RnicSqSlot *s;
@@ -846,7 +852,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             }
             qp->rnr_left--;
         }
-        rnic_req_rewind(e, qp, psn);
+        rnic_req_rewind(e, qp, psn, "RNR NAK");
         qp->rnr_wait = true;
         rnic_qp_timer_set(e, qp, RNIC_TIMER_RNR,
                           rnic_rnr_timer_ns(syn & RNIC_ROCE_AETH_VALUE_MASK));
@@ -857,7 +863,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_req_ack(e, qp, psn, false);
         rnic_req_complete(e, qp);
         if (qp->state != RNIC_QPS_ERR) {
-            rnic_req_rewind(e, qp, psn);
+            rnic_req_rewind(e, qp, psn, "PSN sequence error NAK");
             qp->rewinding = true;
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }
@@ -918,7 +924,7 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
          * per round, not for every later response of the same READ)
          */
         if (!qp->rewinding) {
-            rnic_req_rewind(e, qp, expect);
+            rnic_req_rewind(e, qp, expect, "READ responses missing");
             qp->rewinding = true;
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }
@@ -932,9 +938,8 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
     if (!(flags & RNIC_ROCE_OPF_FIRST) != (k != 0) ||
         !(flags & RNIC_ROCE_OPF_LAST) != (k + 1 != s->npsn) ||
         pkt->payload.len != want) {
-        rnic_guest_error(e, "QP %u: bad READ response (opcode 0x%x, %u "
-                         "bytes, packet %u of %u)", qp->qpn, op,
-                         pkt->payload.len, k, s->npsn);
+        rnic_event(e, UB_READ_RESPONSE, "bad READ response", qp->qpn, op,
+                   pkt->payload.len, k, s->npsn);
         rnic_req_fatal(e, qp, psn, RNIC_WC_BAD_RESP_ERR);
         return;
     }
@@ -1015,7 +1020,8 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 
                 if (s) {
                     rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn,
-                                                        s->recv_psn));
+                                                        s->recv_psn),
+                                    "duplicate ACK");
                     qp->rewinding = true;
                     rnic_qp_work(e, qp, RNIC_QPW_SQ);
                 }
@@ -1041,14 +1047,15 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 /* ---------------------------------------------------------------------- */
 
 /* Go back to the first unacknowledged packet of 's', the oldest slot. */
-static void rnic_req_rewind_oldest(RnicEngine *e, RnicQp *qp, RnicSqSlot *s)
+static void rnic_req_rewind_oldest(RnicEngine *e, RnicQp *qp, RnicSqSlot *s,
+                                   const char *why)
 {
     if (s->opcode == RNIC_WR_RDMA_READ ||
         rnic_psn_diff(qp->una_psn, s->first_psn) < 0 ||
         rnic_psn_diff(qp->una_psn, s->first_psn) >= (int32_t)s->npsn) {
-        rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn, s->recv_psn));
+        rnic_req_rewind(e, qp, rnic_psn_add(s->first_psn, s->recv_psn), why);
     } else {
-        rnic_req_rewind(e, qp, qp->una_psn);
+        rnic_req_rewind(e, qp, qp->una_psn, why);
     }
 }
 
@@ -1065,10 +1072,8 @@ static bool rnic_req_probe_tail(RnicEngine *e, RnicQp *qp)
     if (unacked <= 0 || (uint32_t)unacked > qp->noack_pkts) {
         return false;
     }
-    rnic_trace(e, "QP %u: %d packets sent without AckReq, probing at PSN %u",
-               qp->qpn, unacked, rnic_psn_add(qp->tx_psn_end,
-                                              RNIC_ROCE_PSN_MASK));
-    rnic_req_rewind(e, qp, rnic_psn_add(qp->tx_psn_end, RNIC_ROCE_PSN_MASK));
+    rnic_req_rewind(e, qp, rnic_psn_add(qp->tx_psn_end, RNIC_ROCE_PSN_MASK),
+                    "probe: packets sent without AckReq");
     qp->rewinding = true;
     rnic_qp_work(e, qp, RNIC_QPW_SQ);
     return true;
@@ -1094,8 +1099,7 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp)
         return;
     }
     if (!qp->retry_left) {
-        rnic_trace(e, "QP %u: retry count exceeded at PSN %u", qp->qpn,
-                   qp->una_psn);
+        rnic_event(e, RETRY_EXCEEDED, NULL, qp->qpn, qp->una_psn);
         rnic_req_slot_done(qp, s, RNIC_WC_RETRY_EXC_ERR);
         rnic_req_complete(e, qp);
         rnic_qp_error(e, qp);
@@ -1105,7 +1109,7 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp)
     if (rnic_req_probe_tail(e, qp)) {
         return;
     }
-    rnic_req_rewind_oldest(e, qp, s);
+    rnic_req_rewind_oldest(e, qp, s, "retransmission timeout");
     qp->rewinding = true;
     rnic_qp_work(e, qp, RNIC_QPW_SQ);
 }
@@ -1129,9 +1133,7 @@ void rnic_req_resume(RnicEngine *e, RnicQp *qp)
     }
     s = rnic_req_oldest(qp, &index);
     if (s) {
-        rnic_trace(e, "QP %u: resuming after a state load from PSN %u",
-                   qp->qpn, qp->una_psn);
-        rnic_req_rewind_oldest(e, qp, s);
+        rnic_req_rewind_oldest(e, qp, s, "resuming after a state load");
         qp->rewinding = true;
         rnic_qp_work(e, qp, RNIC_QPW_SQ);
     }

@@ -69,6 +69,9 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
 
     rnic_resp_packet(e, qp, &pkt, RNIC_ROCE_RC_ACKNOWLEDGE, psn);
     pkt.aeth.syndrome = syndrome;
+    if ((syndrome & RNIC_ROCE_AETH_TYPE_MASK) != RNIC_ROCE_AETH_ACK) {
+        rnic_event(e, NAK_SENT, NULL, qp->qpn, psn, syndrome);
+    }
     rnic_xmit(e, qp, &pkt);
 }
 
@@ -124,9 +127,8 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
                 if (err || !rnic_mr_segs(mr, res->va + off, len, segs,
                                          &pkt.payload.nsegs,
                                          RNIC_PKT_MAX_SEGS)) {
-                    rnic_guest_error(e, "QP %u: READ response at PSN %u: %s",
-                                     qp->qpn, res->psn + k,
-                                     rnic_xlate_err_str(err));
+                    rnic_event(e, UB_READ_SOURCE, rnic_xlate_err_str(err),
+                               qp->qpn, res->psn + k);
                     r->res_pending = 0;
                     res->pending = false;
                     rnic_resp_send_aeth(e, qp, res->psn + k,
@@ -308,8 +310,7 @@ static void rnic_resp_fail(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                            uint8_t nak, uint8_t event, uint8_t recv_status,
                            const char *why)
 {
-    rnic_guest_error(e, "QP %u: request at PSN %u (opcode 0x%x) refused: %s",
-                     qp->qpn, pkt->psn, pkt->opcode, why);
+    rnic_event(e, UB_REQUEST, why, qp->qpn, pkt->psn, pkt->opcode);
     if (qp->resp.recv.valid) {
         rnic_resp_recv_complete(e, qp, recv_status, RNIC_WC_RECV, 0, 0, 0);
     }
@@ -775,8 +776,7 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         return;
     }
     if (pkt->deth.qkey != qp->qkey) {
-        rnic_trace(e, "QP %u: UD datagram with Q_Key 0x%x dropped", qp->qpn,
-                   pkt->deth.qkey);
+        rnic_event(e, UD_QKEY_DROP, NULL, qp->qpn, pkt->deth.qkey);
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
@@ -797,8 +797,8 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     ci.vlan_id = pkt->net.vlan_id;
     ci.status = status;
     if (status == RNIC_WC_SUCCESS && sizeof(grh) + len > rw->length) {
-        rnic_guest_error(e, "QP %u: UD datagram of %u bytes (+40 GRH) larger "
-                         "than the receive buffer", qp->qpn, len);
+        rnic_event(e, UB_UD_LENGTH, "UD datagram (+40 GRH) larger than the "
+                   "receive buffer", qp->qpn, len);
         ci.status = RNIC_WC_LOC_LEN_ERR;
     }
     if (ci.status == RNIC_WC_SUCCESS) {

@@ -252,7 +252,7 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
     return true;
 
 fail:
-    rnic_log(e, RNIC_LOG_GUEST_ERROR, "state load failed: %s", *err);
+    rnic_event(e, ERR_STATE_LOAD, *err, 0);
     rnic_engine_reset(e);
     return false;
 }

@@ -97,6 +97,8 @@ static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     bool ud_op = (pkt->opcode & RNIC_ROCE_TRANSPORT_MASK) ==
                  RNIC_ROCE_TRANSPORT_UD;
 
+    rnic_event(e, PKT_RX, NULL, qp->qpn, pkt->opcode, pkt->psn,
+               pkt->payload.len);
     if (ud_op != (qp->type != RNIC_QPT_RC)) {
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
@@ -123,6 +125,8 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
 {
     RnicNetCtx *ctx;
 
+    rnic_event(e, PKT_TX, NULL, qp->qpn, pkt->dest_qp, pkt->opcode, pkt->psn,
+               pkt->payload.len);
     if (qp->type == RNIC_QPT_RC) {
         /* the connected peer, cached until a QP or GID changes */
         if (qp->peer_gen != e->qp_gen) {

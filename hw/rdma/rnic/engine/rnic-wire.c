@@ -172,16 +172,9 @@ static int rnic_wire_map_payload(RnicEngine *e, const RnicPayload *pl,
 static void rnic_wire_tx_drop(RnicEngine *e, const RnicPacket *pkt,
                               const char *why)
 {
-    uint64_t n;
-
     rnic_stat_inc(e, RNIC_STAT_TX_DROPPED);
-    n = e->stats[RNIC_STAT_TX_DROPPED];
-    /* logged at 1, 2, 4, 8, ... drops: a flood costs no log flood */
-    if (!(n & (n - 1))) {
-        rnic_trace(e, "wire: packet (opcode 0x%x, QPN %u, PSN %u) not sent: "
-                   "%s (%" G_GUINT64_FORMAT " so far)", pkt->opcode,
-                   pkt->dest_qp, pkt->psn, why, n);
-    }
+    rnic_event(e, ERR_WIRE_TX, why, pkt->opcode, pkt->dest_qp, pkt->psn,
+               e->stats[RNIC_STAT_TX_DROPPED]);
 }
 
 void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
@@ -221,9 +214,8 @@ void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
         } else {
             nmaps = 0;
             if (!rnic_packet_payload_gather(e, pkt, bounce)) {
-                rnic_guest_error(e, "wire: QP payload (opcode 0x%x, PSN %u) "
-                                 "not readable: packet not sent",
-                                 pkt->opcode, pkt->psn);
+                rnic_event(e, UB_WIRE_PAYLOAD, "payload not readable: "
+                           "packet not sent", pkt->opcode, pkt->psn);
                 rnic_wire_tx_drop(e, pkt, "payload not readable");
                 return;
             }
@@ -255,16 +247,10 @@ void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt)
 static void rnic_wire_drop(RnicEngine *e, enum rnic_stat why,
                            const RnicRoceHdr *h, const char *what)
 {
-    uint64_t n;
-
     rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
     rnic_stat_inc(e, why);
-    n = e->stats[why];
-    if (!(n & (n - 1))) {
-        rnic_trace(e, "wire: frame dropped: %s (opcode 0x%x, QPN %u, PSN %u, "
-                   "VLAN %u; %" G_GUINT64_FORMAT " so far)", what, h->opcode,
-                   h->dest_qp, h->psn, h->vlan_present ? h->vlan_id : 0, n);
-    }
+    rnic_event(e, ERR_WIRE_RX, what, h->opcode, h->dest_qp, h->psn,
+               h->vlan_present ? h->vlan_id : 0, e->stats[why]);
 }
 
 /* Does the GID at 'index' exist and equal 'gid'? */
