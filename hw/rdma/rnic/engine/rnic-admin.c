@@ -77,6 +77,27 @@ void rnic_admin_fail(RnicEngine *e, RnicAdminResult *res, uint8_t status,
     va_end(ap);
 }
 
+void *rnic_admin_obj(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                     RnicAdminResult *res, const RnicTable *t, uint32_t h)
+{
+    uint32_t owner = GUINT32_FROM_LE(cmd->uctx);
+    RnicObject *obj = rnic_table_get(t, h);
+
+    if (!obj) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no %s %u",
+                        rnic_admin_opcode_name(cmd->opcode), t->name, h);
+        return NULL;
+    }
+    if (obj->owner != owner) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "%s: %s %u belongs to context %u",
+                        rnic_admin_opcode_name(cmd->opcode), t->name, h,
+                        obj->owner);
+        return NULL;
+    }
+    return obj;
+}
+
 bool rnic_admin_check_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                            RnicAdminResult *res, bool kernel_only)
 {

@@ -40,6 +40,13 @@ void rnic_admin_fail(RnicEngine *e, RnicAdminResult *res, uint8_t status,
                      const char *fmt, ...) G_GNUC_PRINTF(4, 5);
 bool rnic_admin_check_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                            RnicAdminResult *res, bool kernel_only);
+/*
+ * The object of table 't' at handle 'h' that a command names, if it exists
+ * and belongs to the command's user context; else the command fails
+ * (BAD_HANDLE, PERMISSION) and the result is NULL.
+ */
+void *rnic_admin_obj(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                     RnicAdminResult *res, const RnicTable *t, uint32_t h);
 /* Write a query result to cmd->query.addr (len checked). */
 void rnic_admin_write_result(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                              const void *data, size_t size,

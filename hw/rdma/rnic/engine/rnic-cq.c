@@ -9,8 +9,8 @@
 
 void rnic_cq_init(RnicEngine *e)
 {
-    rnic_table_init(&e->eqs, e->cfg.max_eq);
-    rnic_table_init(&e->cqs, e->cfg.max_cq);
+    rnic_table_init(&e->eqs, "EQ", sizeof(RnicEq), e->cfg.max_eq);
+    rnic_table_init(&e->cqs, "CQ", sizeof(RnicCq), e->cfg.max_cq);
 }
 
 void rnic_cq_fini(RnicEngine *e)
@@ -27,9 +27,7 @@ static void rnic_cq_free(RnicEngine *e, RnicCq *cq)
         cq->eq->refs--;
     }
     rnic_uctx_put(e, cq->owner);
-    rnic_table_remove(&e->cqs, cq->handle);
-    g_free(cq);
-    rnic_mem_release(e, sizeof(RnicCq));
+    rnic_obj_destroy(e, &e->cqs, cq, sizeof(RnicCq));
 }
 
 static void rnic_eq_free(RnicEngine *e, RnicEq *eq)
@@ -38,24 +36,20 @@ static void rnic_eq_free(RnicEngine *e, RnicEq *eq)
     if (e->async_eq == eq) {
         e->async_eq = NULL;
     }
-    rnic_table_remove(&e->eqs, eq->handle);
-    g_free(eq);
-    rnic_mem_release(e, sizeof(RnicEq));
+    rnic_obj_destroy(e, &e->eqs, eq, sizeof(RnicEq));
 }
 
 void rnic_cq_reset(RnicEngine *e)
 {
     uint32_t i;
+    RnicCq *cq;
+    RnicEq *eq;
 
-    for (i = 0; i < e->cqs.cap; i++) {
-        if (e->cqs.slots[i]) {
-            rnic_cq_free(e, e->cqs.slots[i]);
-        }
+    RNIC_TABLE_FOREACH(&e->cqs, i, cq) {
+        rnic_cq_free(e, cq);
     }
-    for (i = 0; i < e->eqs.cap; i++) {
-        if (e->eqs.slots[i]) {
-            rnic_eq_free(e, e->eqs.slots[i]);
-        }
+    RNIC_TABLE_FOREACH(&e->eqs, i, eq) {
+        rnic_eq_free(e, eq);
     }
 }
 
@@ -71,49 +65,23 @@ RnicCq *rnic_cq_lookup(RnicEngine *e, uint32_t handle)
 
 RnicEq *rnic_eq_create(RnicEngine *e, uint32_t handle)
 {
-    RnicEq *eq;
+    RnicEq *eq = rnic_obj_create(e, &e->eqs, handle, RNIC_UCTX_KERNEL,
+                                 sizeof(RnicEq));
 
-    if (!rnic_mem_charge(e, sizeof(*eq))) {
-        return NULL;
+    if (eq) {
+        eq->work.kind = RNIC_WORK_EQ;
     }
-    eq = g_new0(RnicEq, 1);
-
-    if (handle == UINT32_MAX) {
-        handle = rnic_table_alloc(&e->eqs, eq);
-    } else if (!rnic_table_insert_at(&e->eqs, handle, eq)) {
-        handle = UINT32_MAX;
-    }
-    if (handle == UINT32_MAX) {
-        g_free(eq);
-        rnic_mem_release(e, sizeof(*eq));
-        return NULL;
-    }
-    eq->handle = handle;
-    eq->work.kind = RNIC_WORK_EQ;
     return eq;
 }
 
 RnicCq *rnic_cq_create(RnicEngine *e, uint32_t handle)
 {
-    RnicCq *cq;
+    RnicCq *cq = rnic_obj_create(e, &e->cqs, handle, RNIC_UCTX_KERNEL,
+                                 sizeof(RnicCq));
 
-    if (!rnic_mem_charge(e, sizeof(*cq))) {
-        return NULL;
+    if (cq) {
+        cq->work.kind = RNIC_WORK_CQ;
     }
-    cq = g_new0(RnicCq, 1);
-
-    if (handle == UINT32_MAX) {
-        handle = rnic_table_alloc(&e->cqs, cq);
-    } else if (!rnic_table_insert_at(&e->cqs, handle, cq)) {
-        handle = UINT32_MAX;
-    }
-    if (handle == UINT32_MAX) {
-        g_free(cq);
-        rnic_mem_release(e, sizeof(*cq));
-        return NULL;
-    }
-    cq->handle = handle;
-    cq->work.kind = RNIC_WORK_CQ;
     return cq;
 }
 
@@ -340,16 +308,8 @@ static RnicCq *rnic_cq_cmd_lookup(RnicEngine *e,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return NULL;
     }
-    cq = rnic_cq_lookup(e, h);
+    cq = rnic_admin_obj(e, cmd, res, &e->cqs, h);
     if (!cq) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no CQ %u",
-                        rnic_admin_opcode_name(cmd->opcode), h);
-        return NULL;
-    }
-    if (cq->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "%s: CQ %u belongs to context %u",
-                        rnic_admin_opcode_name(cmd->opcode), h, cq->owner);
         return NULL;
     }
     return cq;

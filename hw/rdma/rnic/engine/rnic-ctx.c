@@ -17,8 +17,9 @@ static gpointer rnic_net_key(uint8_t type, uint32_t net_id)
 
 void rnic_ctx_init(RnicEngine *e)
 {
-    rnic_table_init(&e->net_ctxs, e->cfg.max_net_ctx);
-    rnic_table_init(&e->pds, e->cfg.max_pd);
+    rnic_table_init(&e->net_ctxs, "network context", sizeof(RnicNetCtx),
+                    e->cfg.max_net_ctx);
+    rnic_table_init(&e->pds, "PD", sizeof(RnicPd), e->cfg.max_pd);
     e->net_ids = g_hash_table_new(g_direct_hash, g_direct_equal);
     e->gids = g_new0(RnicGid, e->cfg.max_gid);
 }
@@ -41,31 +42,23 @@ static uint64_t rnic_pd_bytes(const RnicEngine *e, bool multi_net)
 
 static void rnic_pd_free(RnicEngine *e, RnicPd *pd)
 {
-    rnic_mem_release(e, rnic_pd_bytes(e, !pd->ctx));
     g_free(pd->binds);
-    g_free(pd);
+    rnic_obj_destroy(e, &e->pds, pd, rnic_pd_bytes(e, !pd->ctx));
 }
 
 void rnic_ctx_reset(RnicEngine *e)
 {
+    RnicNetCtx *ctx;
     uint32_t i;
+    RnicPd *pd;
 
-    for (i = 0; i < e->pds.cap; i++) {
-        RnicPd *pd = e->pds.slots[i];
-
-        if (pd) {
-            rnic_table_remove(&e->pds, i);
-            rnic_pd_free(e, pd);
-        }
+    RNIC_TABLE_FOREACH(&e->pds, i, pd) {
+        rnic_pd_free(e, pd);
     }
     memset(e->gids, 0, sizeof(RnicGid) * e->cfg.max_gid);
-    for (i = 0; i < e->net_ctxs.cap; i++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[i];
-
-        if (ctx) {
-            ctx->refs = 0;
-            rnic_netctx_destroy(e, ctx);
-        }
+    RNIC_TABLE_FOREACH(&e->net_ctxs, i, ctx) {
+        ctx->refs = 0;
+        rnic_netctx_destroy(e, ctx);
     }
     memset(e->uctx_used, 0, sizeof(e->uctx_used));
     memset(e->uctx_refs, 0, sizeof(e->uctx_refs));
@@ -95,23 +88,12 @@ static uint64_t rnic_netctx_bytes(const RnicEngine *e)
 RnicNetCtx *rnic_netctx_create(RnicEngine *e, uint32_t handle, uint8_t type,
                                uint32_t net_id)
 {
-    RnicNetCtx *ctx;
+    RnicNetCtx *ctx = rnic_obj_create(e, &e->net_ctxs, handle,
+                                      RNIC_UCTX_KERNEL, rnic_netctx_bytes(e));
 
-    if (!rnic_mem_charge(e, rnic_netctx_bytes(e))) {
+    if (!ctx) {
         return NULL;
     }
-    ctx = g_new0(RnicNetCtx, 1);
-    if (handle == UINT32_MAX) {
-        handle = rnic_table_alloc(&e->net_ctxs, ctx);
-    } else if (!rnic_table_insert_at(&e->net_ctxs, handle, ctx)) {
-        handle = UINT32_MAX;
-    }
-    if (handle == UINT32_MAX) {
-        g_free(ctx);
-        rnic_mem_release(e, rnic_netctx_bytes(e));
-        return NULL;
-    }
-    ctx->handle = handle;
     ctx->net_type = type;
     ctx->net_id = net_id;
     ctx->qpns = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -127,9 +109,7 @@ void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx)
     g_hash_table_remove(e->net_ids, rnic_net_key(ctx->net_type, ctx->net_id));
     rnic_mrt_destroy(e, ctx);
     g_hash_table_destroy(ctx->qpns);
-    rnic_table_remove(&e->net_ctxs, ctx->handle);
-    g_free(ctx);
-    rnic_mem_release(e, rnic_netctx_bytes(e));
+    rnic_obj_destroy(e, &e->net_ctxs, ctx, rnic_netctx_bytes(e));
 }
 
 void rnic_cmd_create_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
@@ -349,25 +329,13 @@ RnicPd *rnic_pd_lookup(RnicEngine *e, uint32_t handle)
 RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
                        uint32_t owner)
 {
-    RnicPd *pd;
+    RnicPd *pd = rnic_obj_create(e, &e->pds, handle, owner,
+                                 rnic_pd_bytes(e, !ctx));
 
-    if (!rnic_mem_charge(e, rnic_pd_bytes(e, !ctx))) {
+    if (!pd) {
         return NULL;
     }
-    pd = g_new0(RnicPd, 1);
-    if (handle == UINT32_MAX) {
-        handle = rnic_table_alloc(&e->pds, pd);
-    } else if (!rnic_table_insert_at(&e->pds, handle, pd)) {
-        handle = UINT32_MAX;
-    }
-    if (handle == UINT32_MAX) {
-        g_free(pd);
-        rnic_mem_release(e, rnic_pd_bytes(e, !ctx));
-        return NULL;
-    }
-    pd->handle = handle;
     pd->ctx = ctx;
-    pd->owner = owner;
     if (ctx) {
         ctx->refs++;
     } else {
@@ -414,15 +382,8 @@ void rnic_cmd_dealloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    pd = rnic_pd_lookup(e, h);
+    pd = rnic_admin_obj(e, cmd, res, &e->pds, h);
     if (!pd) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "DEALLOC_PD: no PD %u", h);
-        return;
-    }
-    if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "DEALLOC_PD: PD %u belongs to context %u", h,
-                        pd->owner);
         return;
     }
     if (pd->refs) {
@@ -435,6 +396,5 @@ void rnic_cmd_dealloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         pd->ctx->refs--;
     }
     rnic_uctx_put(e, pd->owner);
-    rnic_table_remove(&e->pds, h);
     rnic_pd_free(e, pd);
 }

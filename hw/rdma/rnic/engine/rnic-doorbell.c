@@ -100,8 +100,8 @@ static RnicAccessResult rnic_doorbell_record(RnicEngine *e, uint32_t page,
     switch (offset) {
     case RNIC_DB_SQ:
     case RNIC_DB_RQ:
-        qp = rnic_qp_lookup(e, handle);
-        if (!qp || qp->owner != owner) {
+        qp = rnic_obj_lookup(&e->qps, handle, owner);
+        if (!qp) {
             return rnic_db_bad(e, "no QP of this page", page, handle, index);
         }
         if (qp->state == RNIC_QPS_RESET) {
@@ -131,8 +131,8 @@ static RnicAccessResult rnic_doorbell_record(RnicEngine *e, uint32_t page,
         }
         break;
     case RNIC_DB_SRQ:
-        srq = rnic_srq_lookup(e, handle);
-        if (!srq || srq->owner != owner) {
+        srq = rnic_obj_lookup(&e->srqs, handle, owner);
+        if (!srq) {
             return rnic_db_bad(e, "no SRQ of this page", page, handle, index);
         }
         if (!rnic_db_prod_ok(index, srq->cons, srq->prod,
@@ -143,8 +143,8 @@ static RnicAccessResult rnic_doorbell_record(RnicEngine *e, uint32_t page,
         srq->prod = index;
         break;
     case RNIC_DB_CQ:
-        cq = rnic_cq_lookup(e, handle);
-        if (!cq || cq->owner != owner) {
+        cq = rnic_obj_lookup(&e->cqs, handle, owner);
+        if (!cq) {
             return rnic_db_bad(e, "no CQ of this page", page, handle, index);
         }
         if (!rnic_db_cons_ok(index, cq->cons, cq->prod)) {

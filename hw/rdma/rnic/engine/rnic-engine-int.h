@@ -46,8 +46,34 @@
 /* Small containers                                                       */
 /* ---------------------------------------------------------------------- */
 
-/* Objects indexed by handle 0..max-1, with a free list. */
+/*
+ * The object core (the model: rxe's rxe_pool.c). Every object the guest
+ * names by a handle (network context, PD, EQ, CQ, SRQ, QP) starts with
+ * one header and lives in one RnicTable of its type: created, looked up
+ * with its owner check, iterated and destroyed by the functions below.
+ * RNIC_OBJECT_HEADER declares the header as plain members (qp->handle)
+ * that are also one struct (qp->obj).
+ */
+typedef struct RnicObject {
+    uint32_t handle;
+    uint32_t owner;             /* user context, or RNIC_UCTX_KERNEL */
+    uint32_t refs;              /* objects that refer to this one */
+} RnicObject;
+
+#define RNIC_OBJECT_HEADER                      \
+    union {                                     \
+        struct {                                \
+            uint32_t handle;                    \
+            uint32_t owner;                     \
+            uint32_t refs;                      \
+        };                                      \
+        RnicObject obj;                         \
+    }
+
+/* The objects of one type, indexed by handle 0..max-1, with a free list. */
 typedef struct RnicTable {
+    const char *name;           /* "QP", for messages */
+    size_t obj_size;            /* sizeof the object, header first */
     void **slots;
     uint32_t cap;               /* slots allocated */
     uint32_t max;               /* limit on handles */
@@ -57,7 +83,8 @@ typedef struct RnicTable {
     uint32_t *free_pos;         /* a free handle's place in 'free' */
 } RnicTable;
 
-void rnic_table_init(RnicTable *t, uint32_t max);
+void rnic_table_init(RnicTable *t, const char *name, size_t obj_size,
+                     uint32_t max);
 void rnic_table_destroy(RnicTable *t);
 /* Returns the new handle, or UINT32_MAX when full. */
 uint32_t rnic_table_alloc(RnicTable *t, void *obj);
@@ -69,6 +96,39 @@ static inline void *rnic_table_get(const RnicTable *t, uint32_t handle)
 {
     return handle < t->cap ? t->slots[handle] : NULL;
 }
+
+/*
+ * A new zeroed object of the table's type at 'handle' (UINT32_MAX: the
+ * lowest free one), its header filled in; 'charge' bytes (at least the
+ * object's size) on the host memory account. NULL when the table is full,
+ * the handle taken or the budget spent.
+ */
+void *rnic_obj_create(RnicEngine *e, RnicTable *t, uint32_t handle,
+                      uint32_t owner, uint64_t charge);
+/* Out of its table, freed, 'charge' (as at create) back on the account. */
+void rnic_obj_destroy(RnicEngine *e, RnicTable *t, void *obj,
+                      uint64_t charge);
+
+/* Any owner, for rnic_obj_lookup(). */
+#define RNIC_OWNER_ANY UINT32_MAX
+
+/* The object at 'handle' if it exists and belongs to 'owner'. */
+static inline void *rnic_obj_lookup(const RnicTable *t, uint32_t handle,
+                                    uint32_t owner)
+{
+    RnicObject *obj = rnic_table_get(t, handle);
+
+    return obj && (owner == RNIC_OWNER_ANY || obj->owner == owner) ? obj
+                                                                   : NULL;
+}
+
+/*
+ * Every object of a table, lowest handle first; the body may destroy the
+ * object it is given (slots never move).
+ */
+#define RNIC_TABLE_FOREACH(t, i, obj)                                       \
+    for ((i) = 0; (i) < (t)->cap; (i)++)                                    \
+        if (((obj) = (t)->slots[(i)]) != NULL)
 
 /* Intrusive doubly-linked list (circular, with a sentinel head). */
 typedef struct RnicLink {
@@ -149,11 +209,11 @@ typedef struct RnicMrTable {
     uint32_t count;
 } RnicMrTable;
 
+/* refs: the PDs and GIDs bound to it; owner: RNIC_UCTX_KERNEL */
 struct RnicNetCtx {
-    uint32_t handle;
+    RNIC_OBJECT_HEADER;
     uint32_t net_id;            /* VLAN ID (or VNI) */
     uint8_t net_type;           /* enum rnic_net_type */
-    uint32_t refs;              /* PDs and GIDs bound to it */
     RnicMrTable mrt;
     GHashTable *qpns;           /* QPN -> RnicQp */
     uint32_t next_qpn;
@@ -167,11 +227,10 @@ typedef struct RnicGid {
     uint8_t type;
 } RnicGid;
 
+/* refs: its MRs, QPs and SRQs */
 struct RnicPd {
-    uint32_t handle;
-    uint32_t owner;             /* user context */
+    RNIC_OBJECT_HEADER;
     RnicNetCtx *ctx;            /* NULL for a multi-network PD */
-    uint32_t refs;              /* MRs, QPs, SRQs */
     /* multi-network PD: bound RC QPs per context handle (max_net_ctx) */
     uint32_t *binds;
     uint32_t mrs;               /* multi-network PD: its MRs */
@@ -233,8 +292,9 @@ typedef struct RnicRegLogRec {
     RnicPbl *pbl;               /* REG, FAST_REG: shared with the entry */
 } RnicRegLogRec;
 
+/* refs: the CQs that signal it; owner: RNIC_UCTX_KERNEL */
 struct RnicEq {
-    uint32_t handle;
+    RNIC_OBJECT_HEADER;
     uint64_t ring;
     uint8_t log_size;
     uint8_t flags;              /* enum rnic_eq_flags */
@@ -242,15 +302,14 @@ struct RnicEq {
     uint32_t prod;              /* device */
     uint32_t cons;              /* driver, from the doorbell */
     bool armed;
-    uint32_t refs;              /* CQs */
     uint64_t lost;              /* events dropped on a full ring */
     bool db_arm;                /* arm request from the doorbell */
     RnicWork work;
 };
 
+/* refs: its QPs */
 struct RnicCq {
-    uint32_t handle;
-    uint32_t owner;
+    RNIC_OBJECT_HEADER;
     uint64_t ring;
     uint8_t log_size;
     RnicEq *eq;                 /* NULL: no notifications */
@@ -258,14 +317,13 @@ struct RnicCq {
     uint32_t cons;
     uint8_t arm;                /* RNIC_DB_ARM_NEXT/SOLICITED >> 24 */
     bool error;                 /* overrun or DMA failure: CQEs dropped */
-    uint32_t refs;              /* QPs */
     uint8_t db_arm;             /* arm request from the doorbell */
     RnicWork work;
 };
 
+/* refs: its QPs */
 struct RnicSrq {
-    uint32_t handle;
-    uint32_t owner;
+    RNIC_OBJECT_HEADER;
     RnicPd *pd;
     uint64_t ring;
     uint8_t log_size;
@@ -274,7 +332,6 @@ struct RnicSrq {
     uint32_t cons;
     uint32_t limit;             /* armed limit, 0 = off */
     bool error;
-    uint32_t refs;              /* QPs */
     RnicWork work;
 };
 
@@ -388,10 +445,10 @@ enum rnic_qp_work {
     RNIC_QPW_RESP = 1u << 2,    /* responder has READ responses to stream */
 };
 
+/* refs: unused (nothing refers to a QP by reference count) */
 struct RnicQp {
-    uint32_t handle;
+    RNIC_OBJECT_HEADER;
     uint32_t qpn;
-    uint32_t owner;
     uint8_t type;               /* enum rnic_qp_type */
     uint8_t state;              /* enum rnic_qp_state */
     /*

@@ -802,16 +802,8 @@ static RnicPd *rnic_mr_cmd_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return NULL;
     }
-    pd = rnic_pd_lookup(e, h);
+    pd = rnic_admin_obj(e, cmd, res, &e->pds, h);
     if (!pd) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no PD %u",
-                        rnic_admin_opcode_name(cmd->opcode), h);
-        return NULL;
-    }
-    if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "%s: PD %u belongs to context %u",
-                        rnic_admin_opcode_name(cmd->opcode), h, pd->owner);
         return NULL;
     }
     if (cmd->mr.kind == RNIC_MR_KIND_SCM ||

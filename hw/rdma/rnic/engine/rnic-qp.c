@@ -15,7 +15,7 @@
 
 void rnic_qp_init(RnicEngine *e)
 {
-    rnic_table_init(&e->qps, e->cfg.max_qp);
+    rnic_table_init(&e->qps, "QP", sizeof(RnicQp), e->cfg.max_qp);
     e->mnet_qpns = g_hash_table_new(g_direct_hash, g_direct_equal);
     e->mnet_next_qpn = 2;
 }
@@ -30,11 +30,10 @@ void rnic_qp_fini(RnicEngine *e)
 void rnic_qp_reset(RnicEngine *e)
 {
     uint32_t i;
+    RnicQp *qp;
 
-    for (i = 0; i < e->qps.cap; i++) {
-        if (e->qps.slots[i]) {
-            rnic_qp_destroy(e, e->qps.slots[i]);
-        }
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        rnic_qp_destroy(e, qp);
     }
 }
 
@@ -128,11 +127,10 @@ static void rnic_qp_all_nets_set(RnicEngine *e, RnicQp *qp, bool add)
 void rnic_qp_join_netctx(RnicEngine *e, RnicNetCtx *ctx)
 {
     uint32_t i;
+    RnicQp *qp;
 
-    for (i = 0; i < e->qps.cap; i++) {
-        RnicQp *qp = e->qps.slots[i];
-
-        if (qp && qp->all_nets) {
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        if (qp->all_nets) {
             g_hash_table_insert(ctx->qpns, GUINT_TO_POINTER(qp->qpn), qp);
         }
     }
@@ -183,23 +181,12 @@ static uint64_t rnic_qp_bytes(const RnicEngine *e, const RnicQp *qp)
 
 RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn)
 {
-    RnicQp *qp;
+    RnicQp *qp = rnic_obj_create(e, &e->qps, handle, RNIC_UCTX_KERNEL,
+                                 rnic_qp_base_bytes(e));
 
-    if (!rnic_mem_charge(e, rnic_qp_base_bytes(e))) {
+    if (!qp) {
         return NULL;
     }
-    qp = g_new0(RnicQp, 1);
-    if (handle == UINT32_MAX) {
-        handle = rnic_table_alloc(&e->qps, qp);
-    } else if (!rnic_table_insert_at(&e->qps, handle, qp)) {
-        handle = UINT32_MAX;
-    }
-    if (handle == UINT32_MAX) {
-        rnic_mem_release(e, rnic_qp_base_bytes(e));
-        g_free(qp);
-        return NULL;
-    }
-    qp->handle = handle;
     qp->qpn = qpn;
     qp->work.kind = RNIC_WORK_QP;
     qp->txc = g_new0(RnicSendWqe, 1);
@@ -213,6 +200,8 @@ RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn)
 
 void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
 {
+    uint64_t bytes;
+
     rnic_work_cancel(&qp->work);
     rnic_qp_timer_cancel(e, qp);
     if (qp->ctx &&
@@ -241,13 +230,12 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
     if (qp->srq) {
         qp->srq->refs--;
     }
-    rnic_table_remove(&e->qps, qp->handle);
     g_free(qp->txc);
     g_free(qp->rxc);
     g_free(qp->resp.res);
-    rnic_mem_release(e, rnic_qp_bytes(e, qp));
+    bytes = rnic_qp_bytes(e, qp);
     g_free(qp->slots);
-    g_free(qp);
+    rnic_obj_destroy(e, &e->qps, qp, bytes);
     e->qp_gen++;
 }
 
@@ -310,25 +298,6 @@ static void rnic_qp_clear(RnicEngine *e, RnicQp *qp)
 /* CREATE / DESTROY / QUERY                                               */
 /* ---------------------------------------------------------------------- */
 
-static bool rnic_qp_cmd_obj(RnicEngine *e, const struct rnic_admin_cmd *cmd,
-                            RnicAdminResult *res, const char *what,
-                            uint32_t owner, uint32_t obj_owner, bool found,
-                            uint32_t h)
-{
-    if (!found) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "CREATE_QP: no %s %u",
-                        what, h);
-        return false;
-    }
-    if (owner != obj_owner) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "CREATE_QP: %s %u belongs to context %u", what, h,
-                        obj_owner);
-        return false;
-    }
-    return true;
-}
-
 void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         RnicAdminResult *res)
 {
@@ -349,21 +318,15 @@ void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    pd = rnic_pd_lookup(e, pdh);
-    scq = rnic_cq_lookup(e, scqh);
-    rcq = rnic_cq_lookup(e, rcqh);
-    if (!rnic_qp_cmd_obj(e, cmd, res, "PD", owner, pd ? pd->owner : 0,
-                         pd != NULL, pdh) ||
-        !rnic_qp_cmd_obj(e, cmd, res, "send CQ", owner, scq ? scq->owner : 0,
-                         scq != NULL, scqh) ||
-        !rnic_qp_cmd_obj(e, cmd, res, "receive CQ", owner,
-                         rcq ? rcq->owner : 0, rcq != NULL, rcqh)) {
+    pd = rnic_admin_obj(e, cmd, res, &e->pds, pdh);
+    scq = pd ? rnic_admin_obj(e, cmd, res, &e->cqs, scqh) : NULL;
+    rcq = scq ? rnic_admin_obj(e, cmd, res, &e->cqs, rcqh) : NULL;
+    if (!rcq) {
         return;
     }
     if (srqh != RNIC_HANDLE_NONE) {
-        srq = rnic_srq_lookup(e, srqh);
-        if (!rnic_qp_cmd_obj(e, cmd, res, "SRQ", owner,
-                             srq ? srq->owner : 0, srq != NULL, srqh)) {
+        srq = rnic_admin_obj(e, cmd, res, &e->srqs, srqh);
+        if (!srq) {
             return;
         }
         if (srq->pd->ctx != pd->ctx || rq_addr) {
@@ -479,16 +442,8 @@ static RnicQp *rnic_qp_cmd_lookup(RnicEngine *e,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return NULL;
     }
-    qp = rnic_qp_lookup(e, h);
+    qp = rnic_admin_obj(e, cmd, res, &e->qps, h);
     if (!qp) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no QP %u",
-                        rnic_admin_opcode_name(cmd->opcode), h);
-        return NULL;
-    }
-    if (qp->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "%s: QP %u belongs to context %u",
-                        rnic_admin_opcode_name(cmd->opcode), h, qp->owner);
         return NULL;
     }
     return qp;

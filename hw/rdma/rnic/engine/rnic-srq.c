@@ -8,7 +8,7 @@
 
 void rnic_srq_init(RnicEngine *e)
 {
-    rnic_table_init(&e->srqs, e->cfg.max_srq);
+    rnic_table_init(&e->srqs, "SRQ", sizeof(RnicSrq), e->cfg.max_srq);
 }
 
 void rnic_srq_fini(RnicEngine *e)
@@ -22,19 +22,16 @@ static void rnic_srq_free(RnicEngine *e, RnicSrq *srq)
     rnic_work_cancel(&srq->work);
     srq->pd->refs--;
     rnic_uctx_put(e, srq->owner);
-    rnic_table_remove(&e->srqs, srq->handle);
-    g_free(srq);
-    rnic_mem_release(e, sizeof(RnicSrq));
+    rnic_obj_destroy(e, &e->srqs, srq, sizeof(RnicSrq));
 }
 
 void rnic_srq_reset(RnicEngine *e)
 {
+    RnicSrq *srq;
     uint32_t i;
 
-    for (i = 0; i < e->srqs.cap; i++) {
-        if (e->srqs.slots[i]) {
-            rnic_srq_free(e, e->srqs.slots[i]);
-        }
+    RNIC_TABLE_FOREACH(&e->srqs, i, srq) {
+        rnic_srq_free(e, srq);
     }
 }
 
@@ -45,25 +42,12 @@ RnicSrq *rnic_srq_lookup(RnicEngine *e, uint32_t handle)
 
 RnicSrq *rnic_srq_create(RnicEngine *e, uint32_t handle)
 {
-    RnicSrq *srq;
+    RnicSrq *srq = rnic_obj_create(e, &e->srqs, handle, RNIC_UCTX_KERNEL,
+                                   sizeof(RnicSrq));
 
-    if (!rnic_mem_charge(e, sizeof(*srq))) {
-        return NULL;
+    if (srq) {
+        srq->work.kind = RNIC_WORK_SRQ;
     }
-    srq = g_new0(RnicSrq, 1);
-
-    if (handle == UINT32_MAX) {
-        handle = rnic_table_alloc(&e->srqs, srq);
-    } else if (!rnic_table_insert_at(&e->srqs, handle, srq)) {
-        handle = UINT32_MAX;
-    }
-    if (handle == UINT32_MAX) {
-        g_free(srq);
-        rnic_mem_release(e, sizeof(*srq));
-        return NULL;
-    }
-    srq->handle = handle;
-    srq->work.kind = RNIC_WORK_SRQ;
     return srq;
 }
 
@@ -91,16 +75,8 @@ static RnicSrq *rnic_srq_cmd_lookup(RnicEngine *e,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return NULL;
     }
-    srq = rnic_srq_lookup(e, h);
+    srq = rnic_admin_obj(e, cmd, res, &e->srqs, h);
     if (!srq) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "%s: no SRQ %u",
-                        rnic_admin_opcode_name(cmd->opcode), h);
-        return NULL;
-    }
-    if (srq->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "%s: SRQ %u belongs to context %u",
-                        rnic_admin_opcode_name(cmd->opcode), h, srq->owner);
         return NULL;
     }
     return srq;
@@ -119,16 +95,8 @@ void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    pd = rnic_pd_lookup(e, pdh);
+    pd = rnic_admin_obj(e, cmd, res, &e->pds, pdh);
     if (!pd) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "CREATE_SRQ: no PD %u",
-                        pdh);
-        return;
-    }
-    if (pd->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "CREATE_SRQ: PD %u belongs to context %u", pdh,
-                        pd->owner);
         return;
     }
     if (shift < RNIC_RQ_WQE_SHIFT_MIN || shift > RNIC_WQE_SHIFT_MAX) {

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: handle tables, the work queue and guest-to-guest DMA copies.
+ * rnic engine: handle tables and the object core over them, the work
+ * queue and guest-to-guest DMA copies.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
 
-void rnic_table_init(RnicTable *t, uint32_t max)
+void rnic_table_init(RnicTable *t, const char *name, size_t obj_size,
+                     uint32_t max)
 {
     memset(t, 0, sizeof(*t));
+    t->name = name;
+    t->obj_size = obj_size;
     t->max = max;
 }
 
@@ -104,6 +108,38 @@ void rnic_table_remove(RnicTable *t, uint32_t handle)
         t->free[t->nfree++] = handle;
         t->count--;
     }
+}
+
+void *rnic_obj_create(RnicEngine *e, RnicTable *t, uint32_t handle,
+                      uint32_t owner, uint64_t charge)
+{
+    RnicObject *obj;
+
+    if (!rnic_mem_charge(e, charge)) {
+        return NULL;
+    }
+    obj = g_malloc0(t->obj_size);
+    if (handle == UINT32_MAX) {
+        handle = rnic_table_alloc(t, obj);
+    } else if (!rnic_table_insert_at(t, handle, obj)) {
+        handle = UINT32_MAX;
+    }
+    if (handle == UINT32_MAX) {
+        g_free(obj);
+        rnic_mem_release(e, charge);
+        return NULL;
+    }
+    obj->handle = handle;
+    obj->owner = owner;
+    return obj;
+}
+
+void rnic_obj_destroy(RnicEngine *e, RnicTable *t, void *obj,
+                      uint64_t charge)
+{
+    rnic_table_remove(t, ((RnicObject *)obj)->handle);
+    g_free(obj);
+    rnic_mem_release(e, charge);
 }
 
 void rnic_work_queue(RnicEngine *e, RnicWork *w)
