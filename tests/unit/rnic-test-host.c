@@ -84,6 +84,13 @@ static uint64_t th_clock_ns(void *opaque)
     return h->now_ns;
 }
 
+static bool th_event_enabled(void *opaque, RnicEvent ev)
+{
+    TestHost *h = opaque;
+
+    return !h->events_off;
+}
+
 static void th_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
 {
     TestHost *h = opaque;
@@ -142,6 +149,7 @@ static const RnicHostOps test_host_ops = {
     .timer_arm = th_timer_arm,
     .clock_ns = th_clock_ns,
     .event = th_event,
+    .event_enabled = th_event_enabled,
     .rx_ready = th_rx_ready,
     .dma_map = th_dma_map,
     .dma_unmap = th_dma_unmap,

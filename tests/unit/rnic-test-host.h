@@ -34,8 +34,9 @@ typedef struct TestHost {
     unsigned rx_ready;          /* RnicHostOps.rx_ready calls */
     bool map_disabled;          /* dma_map refuses: the engine bounces */
     unsigned maps;              /* dma_map mappings not yet unmapped */
-    GPtrArray *log;             /* char * per log message */
-    unsigned guest_errors;
+    GPtrArray *log;             /* char * per event (rnic_event_describe) */
+    unsigned guest_errors;      /* events of class UB */
+    bool events_off;            /* RnicHostOps.event_enabled says no */
     uint64_t dma_read_bytes;    /* bytes the engine read and wrote, */
     uint64_t dma_write_bytes;   /* dma_map included (its full length) */
     /* admin queue state of the test verbs driver (rnic-test-verbs.h) */
