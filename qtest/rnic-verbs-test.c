@@ -773,8 +773,59 @@ static void test_msix_at_bar0(void *obj, void *data, QGuestAllocator *alloc)
     g_free(qp);
 }
 
+/*
+ * Typed trace events: a user's -trace rnic_qp_state -trace 'rnic_ub_*'
+ * sees the QP state changes and the guest's mistakes with their fields.
+ */
+static char *trace_log;
+
+static void *trace_before(GString *cmd_line, void *arg)
+{
+    if (!trace_log) {
+        int fd = g_file_open_tmp("rnic-trace-XXXXXX.log", &trace_log, NULL);
+
+        g_assert(fd >= 0);
+        close(fd);
+    }
+    g_string_append_printf(cmd_line, " -trace rnic_qp_state"
+                           " -trace enable=rnic_ub_* -D %s ", trace_log);
+    return arg;
+}
+
+static void test_trace(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    g_autofree char *text = NULL;
+    g_autofree char *state = NULL, *sge = NULL;
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg;
+
+    loop_init(&l, obj);
+    sg = tv_sge(l.bufa, 64, l.mra ^ 0x100);
+    w = tv_wqe(62, RNIC_WR_RDMA_WRITE, 1);
+    w.rdma.remote_addr = l.bufb;
+    w.rdma.rkey = l.mrb;
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 62, 0, RNIC_WC_LOC_PROT_ERR);
+
+    g_assert_true(g_file_get_contents(trace_log, &text, NULL, NULL));
+    state = g_strdup_printf("rnic_qp_state qpn %u from %u to %u", l.a->qpn,
+                            RNIC_QPS_RTR, RNIC_QPS_RTS);
+    sge = g_strdup_printf("rnic_ub_sge sge 0 lkey 0x%x addr 0x%" PRIx64
+                          " length 64 no such STag", l.mra ^ 0x100, l.bufa);
+    if (!strstr(text, state) || !strstr(text, sge)) {
+        g_test_message("%s", text);
+    }
+    g_assert_nonnull(strstr(text, state));
+    g_assert_nonnull(strstr(text, sge));
+    /* only what was asked for */
+    g_assert_null(strstr(text, "rnic_wqe_start"));
+}
+
 static void rnic_register_verbs_tests(void)
 {
+    QOSGraphTestOptions trace_opts = { .before = trace_before };
+
     qos_add_test("verbs/admin-objects", "rnic", test_admin_objects, NULL);
     qos_add_test("verbs/admin-bad-input", "rnic", test_admin_bad_input, NULL);
     qos_add_test("verbs/send-recv", "rnic", test_loop_send_recv, NULL);
@@ -788,6 +839,7 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/errors", "rnic", test_loop_errors, NULL);
     qos_add_test("verbs/ud", "rnic", test_ud, NULL);
     qos_add_test("verbs/msix-at-bar0", "rnic", test_msix_at_bar0, NULL);
+    qos_add_test("verbs/trace", "rnic", test_trace, &trace_opts);
 }
 
 libqos_init(rnic_register_verbs_tests);
