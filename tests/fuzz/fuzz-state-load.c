@@ -228,11 +228,7 @@ static void write_seeds(const char *dir)
         r = tv_sge(p->bufb, 3000, p->mrb);
         tv_post_recv(h, p->b, 10 + i, &r, 1);
         s = tv_sge(p->bufa, 3000, p->mra);
-        memset(&w, 0, sizeof(w));
-        w.wr_id = i;
-        w.opcode = RNIC_WR_SEND;
-        w.flags = RNIC_WQE_SIGNALED;
-        w.num_sge = 1;
+        w = tv_wqe(i, RNIC_WR_SEND, 1);
         tv_post_send(h, p->a, &w, &s, NULL);
     }
     /* a SEND without a receive: RNR wait, a timer armed */

@@ -45,13 +45,8 @@ static void net_fini(Net *n)
 
 static struct rnic_sq_wqe write_wqe(uint64_t wr_id, uint64_t va, uint32_t rkey)
 {
-    struct rnic_sq_wqe w;
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_RDMA_WRITE, 1);
 
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = RNIC_WR_RDMA_WRITE;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = 1;
     w.rdma.remote_addr = va;
     w.rdma.rkey = rkey;
     return w;

@@ -168,18 +168,6 @@ static void end_fini(End *e)
     g_free(e->qp);
 }
 
-static struct rnic_sq_wqe wqe(uint64_t wr_id, uint8_t opcode, uint8_t num_sge)
-{
-    struct rnic_sq_wqe w;
-
-    memset(&w, 0, sizeof(w));
-    w.wr_id = wr_id;
-    w.opcode = opcode;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = num_sge;
-    return w;
-}
-
 static void pattern(TestHost *h, uint64_t addr, size_t len, uint8_t seed)
 {
     uint8_t *p = test_ptr(h, addr);
@@ -240,7 +228,7 @@ static void test_in_flight(void)
     /* 1. A reads 8 KiB from B: the request in, 3 of 8 responses back */
     pattern(b.h, b.buf + 100000, read_len, 1);
     s = tv_sge(a.buf + 100000, read_len, a.mr);
-    w = wqe(1, RNIC_WR_RDMA_READ, 1);
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     w.rdma.remote_addr = b.buf + 100000;
     w.rdma.rkey = b.mr;
     tv_post_send(a.h, a.qp, &w, &s, NULL);
@@ -256,7 +244,7 @@ static void test_in_flight(void)
     tv_post_recv(b.h, b.qp, 10, &r, 1);
     pattern(a.h, a.buf, send_len, 2);
     s = tv_sge(a.buf, send_len, a.mr);
-    w = wqe(2, RNIC_WR_SEND, 1);
+    w = tv_wqe(2, RNIC_WR_SEND, 1);
     tv_post_send(a.h, a.qp, &w, &s, NULL);
     /* the five READ responses are still ahead in the queue: move them */
     for (i = 0; i < 5; i++) {
@@ -278,14 +266,14 @@ static void test_in_flight(void)
     counter = a.buf + 200000;
     *(uint64_t *)test_ptr(a.h, counter) = GUINT64_TO_LE(1000);
     s = tv_sge(b.buf + 200000, 8, b.mr);
-    w = wqe(21, RNIC_WR_ATOMIC_FETCH_ADD, 1);
+    w = tv_wqe(21, RNIC_WR_ATOMIC_FETCH_ADD, 1);
     w.atomic.remote_addr = counter;
     w.atomic.rkey = a.mr;
     w.atomic.compare_add = 7;
     tv_post_send(b.h, b.qp, &w, &s, NULL);
     pattern(b.h, b.buf + 50000, write_len, 3);
     s = tv_sge(b.buf + 50000, write_len, b.mr);
-    w = wqe(20, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(20, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = a.buf + 50000;
     w.rdma.rkey = a.mr;
     tv_post_send(b.h, b.qp, &w, &s, NULL);
@@ -398,7 +386,7 @@ static void test_in_flight(void)
     r = tv_sge(b.buf + 150000, 100, b.mr);
     tv_post_recv(b.h, b.qp, 11, &r, 1);
     s = tv_sge(a.buf + 150000, 100, a.mr);
-    w = wqe(3, RNIC_WR_SEND, 1);
+    w = tv_wqe(3, RNIC_WR_SEND, 1);
     tv_post_send(a.h, a.qp, &w, &s, NULL);
     net_settle(&n, 1000, 3);
     g_assert_cmpuint(tv_poll_one(a.h, a.cq).wr_id, ==, 3);
@@ -428,7 +416,7 @@ static void test_in_flight_duplicates(void)
         tv_post_recv(b.h, b.qp, 10 + i, &r, 1);
         pattern(a.h, a.buf + 4096 * i, 3000, 9 + i);
         s = tv_sge(a.buf + 4096 * i, 3000, a.mr);
-        w = wqe(i, RNIC_WR_SEND, 1);
+        w = tv_wqe(i, RNIC_WR_SEND, 1);
         tv_post_send(a.h, a.qp, &w, &s, NULL);
     }
     /* every SEND reaches B, the ACKs are on their way back */
@@ -472,7 +460,7 @@ static void test_prompt_peer(void)
     for (i = 0; i < 2; i++) {
         pattern(b.h, b.buf + 8192 * i, 6000, 40 + i);
         s = tv_sge(b.buf + 8192 * i, 6000, b.mr);
-        w = wqe(30 + i, RNIC_WR_RDMA_WRITE, 1);
+        w = tv_wqe(30 + i, RNIC_WR_RDMA_WRITE, 1);
         w.rdma.remote_addr = a.buf + 100000 + 8192 * i;
         w.rdma.rkey = a.mr;
         tv_post_send(b.h, b.qp, &w, &s, NULL);
@@ -506,7 +494,7 @@ static void test_prompt_peer(void)
     g_assert_cmpint(tv_poll(a.h, a.cq, c, 4), ==, 0);
     pattern(b.h, b.buf, 3000, 77);
     s = tv_sge(b.buf, 3000, b.mr);
-    w = wqe(40, RNIC_WR_RDMA_WRITE, 1);
+    w = tv_wqe(40, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = a.buf;
     w.rdma.rkey = a.mr;
     tv_post_send(b.h, b.qp, &w, &s, NULL);

@@ -357,10 +357,7 @@ static void test_resize_cq(TvFixture *f, gconstpointer cfg)
     uint64_t ring;
     int i;
 
-    memset(&w, 0, sizeof(w));
-    w.opcode = RNIC_WR_RDMA_WRITE;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = 1;
+    w = tv_wqe(0, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = p->bufb;
     w.rdma.rkey = p->mrb;
     /* 5 completions, consume 2, 3 outstanding */
@@ -402,10 +399,7 @@ static void test_cq_overrun(TvFixture *f, gconstpointer cfg)
     struct rnic_eqe *eqe = test_ptr(h, p->eq_ring);
     int i;
 
-    memset(&w, 0, sizeof(w));
-    w.opcode = RNIC_WR_RDMA_WRITE;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = 1;
+    w = tv_wqe(0, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = p->bufb;
     w.rdma.rkey = p->mrb;
     /* a's CQ has 256 entries: the 257th completion overruns it */

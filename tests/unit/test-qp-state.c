@@ -333,11 +333,7 @@ static void test_sqd_drained_and_comm_est(void)
     }
     g_assert_cmpint(drained, ==, 1);
     /* in SQD nothing new starts; back in RTS it does */
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 3;
-    w.opcode = RNIC_WR_RDMA_WRITE;
-    w.flags = RNIC_WQE_SIGNALED;
-    w.num_sge = 1;
+    w = tv_wqe(3, RNIC_WR_RDMA_WRITE, 1);
     w.rdma.remote_addr = p->bufb;
     w.rdma.rkey = p->mrb;
     tv_post_send(h, p->a, &w, &s, NULL);
