@@ -19,36 +19,36 @@ static bool rnic_aq_running(const RnicEngine *e)
 
 RnicAccessResult rnic_admin_tail_write(RnicEngine *e, uint32_t tail)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
     if (!rnic_aq_running(e)) {
         return RNIC_ACCESS_NOT_NOW;
     }
     /* The driver may have at most 'entries' commands outstanding. */
-    if (tail - r->aq_head > rnic_aq_entries(e)) {
+    if (tail - regs->aq_head > rnic_aq_entries(e)) {
         rnic_event(e, UB_ADMIN_TAIL, "admin tail too far ahead of the head",
-                   tail, rnic_aq_entries(e), r->aq_head);
+                   tail, rnic_aq_entries(e), regs->aq_head);
         return RNIC_ACCESS_BAD_VALUE;
     }
-    r->aq_tail = tail;
+    regs->aq_tail = tail;
     rnic_engine_schedule(e);
     return RNIC_ACCESS_OK;
 }
 
 RnicAccessResult rnic_admin_cq_head_write(RnicEngine *e, uint32_t head)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
     if (!rnic_aq_running(e)) {
         return RNIC_ACCESS_NOT_NOW;
     }
     /* The consumer cannot pass the producer nor go backwards. */
-    if (r->acq_tail - head > rnic_aq_entries(e) ||
-        head - r->acq_head > r->acq_tail - r->acq_head) {
+    if (regs->acq_tail - head > rnic_aq_entries(e) ||
+        head - regs->acq_head > regs->acq_tail - regs->acq_head) {
         return RNIC_ACCESS_BAD_VALUE;
     }
-    r->acq_head = head;
-    if (r->aq_head != r->aq_tail) {
+    regs->acq_head = head;
+    if (regs->aq_head != regs->aq_tail) {
         rnic_engine_schedule(e);    /* completions may have been stalled */
     }
     return RNIC_ACCESS_OK;
@@ -179,14 +179,14 @@ static void rnic_cmd_query_device(RnicEngine *e,
                                   const struct rnic_admin_cmd *cmd,
                                   RnicAdminResult *res)
 {
-    const RnicEngineConfig *c = &e->cfg;
+    const RnicEngineConfig *cfg = &e->cfg;
     struct rnic_device_attr a;
     uint32_t v;
 
     memset(&a, 0, sizeof(a));
     a.abi_version = GUINT32_TO_LE(RNIC_ABI_VERSION);
-    a.vendor_id = GUINT32_TO_LE(c->vendor_id);
-    a.vendor_part_id = GUINT32_TO_LE(c->device_id);
+    a.vendor_id = GUINT32_TO_LE(cfg->vendor_id);
+    a.vendor_part_id = GUINT32_TO_LE(cfg->device_id);
     a.hw_ver = GUINT32_TO_LE(RNIC_PCI_REVISION);
     rnic_engine_reg_read(e, RNIC_REG_CAPS_LO, &v);
     a.caps = v;
@@ -194,28 +194,28 @@ static void rnic_cmd_query_device(RnicEngine *e,
     a.caps = GUINT64_TO_LE(a.caps | (uint64_t)v << 32);
     /* EUI-64 from the configured MAC, as RoCE devices do */
     a.node_guid = GUINT64_TO_LE(
-        (uint64_t)(c->mac[0] ^ 2) << 56 | (uint64_t)c->mac[1] << 48 |
-        (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |
-        (uint64_t)c->mac[3] << 16 | (uint64_t)c->mac[4] << 8 | c->mac[5]);
+        (uint64_t)(cfg->mac[0] ^ 2) << 56 | (uint64_t)cfg->mac[1] << 48 |
+        (uint64_t)cfg->mac[2] << 40 | 0xfffeull << 24 |
+        (uint64_t)cfg->mac[3] << 16 | (uint64_t)cfg->mac[4] << 8 | cfg->mac[5]);
     a.max_mr_size = GUINT64_TO_LE(RNIC_MR_MAX_SIZE);
     a.page_size_cap = GUINT64_TO_LE(((1ull << (RNIC_PAGE_SHIFT_MAX + 1)) - 1) &
                                     ~((1ull << RNIC_PAGE_SHIFT_MIN) - 1));
-    a.max_net_ctx = GUINT32_TO_LE(c->max_net_ctx);
-    a.max_qp = GUINT32_TO_LE(c->max_qp);
-    a.max_qp_wr = GUINT32_TO_LE(c->max_qp_wr);
-    a.max_sge = GUINT32_TO_LE(c->max_sge);
-    a.max_cq = GUINT32_TO_LE(c->max_cq);
-    a.max_cqe = GUINT32_TO_LE(c->max_cqe);
-    a.max_mr = GUINT32_TO_LE(c->max_mr);
-    a.max_pd = GUINT32_TO_LE(c->max_pd);
-    a.max_srq = GUINT32_TO_LE(c->max_srq);
-    a.max_srq_wr = GUINT32_TO_LE(c->max_qp_wr);
-    a.max_eq = GUINT32_TO_LE(c->max_eq);
-    a.max_inline = GUINT32_TO_LE(c->max_inline);
-    a.max_qp_rd_atom = GUINT32_TO_LE(c->max_rd_atomic);
+    a.max_net_ctx = GUINT32_TO_LE(cfg->max_net_ctx);
+    a.max_qp = GUINT32_TO_LE(cfg->max_qp);
+    a.max_qp_wr = GUINT32_TO_LE(cfg->max_qp_wr);
+    a.max_sge = GUINT32_TO_LE(cfg->max_sge);
+    a.max_cq = GUINT32_TO_LE(cfg->max_cq);
+    a.max_cqe = GUINT32_TO_LE(cfg->max_cqe);
+    a.max_mr = GUINT32_TO_LE(cfg->max_mr);
+    a.max_pd = GUINT32_TO_LE(cfg->max_pd);
+    a.max_srq = GUINT32_TO_LE(cfg->max_srq);
+    a.max_srq_wr = GUINT32_TO_LE(cfg->max_qp_wr);
+    a.max_eq = GUINT32_TO_LE(cfg->max_eq);
+    a.max_inline = GUINT32_TO_LE(cfg->max_inline);
+    a.max_qp_rd_atom = GUINT32_TO_LE(cfg->max_rd_atomic);
     a.max_fast_reg_pages = GUINT32_TO_LE(RNIC_MR_MAX_FAST_REG_PAGES);
-    a.max_gid = GUINT32_TO_LE(c->max_gid);
-    a.max_uctx = GUINT32_TO_LE(c->db_pages - 1);
+    a.max_gid = GUINT32_TO_LE(cfg->max_gid);
+    a.max_uctx = GUINT32_TO_LE(cfg->db_pages - 1);
     rnic_admin_write_result(e, cmd, &a, sizeof(a), res);
 }
 
@@ -326,7 +326,7 @@ static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)
 
 void rnic_admin_process(RnicEngine *e)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
     uint32_t entries, mask, done = 0;
     bool completed = false;
 
@@ -336,7 +336,8 @@ void rnic_admin_process(RnicEngine *e)
     entries = rnic_aq_entries(e);
     mask = entries - 1;
     e->admin_work = 0;
-    while (r->aq_head != r->aq_tail && r->acq_tail - r->acq_head < entries) {
+    while (regs->aq_head != regs->aq_tail &&
+           regs->acq_tail - regs->acq_head < entries) {
         struct rnic_admin_cmd cmd;
         struct rnic_admin_cqe cqe;
         RnicAdminResult res;
@@ -348,8 +349,8 @@ void rnic_admin_process(RnicEngine *e)
         }
         done++;
 
-        if (e->ops->dma_read(e->opaque,
-                             r->aq_base + (uint64_t)(r->aq_head & mask) * sizeof(cmd),
+        if (e->ops->dma_read(e->opaque, regs->aq_base +
+                             (uint64_t)(regs->aq_head & mask) * sizeof(cmd),
                              &cmd, sizeof(cmd))) {
             rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
             rnic_admin_fatal(e, RNIC_FATAL_AQ_DMA, "command ring not readable");
@@ -363,26 +364,26 @@ void rnic_admin_process(RnicEngine *e)
         memset(&cqe, 0, sizeof(cqe));
         cqe.cmd_id = cmd.cmd_id;
         cqe.status = res.status;
-        cqe.phase = ((r->acq_tail >> r->aq_size_log2) & 1) ^ 1;
+        cqe.phase = ((regs->acq_tail >> regs->aq_size_log2) & 1) ^ 1;
         cqe.result0 = GUINT32_TO_LE(res.result0);
         cqe.result1 = GUINT32_TO_LE(res.result1);
         cqe.result2 = GUINT32_TO_LE(res.result2);
-        if (e->ops->dma_write(e->opaque,
-                              r->acq_base + (uint64_t)(r->acq_tail & mask) * sizeof(cqe),
+        if (e->ops->dma_write(e->opaque, regs->acq_base +
+                              (uint64_t)(regs->acq_tail & mask) * sizeof(cqe),
                               &cqe, sizeof(cqe))) {
             rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
             rnic_admin_fatal(e, RNIC_FATAL_AQ_DMA, "completion ring not writable");
             break;
         }
-        r->aq_head++;
-        r->acq_tail++;
+        regs->aq_head++;
+        regs->acq_tail++;
         completed = true;
         /* A command may have reset or disabled the device. */
         if (!rnic_aq_running(e)) {
             break;
         }
     }
-    if (completed && (r->dev_ctrl & RNIC_CTRL_AQ_IRQ)) {
+    if (completed && (regs->dev_ctrl & RNIC_CTRL_AQ_IRQ)) {
         rnic_raise_irq(e, 0);
     }
 }

@@ -404,7 +404,7 @@ void rnic_cmd_resize_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     }
     e->admin_work += entries;
     for (i = 0; i < entries; i++) {
-        struct rnic_cqe *c = (struct rnic_cqe *)buf + i;
+        struct rnic_cqe *cqe = (struct rnic_cqe *)buf + i;
         /* the index the consumer will find in slot i next */
         uint32_t idx = cq->cons + ((i - cq->cons) & (entries - 1));
 
@@ -412,17 +412,17 @@ void rnic_cmd_resize_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
             uint32_t oentries = 1u << cq->log_size;
 
             if (rnic_dma_read(e, cq->ring + (uint64_t)(idx & (oentries - 1)) *
-                              sizeof(*c), c, sizeof(*c))) {
+                              sizeof(*cqe), cqe, sizeof(*cqe))) {
                 g_free(buf);
                 rnic_mem_release(e, staging);
                 rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,
                                 "RESIZE_CQ: old ring not readable");
                 return;
             }
-            c->owner = ((idx >> log) & 1) ^ 1;
+            cqe->owner = ((idx >> log) & 1) ^ 1;
         } else {
-            memset(c, 0, sizeof(*c));
-            c->owner = (idx >> log) & 1;
+            memset(cqe, 0, sizeof(*cqe));
+            cqe->owner = (idx >> log) & 1;
         }
     }
     if (rnic_dma_write(e, ring, buf, entries * sizeof(struct rnic_cqe))) {

@@ -211,7 +211,7 @@ void rnic_doorbells_process(RnicEngine *e)
 RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
                                       uint32_t offset, uint64_t value)
 {
-    RnicAccessResult r;
+    RnicAccessResult result;
 
     /* nested in another engine call: recorded, done by the next run */
     if (e->depth || e->run_scheduled || e->run_inline || !e->ops->run_now ||
@@ -221,7 +221,7 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
     /* rnic_engine_schedule() only notes requests until the end */
     rnic_engine_enter(e);
     e->run_inline = true;
-    r = rnic_doorbell_record(e, page, offset, value);
+    result = rnic_doorbell_record(e, page, offset, value);
     if (e->run_scheduled) {
         e->run_scheduled = false;
         rnic_doorbells_process_budget(e, RNIC_DB_INLINE_BUDGET);
@@ -231,5 +231,5 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
     if (e->run_scheduled) {
         e->ops->schedule(e->opaque);
     }
-    return r;
+    return result;
 }

@@ -34,7 +34,8 @@ void rnic_engine_config_defaults(RnicEngineConfig *cfg)
     cfg->device_id = RNIC_PCI_DEVICE_ID;
 }
 
-static char *check_range(const char *name, uint32_t v, uint32_t min, uint32_t max)
+static char *check_range(const char *name, uint32_t v, uint32_t min,
+                         uint32_t max)
 {
     if (v < min || v > max) {
         return g_strdup_printf("%s=%u is out of range (%u..%u)", name, v, min, max);
@@ -71,7 +72,8 @@ char *rnic_engine_config_check(const RnicEngineConfig *cfg)
     size_t i;
 
     for (i = 0; i < G_N_ELEMENTS(limits); i++) {
-        msg = check_range(limits[i].name, limits[i].v, limits[i].min, limits[i].max);
+        msg = check_range(limits[i].name, limits[i].v, limits[i].min,
+                          limits[i].max);
         if (msg) {
             return msg;
         }
@@ -226,9 +228,9 @@ uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat)
     return stat < RNIC_STAT_COUNT ? e->stats[stat] : 0;
 }
 
-const char *rnic_access_result_str(RnicAccessResult r)
+const char *rnic_access_result_str(RnicAccessResult result)
 {
-    switch (r) {
+    switch (result) {
     case RNIC_ACCESS_OK:
         return "ok";
     case RNIC_ACCESS_UNKNOWN_REG:

@@ -82,21 +82,23 @@ static bool rnic_eth_ring_ok(const RnicEngine *e, const RnicEthRing *ring)
            ring->base && !(ring->base & (RNIC_ETH_RING_ALIGN - 1));
 }
 
-static bool rnic_eth_rx_active(const RnicEthRegs *r)
+static bool rnic_eth_rx_active(const RnicEthRegs *regs)
 {
-    return (r->ctrl & RNIC_ETH_RX_EN) && !(r->status & RNIC_ETH_RX_HALTED);
+    return (regs->ctrl & RNIC_ETH_RX_EN) &&
+        !(regs->status & RNIC_ETH_RX_HALTED);
 }
 
 /* Raise the vector if work completed and it is not masked. */
 static void rnic_eth_irq_check(RnicEngine *e)
 {
-    RnicEthRegs *r = &e->eth.r;
+    RnicEthRegs *regs = &e->eth.r;
 
-    if (r->irq_pending && !r->irq_masked) {
-        r->irq_pending = false;
-        r->irq_masked = true;   /* one-shot: the driver unmasks after polling */
+    if (regs->irq_pending && !regs->irq_masked) {
+        regs->irq_pending = false;
+        /* one-shot: the driver unmasks after polling */
+        regs->irq_masked = true;
         rnic_stat_inc(e, RNIC_STAT_ETH_IRQS);
-        rnic_raise_irq(e, r->irq_vector);
+        rnic_raise_irq(e, regs->irq_vector);
     }
 }
 
@@ -180,12 +182,12 @@ void rnic_engine_set_link(RnicEngine *e, bool up)
 static void rnic_eth_tx_process(RnicEngine *e)
 {
     RnicEth *eth = &e->eth;
-    RnicEthRegs *r = &eth->r;
-    RnicEthRing *ring = &r->tx;
-    uint32_t max_len = r->mtu + RNIC_ETH_OVERHEAD;
+    RnicEthRegs *regs = &eth->r;
+    RnicEthRing *ring = &regs->tx;
+    uint32_t max_len = regs->mtu + RNIC_ETH_OVERHEAD;
     unsigned frames = 0;
 
-    if (!(r->ctrl & RNIC_ETH_TX_EN) || (r->status & RNIC_ETH_TX_HALTED)) {
+    if (!(regs->ctrl & RNIC_ETH_TX_EN) || (regs->status & RNIC_ETH_TX_HALTED)) {
         return;
     }
     while (ring->head != ring->tail && frames < RNIC_ETH_TX_BUDGET) {
@@ -287,10 +289,10 @@ void rnic_eth_run(RnicEngine *e)
 
 bool rnic_engine_can_receive(RnicEngine *e)
 {
-    RnicEthRegs *r = &e->eth.r;
+    RnicEthRegs *regs = &e->eth.r;
 
     /* RX off: frames are RoCE's or dropped, both right away */
-    if (!rnic_eth_rx_active(r) || r->rx.head != r->rx.tail) {
+    if (!rnic_eth_rx_active(regs) || regs->rx.head != regs->rx.tail) {
         return true;
     }
     e->eth.rx_blocked = true;
@@ -299,24 +301,24 @@ bool rnic_engine_can_receive(RnicEngine *e)
 
 static bool rnic_eth_rx_accept(RnicEngine *e, const uint8_t *dst)
 {
-    const RnicEthRegs *r = &e->eth.r;
+    const RnicEthRegs *regs = &e->eth.r;
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     unsigned bit;
 
-    if (r->ctrl & RNIC_ETH_PROMISC) {
+    if (regs->ctrl & RNIC_ETH_PROMISC) {
         return true;
     }
     if (!(dst[0] & 1)) {
         return !memcmp(dst, e->regs.mac, 6);
     }
     if (!memcmp(dst, bcast, 6)) {
-        return r->ctrl & RNIC_ETH_BROADCAST;
+        return regs->ctrl & RNIC_ETH_BROADCAST;
     }
-    if (r->ctrl & RNIC_ETH_ALLMULTI) {
+    if (regs->ctrl & RNIC_ETH_ALLMULTI) {
         return true;
     }
     bit = rnic_eth_mc_hash_index(dst);
-    return (r->mc_hash >> bit) & 1;
+    return (regs->mc_hash >> bit) & 1;
 }
 
 /* Copy the frame to guest memory at addr, at most len bytes. */
@@ -340,8 +342,8 @@ static int rnic_eth_rx_copy(RnicEngine *e, uint64_t addr, size_t len,
 static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
                              int iovcnt)
 {
-    RnicEthRegs *r = &e->eth.r;
-    RnicEthRing *ring = &r->rx;
+    RnicEthRegs *regs = &e->eth.r;
+    RnicEthRing *ring = &regs->rx;
     uint8_t hdr[RNIC_ETH_RX_HDR];
     size_t len = 0, hlen = 0;
     struct rnic_eth_rx_desc d;
@@ -370,7 +372,7 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
     if (rnic_roce_rx_claim(e, iov, iovcnt, len, hdr, hlen)) {
         return true;
     }
-    if (!rnic_eth_rx_active(r)) {
+    if (!rnic_eth_rx_active(regs)) {
         rnic_stat_inc(e, RNIC_STAT_ETH_RX_DISABLED);
         return true;
     }
@@ -378,7 +380,7 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
         rnic_stat_inc(e, RNIC_STAT_ETH_RX_FILTERED);
         return true;
     }
-    if (len > r->mtu + RNIC_ETH_OVERHEAD) {
+    if (len > regs->mtu + RNIC_ETH_OVERHEAD) {
         rnic_stat_inc(e, RNIC_STAT_ETH_RX_LENGTH_ERRORS);
         return true;
     }
@@ -451,59 +453,59 @@ bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt)
 RnicAccessResult rnic_eth_reg_read(RnicEngine *e, uint32_t offset,
                                    uint32_t *value)
 {
-    const RnicEthRegs *r = &e->eth.r;
+    const RnicEthRegs *regs = &e->eth.r;
 
     switch (offset) {
     case RNIC_REG_ETH_CTRL:
-        *value = r->ctrl;
+        *value = regs->ctrl;
         break;
     case RNIC_REG_ETH_STATUS:
-        *value = r->status;
+        *value = regs->status;
         break;
     case RNIC_REG_ETH_MTU:
-        *value = r->mtu;
+        *value = regs->mtu;
         break;
     case RNIC_REG_ETH_IRQ_VECTOR:
-        *value = r->irq_vector;
+        *value = regs->irq_vector;
         break;
     case RNIC_REG_ETH_IRQ_MASK:
-        *value = r->irq_masked;
+        *value = regs->irq_masked;
         break;
     case RNIC_REG_ETH_MC_HASH_LO:
-        *value = (uint32_t)r->mc_hash;
+        *value = (uint32_t)regs->mc_hash;
         break;
     case RNIC_REG_ETH_MC_HASH_HI:
-        *value = (uint32_t)(r->mc_hash >> 32);
+        *value = (uint32_t)(regs->mc_hash >> 32);
         break;
     case RNIC_REG_ETH_TX_BASE_LO:
-        *value = (uint32_t)r->tx.base;
+        *value = (uint32_t)regs->tx.base;
         break;
     case RNIC_REG_ETH_TX_BASE_HI:
-        *value = (uint32_t)(r->tx.base >> 32);
+        *value = (uint32_t)(regs->tx.base >> 32);
         break;
     case RNIC_REG_ETH_TX_SIZE_LOG2:
-        *value = r->tx.log2;
+        *value = regs->tx.log2;
         break;
     case RNIC_REG_ETH_TX_TAIL:
-        *value = r->tx.tail;
+        *value = regs->tx.tail;
         break;
     case RNIC_REG_ETH_TX_HEAD:
-        *value = r->tx.head;
+        *value = regs->tx.head;
         break;
     case RNIC_REG_ETH_RX_BASE_LO:
-        *value = (uint32_t)r->rx.base;
+        *value = (uint32_t)regs->rx.base;
         break;
     case RNIC_REG_ETH_RX_BASE_HI:
-        *value = (uint32_t)(r->rx.base >> 32);
+        *value = (uint32_t)(regs->rx.base >> 32);
         break;
     case RNIC_REG_ETH_RX_SIZE_LOG2:
-        *value = r->rx.log2;
+        *value = regs->rx.log2;
         break;
     case RNIC_REG_ETH_RX_TAIL:
-        *value = r->rx.tail;
+        *value = regs->rx.tail;
         break;
     case RNIC_REG_ETH_RX_HEAD:
-        *value = r->rx.head;
+        *value = regs->rx.head;
         break;
     default:
         *value = 0;
@@ -514,36 +516,36 @@ RnicAccessResult rnic_eth_reg_read(RnicEngine *e, uint32_t offset,
 
 static RnicAccessResult rnic_eth_ctrl_write(RnicEngine *e, uint32_t value)
 {
-    RnicEthRegs *r = &e->eth.r;
-    uint32_t old = r->ctrl;
+    RnicEthRegs *regs = &e->eth.r;
+    uint32_t old = regs->ctrl;
     RnicAccessResult res = RNIC_ACCESS_OK;
 
     if (value & ~RNIC_ETH_CTRL_ALL) {
         res = RNIC_ACCESS_BAD_VALUE;    /* reserved bits: logged, ignored */
         value &= RNIC_ETH_CTRL_ALL;
     }
-    if ((value & ~old & RNIC_ETH_TX_EN) && !rnic_eth_ring_ok(e, &r->tx)) {
-        rnic_event(e, UB_ETH_RING, "enable with a bad ring", 0, r->tx.base,
-                   r->tx.log2);
+    if ((value & ~old & RNIC_ETH_TX_EN) && !rnic_eth_ring_ok(e, &regs->tx)) {
+        rnic_event(e, UB_ETH_RING, "enable with a bad ring", 0, regs->tx.base,
+                   regs->tx.log2);
         value &= ~RNIC_ETH_TX_EN;
         res = RNIC_ACCESS_BAD_VALUE;
     }
-    if ((value & ~old & RNIC_ETH_RX_EN) && !rnic_eth_ring_ok(e, &r->rx)) {
-        rnic_event(e, UB_ETH_RING, "enable with a bad ring", 1, r->rx.base,
-                   r->rx.log2);
+    if ((value & ~old & RNIC_ETH_RX_EN) && !rnic_eth_ring_ok(e, &regs->rx)) {
+        rnic_event(e, UB_ETH_RING, "enable with a bad ring", 1, regs->rx.base,
+                   regs->rx.log2);
         value &= ~RNIC_ETH_RX_EN;
         res = RNIC_ACCESS_BAD_VALUE;
     }
     if ((value ^ old) & RNIC_ETH_TX_EN) {
         /* both edges: the ring starts over, a halt is cleared */
-        r->tx.head = r->tx.tail = 0;
-        r->status &= ~RNIC_ETH_TX_HALTED;
+        regs->tx.head = regs->tx.tail = 0;
+        regs->status &= ~RNIC_ETH_TX_HALTED;
     }
     if ((value ^ old) & RNIC_ETH_RX_EN) {
-        r->rx.head = r->rx.tail = 0;
-        r->status &= ~RNIC_ETH_RX_HALTED;
+        regs->rx.head = regs->rx.tail = 0;
+        regs->status &= ~RNIC_ETH_RX_HALTED;
     }
-    r->ctrl = value;
+    regs->ctrl = value;
     rnic_eth_rx_kick(e);
     return res;
 }
@@ -593,7 +595,7 @@ static RnicAccessResult rnic_eth_tail_write(RnicEngine *e, RnicEthRing *ring,
 RnicAccessResult rnic_eth_reg_write(RnicEngine *e, uint32_t offset,
                                     uint32_t value)
 {
-    RnicEthRegs *r = &e->eth.r;
+    RnicEthRegs *regs = &e->eth.r;
     RnicAccessResult res;
 
     switch (offset) {
@@ -607,47 +609,47 @@ RnicAccessResult rnic_eth_reg_write(RnicEngine *e, uint32_t offset,
         if (value < RNIC_ETH_MTU_MIN || value > e->cfg.max_mtu) {
             return RNIC_ACCESS_BAD_VALUE;
         }
-        r->mtu = value;
+        regs->mtu = value;
         return RNIC_ACCESS_OK;
     case RNIC_REG_ETH_IRQ_VECTOR:
         if (value >= e->cfg.msix_vectors) {
             return RNIC_ACCESS_BAD_VALUE;
         }
-        r->irq_vector = value;
+        regs->irq_vector = value;
         return RNIC_ACCESS_OK;
     case RNIC_REG_ETH_IRQ_MASK:
         if (value & ~1u) {
             return RNIC_ACCESS_BAD_VALUE;
         }
-        r->irq_masked = value;
+        regs->irq_masked = value;
         rnic_eth_irq_check(e);
         return RNIC_ACCESS_OK;
     case RNIC_REG_ETH_MC_HASH_LO:
-        r->mc_hash = (r->mc_hash & ~0xffffffffull) | value;
+        regs->mc_hash = (regs->mc_hash & ~0xffffffffull) | value;
         return RNIC_ACCESS_OK;
     case RNIC_REG_ETH_MC_HASH_HI:
-        r->mc_hash = (r->mc_hash & 0xffffffffull) | (uint64_t)value << 32;
+        regs->mc_hash = (regs->mc_hash & 0xffffffffull) | (uint64_t)value << 32;
         return RNIC_ACCESS_OK;
     case RNIC_REG_ETH_TX_BASE_LO:
     case RNIC_REG_ETH_TX_BASE_HI:
     case RNIC_REG_ETH_TX_SIZE_LOG2:
-        return rnic_eth_ring_write(e, &r->tx, RNIC_ETH_TX_EN,
+        return rnic_eth_ring_write(e, &regs->tx, RNIC_ETH_TX_EN,
                                    (offset - RNIC_REG_ETH_TX_BASE_LO) / 4,
                                    value);
     case RNIC_REG_ETH_RX_BASE_LO:
     case RNIC_REG_ETH_RX_BASE_HI:
     case RNIC_REG_ETH_RX_SIZE_LOG2:
-        return rnic_eth_ring_write(e, &r->rx, RNIC_ETH_RX_EN,
+        return rnic_eth_ring_write(e, &regs->rx, RNIC_ETH_RX_EN,
                                    (offset - RNIC_REG_ETH_RX_BASE_LO) / 4,
                                    value);
     case RNIC_REG_ETH_TX_TAIL:
-        res = rnic_eth_tail_write(e, &r->tx, RNIC_ETH_TX_EN, value);
-        if (res == RNIC_ACCESS_OK && r->tx.head != r->tx.tail) {
+        res = rnic_eth_tail_write(e, &regs->tx, RNIC_ETH_TX_EN, value);
+        if (res == RNIC_ACCESS_OK && regs->tx.head != regs->tx.tail) {
             rnic_engine_schedule(e);
         }
         return res;
     case RNIC_REG_ETH_RX_TAIL:
-        res = rnic_eth_tail_write(e, &r->rx, RNIC_ETH_RX_EN, value);
+        res = rnic_eth_tail_write(e, &regs->rx, RNIC_ETH_RX_EN, value);
         if (res == RNIC_ACCESS_OK) {
             rnic_eth_rx_kick(e);
         }
@@ -679,18 +681,18 @@ static void rnic_eth_ring_load(RnicImageReader *rd, RnicEthRing *ring)
 
 void rnic_eth_save(RnicEngine *e, RnicImageWriter *w)
 {
-    const RnicEthRegs *r = &e->eth.r;
+    const RnicEthRegs *regs = &e->eth.r;
 
-    rnic_image_put_u32(w, r->ctrl);
-    rnic_image_put_u32(w, r->status);
-    rnic_image_put_u32(w, r->mtu);
-    rnic_image_put_u32(w, r->irq_vector);
-    rnic_image_put_u8(w, r->irq_masked);
-    rnic_image_put_u8(w, r->irq_pending);
+    rnic_image_put_u32(w, regs->ctrl);
+    rnic_image_put_u32(w, regs->status);
+    rnic_image_put_u32(w, regs->mtu);
+    rnic_image_put_u32(w, regs->irq_vector);
+    rnic_image_put_u8(w, regs->irq_masked);
+    rnic_image_put_u8(w, regs->irq_pending);
     rnic_image_put_u8(w, e->eth.link_down);
-    rnic_image_put_u64(w, r->mc_hash);
-    rnic_eth_ring_save(w, &r->tx);
-    rnic_eth_ring_save(w, &r->rx);
+    rnic_image_put_u64(w, regs->mc_hash);
+    rnic_eth_ring_save(w, &regs->tx);
+    rnic_eth_ring_save(w, &regs->rx);
 }
 
 static bool rnic_eth_ring_check(const RnicEngine *e, const RnicEthRing *ring,
@@ -719,48 +721,50 @@ static bool rnic_eth_ring_check(const RnicEngine *e, const RnicEthRing *ring,
 
 bool rnic_eth_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    RnicEthRegs r;
+    RnicEthRegs regs;
     bool link_down;
 
-    memset(&r, 0, sizeof(r));
-    r.ctrl = rnic_image_get_u32(rd);
-    r.status = rnic_image_get_u32(rd);
-    r.mtu = rnic_image_get_u32(rd);
-    r.irq_vector = rnic_image_get_u32(rd);
-    r.irq_masked = rnic_image_get_u8(rd);
-    r.irq_pending = rnic_image_get_u8(rd);
+    memset(&regs, 0, sizeof(regs));
+    regs.ctrl = rnic_image_get_u32(rd);
+    regs.status = rnic_image_get_u32(rd);
+    regs.mtu = rnic_image_get_u32(rd);
+    regs.irq_vector = rnic_image_get_u32(rd);
+    regs.irq_masked = rnic_image_get_u8(rd);
+    regs.irq_pending = rnic_image_get_u8(rd);
     link_down = rnic_image_get_u8(rd);
-    r.mc_hash = rnic_image_get_u64(rd);
-    rnic_eth_ring_load(rd, &r.tx);
-    rnic_eth_ring_load(rd, &r.rx);
+    regs.mc_hash = rnic_image_get_u64(rd);
+    rnic_eth_ring_load(rd, &regs.tx);
+    rnic_eth_ring_load(rd, &regs.rx);
     if (rd->overrun) {
         *err = g_strdup("ethernet section truncated");
         return false;
     }
-    if (r.ctrl & ~RNIC_ETH_CTRL_ALL || r.status & ~RNIC_ETH_STATUS_ALL) {
+    if (regs.ctrl & ~RNIC_ETH_CTRL_ALL || regs.status & ~RNIC_ETH_STATUS_ALL) {
         *err = g_strdup_printf("ethernet: bad control 0x%x / status 0x%x",
-                               r.ctrl, r.status);
+                               regs.ctrl, regs.status);
         return false;
     }
-    if (r.mtu < RNIC_ETH_MTU_MIN || r.mtu > e->cfg.max_mtu) {
+    if (regs.mtu < RNIC_ETH_MTU_MIN || regs.mtu > e->cfg.max_mtu) {
         *err = g_strdup_printf("ethernet: MTU %u beyond this device's "
-                               "%u..%u", r.mtu, RNIC_ETH_MTU_MIN,
+                               "%u..%u", regs.mtu, RNIC_ETH_MTU_MIN,
                                e->cfg.max_mtu);
         return false;
     }
-    if (r.irq_vector >= e->cfg.msix_vectors) {
+    if (regs.irq_vector >= e->cfg.msix_vectors) {
         *err = g_strdup_printf("ethernet: vector %u beyond the %u vectors",
-                               r.irq_vector, e->cfg.msix_vectors);
+                               regs.irq_vector, e->cfg.msix_vectors);
         return false;
     }
-    if (!rnic_eth_ring_check(e, &r.tx, r.ctrl & RNIC_ETH_TX_EN, "TX", err) ||
-        !rnic_eth_ring_check(e, &r.rx, r.ctrl & RNIC_ETH_RX_EN, "RX", err)) {
+    if (!rnic_eth_ring_check(e, &regs.tx, regs.ctrl & RNIC_ETH_TX_EN, "TX",
+                             err) ||
+        !rnic_eth_ring_check(e, &regs.rx, regs.ctrl & RNIC_ETH_RX_EN, "RX",
+                             err)) {
         return false;
     }
-    e->eth.r = r;
+    e->eth.r = regs;
     e->eth.link_down = link_down;       /* no event: nothing changed */
     rnic_eth_status_link(e);
-    if ((r.ctrl & RNIC_ETH_TX_EN) && r.tx.head != r.tx.tail) {
+    if ((regs.ctrl & RNIC_ETH_TX_EN) && regs.tx.head != regs.tx.tail) {
         rnic_engine_schedule(e);
     }
     return true;

@@ -103,25 +103,25 @@ void rnic_engine_save_config(RnicEngine *e, GByteArray *out)
 bool rnic_engine_check_config(RnicEngine *e, const uint8_t *data, size_t len,
                               char **err)
 {
-    RnicImageReader r = { .data = data, .len = len };
+    RnicImageReader rd = { .data = data, .len = len };
     uint32_t magic, version, n, i;
 
     *err = NULL;
-    magic = rnic_image_get_u32(&r);
-    version = rnic_image_get_u32(&r);
-    n = rnic_image_get_u32(&r);
-    if (r.overrun || magic != RNIC_CFG_MAGIC || version != RNIC_CFG_VERSION) {
+    magic = rnic_image_get_u32(&rd);
+    version = rnic_image_get_u32(&rd);
+    n = rnic_image_get_u32(&rd);
+    if (rd.overrun || magic != RNIC_CFG_MAGIC || version != RNIC_CFG_VERSION) {
         *err = g_strdup("not an rnic configuration record this device reads");
         return false;
     }
     for (i = 0; i < n; i++) {
-        uint16_t id = rnic_image_get_u16(&r);
-        uint8_t rule = rnic_image_get_u8(&r);
-        uint32_t src = rnic_image_get_u32(&r);
+        uint16_t id = rnic_image_get_u16(&rd);
+        uint8_t rule = rnic_image_get_u8(&rd);
+        uint32_t src = rnic_image_get_u32(&rd);
         const RnicCfgItem *it;
         uint32_t dst;
 
-        if (r.overrun) {
+        if (rd.overrun) {
             break;
         }
         it = rnic_cfg_item_find(id);
@@ -148,7 +148,7 @@ bool rnic_engine_check_config(RnicEngine *e, const uint8_t *data, size_t len,
             return false;
         }
     }
-    if (r.overrun || r.pos != r.len) {
+    if (rd.overrun || rd.pos != rd.len) {
         *err = g_strdup("configuration record truncated or too long");
         return false;
     }

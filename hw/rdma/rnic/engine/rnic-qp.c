@@ -1007,15 +1007,15 @@ static bool rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
 
 static bool rnic_qp_flush_rq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     uint32_t mask;
 
-    if (r->recv.valid) {
-        r->recv.valid = false;
-        rnic_flush_cqe(e, qp, qp->rcq, r->recv.wr_id, RNIC_WC_RECV,
+    if (resp->recv.valid) {
+        resp->recv.valid = false;
+        rnic_flush_cqe(e, qp, qp->rcq, resp->recv.wr_id, RNIC_WC_RECV,
                        RNIC_WC_WR_FLUSH_ERR);
     }
-    r->in_msg = 0;
+    resp->in_msg = 0;
     if (qp->srq) {
         return true;
     }

@@ -19,39 +19,39 @@ static uint64_t rnic_caps(void)
 
 void rnic_regs_reset(RnicEngine *e)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
-    memset(r, 0, sizeof(*r));
-    memcpy(r->mac, e->cfg.mac, sizeof(r->mac));
-    r->dev_status = RNIC_STATUS_LINK_UP;
-    r->heartbeat_base_ns = e->ops->clock_ns(e->opaque);
+    memset(regs, 0, sizeof(*regs));
+    memcpy(regs->mac, e->cfg.mac, sizeof(regs->mac));
+    regs->dev_status = RNIC_STATUS_LINK_UP;
+    regs->heartbeat_base_ns = e->ops->clock_ns(e->opaque);
 }
 
 static bool rnic_identity_read(RnicEngine *e, uint32_t offset, uint32_t *v)
 {
-    const RnicEngineConfig *c = &e->cfg;
+    const RnicEngineConfig *cfg = &e->cfg;
 
     switch (offset) {
     case RNIC_REG_MAGIC:         *v = RNIC_MAGIC; break;
     case RNIC_REG_ABI_VERSION:   *v = RNIC_ABI_VERSION; break;
     case RNIC_REG_CAPS_LO:       *v = (uint32_t)rnic_caps(); break;
     case RNIC_REG_CAPS_HI:       *v = (uint32_t)(rnic_caps() >> 32); break;
-    case RNIC_REG_MAX_NET_CTX:   *v = c->max_net_ctx; break;
-    case RNIC_REG_MAX_QP:        *v = c->max_qp; break;
-    case RNIC_REG_MAX_CQ:        *v = c->max_cq; break;
-    case RNIC_REG_MAX_MR:        *v = c->max_mr; break;
-    case RNIC_REG_MAX_PD:        *v = c->max_pd; break;
-    case RNIC_REG_MAX_SRQ:       *v = c->max_srq; break;
-    case RNIC_REG_MAX_EQ:        *v = c->max_eq; break;
-    case RNIC_REG_DB_PAGES:      *v = c->db_pages; break;
-    case RNIC_REG_MSIX_VECTORS:  *v = c->msix_vectors; break;
-    case RNIC_REG_MAX_QP_WR:     *v = c->max_qp_wr; break;
-    case RNIC_REG_MAX_CQE:       *v = c->max_cqe; break;
-    case RNIC_REG_MAX_SGE:       *v = c->max_sge; break;
-    case RNIC_REG_MAX_INLINE:    *v = c->max_inline; break;
-    case RNIC_REG_MAX_MTU:       *v = c->max_mtu; break;
-    case RNIC_REG_MAX_GID:       *v = c->max_gid; break;
-    case RNIC_REG_MAX_RD_ATOMIC: *v = c->max_rd_atomic; break;
+    case RNIC_REG_MAX_NET_CTX:   *v = cfg->max_net_ctx; break;
+    case RNIC_REG_MAX_QP:        *v = cfg->max_qp; break;
+    case RNIC_REG_MAX_CQ:        *v = cfg->max_cq; break;
+    case RNIC_REG_MAX_MR:        *v = cfg->max_mr; break;
+    case RNIC_REG_MAX_PD:        *v = cfg->max_pd; break;
+    case RNIC_REG_MAX_SRQ:       *v = cfg->max_srq; break;
+    case RNIC_REG_MAX_EQ:        *v = cfg->max_eq; break;
+    case RNIC_REG_DB_PAGES:      *v = cfg->db_pages; break;
+    case RNIC_REG_MSIX_VECTORS:  *v = cfg->msix_vectors; break;
+    case RNIC_REG_MAX_QP_WR:     *v = cfg->max_qp_wr; break;
+    case RNIC_REG_MAX_CQE:       *v = cfg->max_cqe; break;
+    case RNIC_REG_MAX_SGE:       *v = cfg->max_sge; break;
+    case RNIC_REG_MAX_INLINE:    *v = cfg->max_inline; break;
+    case RNIC_REG_MAX_MTU:       *v = cfg->max_mtu; break;
+    case RNIC_REG_MAX_GID:       *v = cfg->max_gid; break;
+    case RNIC_REG_MAX_RD_ATOMIC: *v = cfg->max_rd_atomic; break;
     default:
         return false;
     }
@@ -69,7 +69,7 @@ static bool rnic_is_read_only_block(uint32_t offset)
 RnicAccessResult rnic_engine_reg_read(RnicEngine *e, uint32_t offset,
                                       uint32_t *value)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
     *value = 0;
     if (rnic_identity_read(e, offset, value)) {
@@ -83,27 +83,31 @@ RnicAccessResult rnic_engine_reg_read(RnicEngine *e, uint32_t offset,
         return RNIC_ACCESS_OK;
     }
     switch (offset) {
-    case RNIC_REG_DEV_CTRL:     *value = r->dev_ctrl; break;
-    case RNIC_REG_DEV_STATUS:   *value = r->dev_status; break;
-    case RNIC_REG_FATAL_CODE:   *value = r->fatal_code; break;
-    case RNIC_REG_SCRATCH:      *value = r->scratch; break;
+    case RNIC_REG_DEV_CTRL:     *value = regs->dev_ctrl; break;
+    case RNIC_REG_DEV_STATUS:   *value = regs->dev_status; break;
+    case RNIC_REG_FATAL_CODE:   *value = regs->fatal_code; break;
+    case RNIC_REG_SCRATCH:      *value = regs->scratch; break;
     case RNIC_REG_HEARTBEAT:
         *value = (uint32_t)((e->ops->clock_ns(e->opaque) -
-                             r->heartbeat_base_ns) / 1000000);
+                             regs->heartbeat_base_ns) / 1000000);
         break;
     case RNIC_REG_MAC_LO:
-        *value = r->mac[0] | r->mac[1] << 8 | r->mac[2] << 16 |
-                 (uint32_t)r->mac[3] << 24;
+        *value = regs->mac[0] | regs->mac[1] << 8 | regs->mac[2] << 16 |
+                 (uint32_t)regs->mac[3] << 24;
         break;
-    case RNIC_REG_MAC_HI:       *value = r->mac[4] | r->mac[5] << 8; break;
-    case RNIC_REG_AQ_BASE_LO:   *value = (uint32_t)r->aq_base; break;
-    case RNIC_REG_AQ_BASE_HI:   *value = (uint32_t)(r->aq_base >> 32); break;
-    case RNIC_REG_ACQ_BASE_LO:  *value = (uint32_t)r->acq_base; break;
-    case RNIC_REG_ACQ_BASE_HI:  *value = (uint32_t)(r->acq_base >> 32); break;
-    case RNIC_REG_AQ_SIZE_LOG2: *value = r->aq_size_log2; break;
-    case RNIC_REG_AQ_TAIL:      *value = r->aq_tail; break;
-    case RNIC_REG_AQ_HEAD:      *value = r->aq_head; break;
-    case RNIC_REG_ACQ_HEAD:     *value = r->acq_head; break;
+    case RNIC_REG_MAC_HI:
+        *value = regs->mac[4] | regs->mac[5] << 8;
+        break;
+    case RNIC_REG_AQ_BASE_LO:   *value = (uint32_t)regs->aq_base; break;
+    case RNIC_REG_AQ_BASE_HI:   *value = (uint32_t)(regs->aq_base >> 32); break;
+    case RNIC_REG_ACQ_BASE_LO:  *value = (uint32_t)regs->acq_base; break;
+    case RNIC_REG_ACQ_BASE_HI:
+        *value = (uint32_t)(regs->acq_base >> 32);
+        break;
+    case RNIC_REG_AQ_SIZE_LOG2: *value = regs->aq_size_log2; break;
+    case RNIC_REG_AQ_TAIL:      *value = regs->aq_tail; break;
+    case RNIC_REG_AQ_HEAD:      *value = regs->aq_head; break;
+    case RNIC_REG_ACQ_HEAD:     *value = regs->acq_head; break;
     case RNIC_REG_IRQ_TEST:
         return RNIC_ACCESS_WRITE_ONLY;
     case RNIC_REG_ETH_BASE ... RNIC_REG_ETH_END - 1:
@@ -117,40 +121,41 @@ RnicAccessResult rnic_engine_reg_read(RnicEngine *e, uint32_t offset,
 /* Enable: the admin queue configuration must be complete and sane. */
 static void rnic_enable(RnicEngine *e)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
-    if (r->aq_size_log2 < RNIC_AQ_SIZE_LOG2_MIN ||
-        r->aq_size_log2 > RNIC_AQ_SIZE_LOG2_MAX ||
-        !r->aq_base || !r->acq_base ||
-        (r->aq_base & 0xfff) || (r->acq_base & 0xfff)) {
+    if (regs->aq_size_log2 < RNIC_AQ_SIZE_LOG2_MIN ||
+        regs->aq_size_log2 > RNIC_AQ_SIZE_LOG2_MAX ||
+        !regs->aq_base || !regs->acq_base ||
+        (regs->aq_base & 0xfff) || (regs->acq_base & 0xfff)) {
         rnic_event(e, UB_ENABLE, "enable with a bad admin queue "
-                   "configuration", r->aq_base, r->acq_base, r->aq_size_log2);
-        r->dev_status |= RNIC_STATUS_FATAL;
-        r->fatal_code = RNIC_FATAL_AQ_CONFIG;
+                   "configuration", regs->aq_base, regs->acq_base,
+                   regs->aq_size_log2);
+        regs->dev_status |= RNIC_STATUS_FATAL;
+        regs->fatal_code = RNIC_FATAL_AQ_CONFIG;
         return;
     }
-    r->aq_head = r->aq_tail = 0;
-    r->acq_head = r->acq_tail = 0;
-    r->dev_status |= RNIC_STATUS_READY;
+    regs->aq_head = regs->aq_tail = 0;
+    regs->acq_head = regs->acq_tail = 0;
+    regs->dev_status |= RNIC_STATUS_READY;
 }
 
 /* Disable: like a reset of everything the admin queue created. */
 static void rnic_disable(RnicEngine *e)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
     rnic_admin_objects_reset(e);
     rnic_doorbells_reset(e);
-    r->dev_status &= ~(RNIC_STATUS_READY | RNIC_STATUS_FATAL);
-    r->fatal_code = RNIC_FATAL_NONE;
-    r->aq_head = r->aq_tail = 0;
-    r->acq_head = r->acq_tail = 0;
+    regs->dev_status &= ~(RNIC_STATUS_READY | RNIC_STATUS_FATAL);
+    regs->fatal_code = RNIC_FATAL_NONE;
+    regs->aq_head = regs->aq_tail = 0;
+    regs->acq_head = regs->acq_tail = 0;
 }
 
 static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
 {
-    RnicRegs *r = &e->regs;
-    bool was_enabled = r->dev_ctrl & RNIC_CTRL_ENABLE;
+    RnicRegs *regs = &e->regs;
+    bool was_enabled = regs->dev_ctrl & RNIC_CTRL_ENABLE;
     RnicAccessResult res = RNIC_ACCESS_OK;
 
     if (value & ~RNIC_CTRL_WRITABLE) {
@@ -174,7 +179,7 @@ static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
         rnic_engine_reset(e);
         return res;
     }
-    r->dev_ctrl = value;
+    regs->dev_ctrl = value;
     if (!was_enabled && (value & RNIC_CTRL_ENABLE)) {
         rnic_enable(e);
     } else if (was_enabled && !(value & RNIC_CTRL_ENABLE)) {
@@ -186,29 +191,30 @@ static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
 static RnicAccessResult rnic_aq_config_write(RnicEngine *e, uint32_t offset,
                                              uint32_t value)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
-    if (r->dev_ctrl & RNIC_CTRL_ENABLE) {
+    if (regs->dev_ctrl & RNIC_CTRL_ENABLE) {
         return RNIC_ACCESS_NOT_NOW;
     }
     switch (offset) {
     case RNIC_REG_AQ_BASE_LO:
-        r->aq_base = (r->aq_base & ~0xffffffffull) | value;
+        regs->aq_base = (regs->aq_base & ~0xffffffffull) | value;
         break;
     case RNIC_REG_AQ_BASE_HI:
-        r->aq_base = (r->aq_base & 0xffffffffull) | (uint64_t)value << 32;
+        regs->aq_base = (regs->aq_base & 0xffffffffull) | (uint64_t)value << 32;
         break;
     case RNIC_REG_ACQ_BASE_LO:
-        r->acq_base = (r->acq_base & ~0xffffffffull) | value;
+        regs->acq_base = (regs->acq_base & ~0xffffffffull) | value;
         break;
     case RNIC_REG_ACQ_BASE_HI:
-        r->acq_base = (r->acq_base & 0xffffffffull) | (uint64_t)value << 32;
+        regs->acq_base = (regs->acq_base & 0xffffffffull) |
+                         (uint64_t)value << 32;
         break;
     case RNIC_REG_AQ_SIZE_LOG2:
         if (value < RNIC_AQ_SIZE_LOG2_MIN || value > RNIC_AQ_SIZE_LOG2_MAX) {
             return RNIC_ACCESS_BAD_VALUE;
         }
-        r->aq_size_log2 = value;
+        regs->aq_size_log2 = value;
         break;
     }
     return RNIC_ACCESS_OK;
@@ -225,7 +231,7 @@ void rnic_engine_leave(RnicEngine *e)
 static RnicAccessResult rnic_reg_write(RnicEngine *e, uint32_t offset,
                                        uint32_t value)
 {
-    RnicRegs *r = &e->regs;
+    RnicRegs *regs = &e->regs;
 
     if (rnic_is_read_only_block(offset)) {
         return RNIC_ACCESS_READ_ONLY;
@@ -239,20 +245,20 @@ static RnicAccessResult rnic_reg_write(RnicEngine *e, uint32_t offset,
     case RNIC_REG_AQ_HEAD:
         return RNIC_ACCESS_READ_ONLY;
     case RNIC_REG_SCRATCH:
-        r->scratch = value;
+        regs->scratch = value;
         return RNIC_ACCESS_OK;
     case RNIC_REG_MAC_LO:
-        r->mac[0] = value;
-        r->mac[1] = value >> 8;
-        r->mac[2] = value >> 16;
-        r->mac[3] = value >> 24;
+        regs->mac[0] = value;
+        regs->mac[1] = value >> 8;
+        regs->mac[2] = value >> 16;
+        regs->mac[3] = value >> 24;
         return RNIC_ACCESS_OK;
     case RNIC_REG_MAC_HI:
         if (value > 0xffff) {
             return RNIC_ACCESS_BAD_VALUE;
         }
-        r->mac[4] = value;
-        r->mac[5] = value >> 8;
+        regs->mac[4] = value;
+        regs->mac[5] = value >> 8;
         return RNIC_ACCESS_OK;
     case RNIC_REG_IRQ_TEST:
         if (value >= e->cfg.msix_vectors) {
@@ -280,13 +286,13 @@ static RnicAccessResult rnic_reg_write(RnicEngine *e, uint32_t offset,
 RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
                                        uint32_t value)
 {
-    RnicAccessResult r;
+    RnicAccessResult result;
 
     if (offset == RNIC_REG_DEV_CTRL) {
         return rnic_ctrl_write(e, value);   /* deferred when nested */
     }
     rnic_engine_enter(e);
-    r = rnic_reg_write(e, offset, value);
+    result = rnic_reg_write(e, offset, value);
     rnic_engine_leave(e);
-    return r;
+    return result;
 }

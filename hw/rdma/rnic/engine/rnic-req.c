@@ -87,7 +87,7 @@ static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
  * Returns an rnic_wc_status; c->hdr is filled whenever the WQE was read.
  */
 static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
-                               RnicSendWqe *c)
+                               RnicSendWqe *wqe)
 {
     uint32_t stride = 1u << qp->sq_shift;
     uint64_t addr = qp->sq_addr + ((uint64_t)(index & rnic_sq_mask(qp)) <<
@@ -97,11 +97,11 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     RNIC_UNINIT uint8_t buf[64 + MAX(RNIC_CFG_MAX_INLINE,
                                      RNIC_CFG_MAX_SGE * 16)];
     const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
-    struct rnic_sq_wqe *w = &c->hdr;
+    struct rnic_sq_wqe *w = &wqe->hdr;
     uint64_t total = 0;
     uint32_t access = 0, i;
 
-    c->valid = false;
+    wqe->valid = false;
     if (rnic_dma_read(e, addr, buf, len)) {
         memset(w, 0, sizeof(*w));
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
@@ -115,10 +115,10 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
                                 "send queue ring not readable");
     }
-    c->index = index;
-    c->mr_gen = e->mr_gen;
-    c->nsge = 0;
-    c->length = 0;
+    wqe->index = index;
+    wqe->mr_gen = e->mr_gen;
+    wqe->nsge = 0;
+    wqe->length = 0;
     if (w->opcode >= RNIC_WR_OPCODE_COUNT) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "unknown opcode");
@@ -156,43 +156,43 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                     "inline data longer than the QP allows");
         }
-        memcpy(c->inline_data, buf + 64, ilen);
-        c->length = ilen;
+        memcpy(wqe->inline_data, buf + 64, ilen);
+        wqe->length = ilen;
     } else {
         if (w->num_sge > qp->sq_max_sge) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                     "more SGEs than the QP allows");
         }
-        c->nsge = w->num_sge;
-        for (i = 0; i < c->nsge; i++) {
-            c->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
-            c->sge[i].length = GUINT32_FROM_LE(sg[i].length);
-            c->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
-            total += c->sge[i].length;
+        wqe->nsge = w->num_sge;
+        for (i = 0; i < wqe->nsge; i++) {
+            wqe->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
+            wqe->sge[i].length = GUINT32_FROM_LE(sg[i].length);
+            wqe->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
+            total += wqe->sge[i].length;
         }
         if (total > RNIC_MAX_MSG_SIZE) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
                                     "message longer than 2 GiB");
         }
-        c->length = total;
+        wqe->length = total;
         if (rnic_wr_is_rd_atomic(w->opcode)) {
             access = RNIC_ACCESS_LOCAL_WRITE;
         }
-        if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, c->sge,
-                               c->nsge, access)) {
+        if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, wqe->sge,
+                               wqe->nsge, access)) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
                                     "local protection error");
         }
     }
     if ((w->opcode == RNIC_WR_ATOMIC_CMP_SWP ||
-         w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) && c->length != 8) {
+         w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) && wqe->length != 8) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
                                 "atomic result buffer is not 8 bytes");
     }
     if (qp->type != RNIC_QPT_RC) {
         const RnicGid *g = rnic_gid_get(e, w->ud.av.sgid_index);
 
-        if (c->length > rnic_qp_pmtu(qp)) {
+        if (wqe->length > rnic_qp_pmtu(qp)) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
                                     "UD message longer than the path MTU");
         }
@@ -202,7 +202,7 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
                                     "UD address vector names no local GID");
         }
     }
-    c->valid = true;
+    wqe->valid = true;
     return RNIC_WC_SUCCESS;
 }
 
@@ -210,20 +210,21 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
  * A decoded WQE whose resolved SGEs may be stale (an MR changed since):
  * resolve them again, with the access the started slot's opcode needs.
  */
-static uint8_t rnic_req_revalidate(RnicEngine *e, RnicQp *qp, RnicSendWqe *c)
+static uint8_t rnic_req_revalidate(RnicEngine *e, RnicQp *qp, RnicSendWqe *wqe)
 {
     uint32_t access;
 
-    if (c->mr_gen == e->mr_gen) {
+    if (wqe->mr_gen == e->mr_gen) {
         return RNIC_WC_SUCCESS;
     }
-    access = rnic_wr_is_rd_atomic(c->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE : 0;
-    if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, c->sge,
-                           c->nsge, access)) {
-        c->valid = false;
+    access = rnic_wr_is_rd_atomic(wqe->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE :
+        0;
+    if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, wqe->sge,
+                           wqe->nsge, access)) {
+        wqe->valid = false;
         return RNIC_WC_LOC_PROT_ERR;
     }
-    c->mr_gen = e->mr_gen;
+    wqe->mr_gen = e->mr_gen;
     return RNIC_WC_SUCCESS;
 }
 
@@ -237,21 +238,21 @@ static uint8_t rnic_req_revalidate(RnicEngine *e, RnicQp *qp, RnicSendWqe *c)
  * something else.
  */
 static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
-                              const RnicSqSlot *s, RnicSendWqe *c)
+                              const RnicSqSlot *s, RnicSendWqe *wqe)
 {
     uint8_t status;
 
-    if (c->valid && c->index == index) {
-        return rnic_req_revalidate(e, qp, c);
+    if (wqe->valid && wqe->index == index) {
+        return rnic_req_revalidate(e, qp, wqe);
     }
-    status = rnic_req_decode(e, qp, index, c);
+    status = rnic_req_decode(e, qp, index, wqe);
     if (status != RNIC_WC_SUCCESS) {
         return status;
     }
-    if (c->hdr.opcode != s->opcode || c->hdr.flags != s->flags ||
-        c->length != s->length ||
-        GUINT64_FROM_LE(c->hdr.wr_id) != s->wr_id) {
-        c->valid = false;
+    if (wqe->hdr.opcode != s->opcode || wqe->hdr.flags != s->flags ||
+        wqe->length != s->length ||
+        GUINT64_FROM_LE(wqe->hdr.wr_id) != s->wr_id) {
+        wqe->valid = false;
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "WQE rewritten after it was posted");
     }
@@ -259,11 +260,11 @@ static uint8_t rnic_req_cache(RnicEngine *e, RnicQp *qp, uint32_t index,
 }
 
 /* PSNs a WQE consumes: packets, or READ response packets. */
-static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *c)
+static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *wqe)
 {
     uint32_t pmtu = rnic_qp_pmtu(qp);
 
-    switch (c->hdr.opcode) {
+    switch (wqe->hdr.opcode) {
     case RNIC_WR_LOCAL_INV:
     case RNIC_WR_REG_MR:
         return 0;
@@ -271,7 +272,7 @@ static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *c)
     case RNIC_WR_ATOMIC_FETCH_ADD:
         return 1;
     default:
-        return c->length ? (c->length + pmtu - 1) / pmtu : 1;
+        return wqe->length ? (wqe->length + pmtu - 1) / pmtu : 1;
     }
 }
 
@@ -394,12 +395,12 @@ static uint8_t rnic_req_rc_opcode(uint8_t wr, bool first, bool last)
 }
 
 /* Payload [off, off + len) of a WQE: inline bytes or guest segments. */
-static bool rnic_req_payload(const RnicSendWqe *c, uint32_t off, uint32_t len,
+static bool rnic_req_payload(const RnicSendWqe *wqe, uint32_t off, uint32_t len,
                              RnicPacket *pkt, RnicDmaSeg *segs)
 {
     pkt->payload.len = len;
-    if (c->hdr.flags & RNIC_WQE_INLINE) {
-        pkt->payload.data = c->inline_data + off;
+    if (wqe->hdr.flags & RNIC_WQE_INLINE) {
+        pkt->payload.data = wqe->inline_data + off;
         pkt->payload.segs = NULL;
         pkt->payload.nsegs = 0;
         return true;
@@ -407,16 +408,16 @@ static bool rnic_req_payload(const RnicSendWqe *c, uint32_t off, uint32_t len,
     pkt->payload.data = NULL;
     pkt->payload.segs = segs;
     pkt->payload.nsegs = 0;
-    return rnic_sges_segs(c->sge, c->nsge, off, len, segs,
+    return rnic_sges_segs(wqe->sge, wqe->nsge, off, len, segs,
                           &pkt->payload.nsegs, RNIC_PKT_MAX_SEGS);
 }
 
 /* Build and send packet k of an RC WQE. false: the payload did not fit. */
 static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
-                             const RnicSendWqe *c, uint32_t k)
+                             const RnicSendWqe *wqe, uint32_t k)
 {
     uint32_t pmtu = rnic_qp_pmtu(qp);
-    uint8_t op = c->hdr.opcode;
+    uint8_t op = wqe->hdr.opcode;
     bool first = k == 0;
     bool last = k + 1 >= s->npsn;
     RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
@@ -427,7 +428,7 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     pkt.ext = 0;
     rnic_packet_net_from_av(e, qp, &qp->av, &pkt);
     pkt.opcode = rnic_req_rc_opcode(op, first, last);
-    pkt.se = last && (c->hdr.flags & RNIC_WQE_SOLICITED) &&
+    pkt.se = last && (wqe->hdr.flags & RNIC_WQE_SOLICITED) &&
                  op != RNIC_WR_RDMA_WRITE && !rnic_wr_is_rd_atomic(op);
     pkt.migreq = false;
     pkt.pad = 0;
@@ -451,36 +452,37 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     switch (op) {
     case RNIC_WR_RDMA_READ:
         off = k * pmtu;
-        pkt.reth.va = GUINT64_FROM_LE(c->hdr.rdma.remote_addr) + off;
-        pkt.reth.rkey = GUINT32_FROM_LE(c->hdr.rdma.rkey);
-        pkt.reth.dma_len = c->length - off;
+        pkt.reth.va = GUINT64_FROM_LE(wqe->hdr.rdma.remote_addr) + off;
+        pkt.reth.rkey = GUINT32_FROM_LE(wqe->hdr.rdma.rkey);
+        pkt.reth.dma_len = wqe->length - off;
         pkt.ack_req = true;
         break;
     case RNIC_WR_ATOMIC_CMP_SWP:
     case RNIC_WR_ATOMIC_FETCH_ADD:
-        pkt.atomic_eth.va = GUINT64_FROM_LE(c->hdr.atomic.remote_addr);
-        pkt.atomic_eth.rkey = GUINT32_FROM_LE(c->hdr.atomic.rkey);
-        pkt.atomic_eth.compare = GUINT64_FROM_LE(c->hdr.atomic.compare_add);
+        pkt.atomic_eth.va = GUINT64_FROM_LE(wqe->hdr.atomic.remote_addr);
+        pkt.atomic_eth.rkey = GUINT32_FROM_LE(wqe->hdr.atomic.rkey);
+        pkt.atomic_eth.compare = GUINT64_FROM_LE(wqe->hdr.atomic.compare_add);
         pkt.atomic_eth.swap_add = op == RNIC_WR_ATOMIC_CMP_SWP ?
-                              GUINT64_FROM_LE(c->hdr.atomic.swap) :
-                              GUINT64_FROM_LE(c->hdr.atomic.compare_add);
+                              GUINT64_FROM_LE(wqe->hdr.atomic.swap) :
+                              GUINT64_FROM_LE(wqe->hdr.atomic.compare_add);
         pkt.ack_req = true;
         break;
     default:
         off = k * pmtu;
-        if (!rnic_req_payload(c, off, MIN(pmtu, c->length - off), &pkt, segs)) {
+        if (!rnic_req_payload(wqe, off, MIN(pmtu, wqe->length - off), &pkt,
+                              segs)) {
             return false;
         }
         if (pkt.ext & RNIC_ROCE_EXT_RETH) {
-            pkt.reth.va = GUINT64_FROM_LE(c->hdr.rdma.remote_addr);
-            pkt.reth.rkey = GUINT32_FROM_LE(c->hdr.rdma.rkey);
-            pkt.reth.dma_len = c->length;
+            pkt.reth.va = GUINT64_FROM_LE(wqe->hdr.rdma.remote_addr);
+            pkt.reth.rkey = GUINT32_FROM_LE(wqe->hdr.rdma.rkey);
+            pkt.reth.dma_len = wqe->length;
         }
         if (pkt.ext & RNIC_ROCE_EXT_IMMDT) {
-            pkt.immdt = GUINT32_FROM_BE(c->hdr.imm_or_inv);
+            pkt.immdt = GUINT32_FROM_BE(wqe->hdr.imm_or_inv);
         }
         if (pkt.ext & RNIC_ROCE_EXT_IETH) {
-            pkt.ieth.rkey = GUINT32_FROM_LE(c->hdr.imm_or_inv);
+            pkt.ieth.rkey = GUINT32_FROM_LE(wqe->hdr.imm_or_inv);
         }
         break;
     }
@@ -493,24 +495,24 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
 }
 
 /* Send the one packet of a UD WQE. */
-static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *c)
+static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *wqe)
 {
     RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
-    uint32_t qkey = GUINT32_FROM_LE(c->hdr.ud.remote_qkey);
+    uint32_t qkey = GUINT32_FROM_LE(wqe->hdr.ud.remote_qkey);
     RNIC_UNINIT RnicPacket pkt;
 
     pkt.ext = 0;
-    rnic_packet_net_from_av(e, qp, &c->hdr.ud.av, &pkt);
-    pkt.opcode = c->hdr.opcode == RNIC_WR_SEND_IMM ?
+    rnic_packet_net_from_av(e, qp, &wqe->hdr.ud.av, &pkt);
+    pkt.opcode = wqe->hdr.opcode == RNIC_WR_SEND_IMM ?
                      RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE :
                          RNIC_ROCE_UD_SEND_ONLY;
-    pkt.se = !!(c->hdr.flags & RNIC_WQE_SOLICITED);
+    pkt.se = !!(wqe->hdr.flags & RNIC_WQE_SOLICITED);
     pkt.migreq = false;
     pkt.pad = 0;
     pkt.tver = 0;
     pkt.pkey = RNIC_ROCE_DEFAULT_PKEY;
     pkt.fecn = pkt.becn = false;
-    pkt.dest_qp = GUINT32_FROM_LE(c->hdr.ud.remote_qpn) & RNIC_ROCE_QPN_MASK;
+    pkt.dest_qp = GUINT32_FROM_LE(wqe->hdr.ud.remote_qpn) & RNIC_ROCE_QPN_MASK;
     pkt.psn = qp->req_psn;
     pkt.ack_req = false;
     qp->req_psn = rnic_psn_add(qp->req_psn, 1);
@@ -518,8 +520,8 @@ static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *c)
     /* a Q_Key with the high bit set means "use the QP's own" (IB 10.2.5) */
     pkt.deth.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
     pkt.deth.src_qp = qp->qpn;
-    pkt.immdt = GUINT32_FROM_BE(c->hdr.imm_or_inv);
-    if (!rnic_req_payload(c, 0, c->length, &pkt, segs)) {
+    pkt.immdt = GUINT32_FROM_BE(wqe->hdr.imm_or_inv);
+    if (!rnic_req_payload(wqe, 0, wqe->length, &pkt, segs)) {
         return false;
     }
     rnic_xmit(e, qp, &pkt);
@@ -536,19 +538,19 @@ enum {
 static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
 {
     RnicSqSlot *s = &qp->slots[index & rnic_sq_mask(qp)];
-    RnicSendWqe *c = qp->txc;
+    RnicSendWqe *wqe = qp->txc;
     uint8_t status;
 
-    if (!c->valid || c->index != index) {
-        status = rnic_req_decode(e, qp, index, c);
+    if (!wqe->valid || wqe->index != index) {
+        status = rnic_req_decode(e, qp, index, wqe);
         memset(s, 0, sizeof(*s));
-        s->wr_id = GUINT64_FROM_LE(c->hdr.wr_id);
-        s->opcode = c->hdr.opcode;
-        s->flags = c->hdr.flags;
-        s->length = c->length;
+        s->wr_id = GUINT64_FROM_LE(wqe->hdr.wr_id);
+        s->opcode = wqe->hdr.opcode;
+        s->flags = wqe->hdr.flags;
+        s->length = wqe->length;
     } else {
         /* decoded in an earlier run, held back by a fence or the depth */
-        status = rnic_req_revalidate(e, qp, c);
+        status = rnic_req_revalidate(e, qp, wqe);
     }
     if (status != RNIC_WC_SUCCESS) {
         qp->sq_hi = index + 1;
@@ -557,24 +559,25 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
         return RNIC_START_STOP;
     }
     /* fence: wait for every earlier READ/atomic; initiator depth */
-    if (((c->hdr.flags & RNIC_WQE_FENCE) && qp->rd_outstanding) ||
-        (rnic_wr_is_rd_atomic(c->hdr.opcode) &&
+    if (((wqe->hdr.flags & RNIC_WQE_FENCE) && qp->rd_outstanding) ||
+        (rnic_wr_is_rd_atomic(wqe->hdr.opcode) &&
          qp->rd_outstanding >= qp->max_rd_atomic)) {
         qp->sq_stalled = true;
         return RNIC_START_STOP;
     }
     qp->sq_hi = index + 1;
     rnic_stat_inc(e, RNIC_STAT_WQES);
-    rnic_event(e, WQE_START, NULL, qp->qpn, index, c->hdr.opcode, c->length);
-    if (rnic_wr_is_local(c->hdr.opcode)) {
-        if (c->hdr.opcode == RNIC_WR_REG_MR) {
-            status = rnic_mr_fast_reg(e, qp, &c->hdr);
+    rnic_event(e, WQE_START, NULL, qp->qpn, index, wqe->hdr.opcode,
+               wqe->length);
+    if (rnic_wr_is_local(wqe->hdr.opcode)) {
+        if (wqe->hdr.opcode == RNIC_WR_REG_MR) {
+            status = rnic_mr_fast_reg(e, qp, &wqe->hdr);
         } else {
             status = rnic_mr_invalidate(e, rnic_pd_lkeys(e, qp->pd), qp->pd,
                                         qp->owner,
-                                        GUINT32_FROM_LE(c->hdr.imm_or_inv));
+                                        GUINT32_FROM_LE(wqe->hdr.imm_or_inv));
         }
-        c->valid = false;
+        wqe->valid = false;
         qp->sq_next = index + 1;
         if (status != RNIC_WC_SUCCESS) {
             rnic_req_local_error(e, qp, s, status);
@@ -585,7 +588,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
         return RNIC_START_LOCAL;
     }
     s->first_psn = qp->req_psn;
-    s->npsn = rnic_req_npsn(qp, c);
+    s->npsn = rnic_req_npsn(qp, wqe);
     s->recv_psn = 0;
     s->state = RNIC_SLOT_STARTED;
     if (qp->type == RNIC_QPT_RC) {
@@ -628,7 +631,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
            (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD)) {
         uint32_t index = qp->sq_next;
         RnicSqSlot *s = &qp->slots[index & rnic_sq_mask(qp)];
-        RnicSendWqe *c = qp->txc;
+        RnicSendWqe *wqe = qp->txc;
         uint32_t k;
         uint8_t status;
 
@@ -636,17 +639,17 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             break;
         }
         if (!rnic_idx_in(index, qp->sq_una, qp->sq_hi)) {
-            int r;
+            int ret;
 
             /* a new WQE; SQD starts none */
             if (qp->state == RNIC_QPS_SQD) {
                 break;
             }
-            r = rnic_req_start(e, qp, index);
-            if (r == RNIC_START_STOP) {
+            ret = rnic_req_start(e, qp, index);
+            if (ret == RNIC_START_STOP) {
                 break;
             }
-            if (r == RNIC_START_LOCAL) {
+            if (ret == RNIC_START_LOCAL) {
                 continue;
             }
         } else if (s->state != RNIC_SLOT_STARTED) {
@@ -655,7 +658,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             qp->tx_pkt = 0;
             continue;
         } else {
-            status = rnic_req_cache(e, qp, index, s, c);
+            status = rnic_req_cache(e, qp, index, s, wqe);
             if (status != RNIC_WC_SUCCESS) {
                 rnic_req_local_error(e, qp, s, status);
                 break;
@@ -664,7 +667,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
 
         if (qp->type != RNIC_QPT_RC) {
             qp->sq_next = index + 1;
-            if (!rnic_req_send_ud(e, qp, c)) {
+            if (!rnic_req_send_ud(e, qp, wqe)) {
                 rnic_req_local_error(e, qp, s, RNIC_WC_LOC_QP_OP_ERR);
                 break;
             }
@@ -690,7 +693,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             /* one request covers the rest of the READ's response PSNs */
             qp->tx_pkt = 0;     /* the cursor's next slot starts at 0 */
             qp->sq_next = index + 1;
-            rnic_req_send_rc(e, qp, s, c, k);
+            rnic_req_send_rc(e, qp, s, wqe, k);
             sent++;
             continue;
         }
@@ -699,7 +702,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             qp->sq_next = index + 1;
             qp->tx_pkt = 0;
         }
-        if (!rnic_req_send_rc(e, qp, s, c, k)) {
+        if (!rnic_req_send_rc(e, qp, s, wqe, k)) {
             rnic_req_local_error(e, qp, s, RNIC_WC_LOC_QP_OP_ERR);
             break;
         }
@@ -885,15 +888,15 @@ static bool rnic_req_place(RnicEngine *e, RnicQp *qp, uint32_t index,
                            const RnicSqSlot *s, uint32_t off,
                            const RnicPayload *pl)
 {
-    RnicSendWqe *c = qp->rxc;
+    RnicSendWqe *wqe = qp->rxc;
 
-    if (rnic_req_cache(e, qp, index, s, c) != RNIC_WC_SUCCESS) {
+    if (rnic_req_cache(e, qp, index, s, wqe) != RNIC_WC_SUCCESS) {
         return false;
     }
-    if (off + pl->len > c->length) {
+    if (off + pl->len > wqe->length) {
         return false;
     }
-    return !rnic_sges_place(e, c->sge, c->nsge, off, pl, 0, pl->len);
+    return !rnic_sges_place(e, wqe->sge, wqe->nsge, off, pl, 0, pl->len);
 }
 
 static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,

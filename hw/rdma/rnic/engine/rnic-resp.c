@@ -13,17 +13,17 @@
 
 void rnic_resp_reset_qp(RnicQp *qp)
 {
-    RnicResp *r = &qp->resp;
-    RnicRespRes *res = r->res;
-    uint32_t nres = r->nres;
-    uint32_t epsn = r->epsn;
+    RnicResp *resp = &qp->resp;
+    RnicRespRes *res = resp->res;
+    uint32_t nres = resp->nres;
+    uint32_t epsn = resp->epsn;
 
-    memset(r, 0, offsetof(RnicResp, res));
-    r->epsn = epsn;
-    r->res = res;
-    r->nres = nres;
-    r->res_head = r->res_send = r->res_pending = 0;
-    r->ack_owed = false;
+    memset(resp, 0, offsetof(RnicResp, res));
+    resp->epsn = epsn;
+    resp->res = res;
+    resp->nres = nres;
+    resp->res_head = resp->res_send = resp->res_pending = 0;
+    resp->ack_owed = false;
     memset(res, 0, sizeof(*res) * nres);
 }
 
@@ -82,23 +82,23 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
  */
 static void rnic_resp_flush_owed_ack(RnicEngine *e, RnicQp *qp)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
 
-    if (r->ack_owed && !r->res_pending) {
-        r->ack_owed = false;
-        rnic_resp_send_aeth(e, qp, r->ack_psn, r->ack_syndrome);
+    if (resp->ack_owed && !resp->res_pending) {
+        resp->ack_owed = false;
+        rnic_resp_send_aeth(e, qp, resp->ack_psn, resp->ack_syndrome);
     }
 }
 
 /* Send responses pending in the resource ring, up to 'budget' packets. */
 static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     uint32_t pmtu = rnic_qp_pmtu(qp);
     uint32_t sent = 0;
 
-    while (r->res_pending && sent < budget) {
-        RnicRespRes *res = &r->res[r->res_send % r->nres];
+    while (resp->res_pending && sent < budget) {
+        RnicRespRes *res = &resp->res[resp->res_send % resp->nres];
         RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
         RNIC_UNINIT RnicPacket pkt;
 
@@ -129,7 +129,7 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
                                          RNIC_PKT_MAX_SEGS)) {
                     rnic_event(e, UB_READ_SOURCE, rnic_xlate_err_str(err),
                                qp->qpn, res->psn + k);
-                    r->res_pending = 0;
+                    resp->res_pending = 0;
                     res->pending = false;
                     rnic_resp_send_aeth(e, qp, res->psn + k,
                                         RNIC_ROCE_AETH_NAK |
@@ -145,8 +145,8 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
         }
         if (res->next >= res->npsn) {
             res->pending = false;
-            r->res_send++;
-            r->res_pending--;
+            resp->res_send++;
+            resp->res_pending--;
         }
         rnic_xmit(e, qp, &pkt);
         sent++;
@@ -173,25 +173,25 @@ uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
  */
 static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
 
-    if (r->res_pending || !now) {
-        if (!r->res_pending && !r->ack_owed) {
+    if (resp->res_pending || !now) {
+        if (!resp->res_pending && !resp->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
         }
         /* an owed NAK covers every PSN before it: only a later ACK wins */
-        if (r->ack_owed &&
-            (r->ack_syndrome & RNIC_ROCE_AETH_TYPE_MASK) !=
+        if (resp->ack_owed &&
+            (resp->ack_syndrome & RNIC_ROCE_AETH_TYPE_MASK) !=
             RNIC_ROCE_AETH_ACK &&
-            rnic_psn_diff(psn, r->ack_psn) < 0) {
+            rnic_psn_diff(psn, resp->ack_psn) < 0) {
             return;
         }
-        r->ack_owed = true;
-        r->ack_psn = psn;
-        r->ack_syndrome = RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID;
+        resp->ack_owed = true;
+        resp->ack_psn = psn;
+        resp->ack_syndrome = RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID;
         return;
     }
-    r->ack_owed = false;
+    resp->ack_owed = false;
     rnic_resp_send_aeth(e, qp, psn,
                         RNIC_ROCE_AETH_ACK | RNIC_ROCE_AETH_CREDIT_INVALID);
 }
@@ -221,18 +221,18 @@ static void rnic_resp_ack_first(RnicEngine *e, RnicQp *qp,
 static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
                           uint8_t syndrome)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
 
-    if (r->res_pending) {
-        if (!r->ack_owed) {
+    if (resp->res_pending) {
+        if (!resp->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
         }
-        r->ack_owed = true;
-        r->ack_psn = psn & RNIC_ROCE_PSN_MASK;
-        r->ack_syndrome = syndrome;
+        resp->ack_owed = true;
+        resp->ack_psn = psn & RNIC_ROCE_PSN_MASK;
+        resp->ack_syndrome = syndrome;
         return;
     }
-    r->ack_owed = false;
+    resp->ack_owed = false;
     rnic_resp_send_aeth(e, qp, psn, syndrome);
 }
 
@@ -244,15 +244,15 @@ static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
 static void rnic_resp_nak_fatal(RnicEngine *e, RnicQp *qp, uint32_t psn,
                                 uint8_t syndrome)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     uint32_t i;
 
-    for (i = 0; i < r->nres; i++) {
-        r->res[i].pending = false;
+    for (i = 0; i < resp->nres; i++) {
+        resp->res[i].pending = false;
     }
-    r->res_pending = 0;
-    r->res_send = r->res_head;
-    r->ack_owed = false;
+    resp->res_pending = 0;
+    resp->res_send = resp->res_head;
+    resp->ack_owed = false;
     rnic_resp_send_aeth(e, qp, psn, syndrome);
 }
 
@@ -266,7 +266,7 @@ static void rnic_resp_nak_fatal(RnicEngine *e, RnicQp *qp, uint32_t psn,
  */
 void rnic_resp_prompt(RnicEngine *e, RnicQp *qp)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
 
     if (qp->type != RNIC_QPT_RC ||
         (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
@@ -274,8 +274,8 @@ void rnic_resp_prompt(RnicEngine *e, RnicQp *qp)
         rnic_gid_is_local(e, qp->ctx, qp->av.dgid)) {
         return;
     }
-    r->nak_sent = true;
-    rnic_resp_nak(e, qp, r->epsn,
+    resp->nak_sent = true;
+    rnic_resp_nak(e, qp, resp->epsn,
                   RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
 }
 
@@ -388,8 +388,8 @@ static bool rnic_resp_len_ok(const RnicQp *qp, const RnicPacket *pkt,
 static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                            bool first, bool last)
 {
-    RnicResp *r = &qp->resp;
-    RnicRecvWqe *rw = &r->recv;
+    RnicResp *resp = &qp->resp;
+    RnicRecvWqe *rw = &resp->recv;
     uint32_t len = pkt->payload.len;
     uint8_t flags = 0;
     uint32_t imm_or_inv = 0;
@@ -414,8 +414,8 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         return;
     }
     rw->offset += len;
-    r->epsn = rnic_psn_add(r->epsn, 1);
-    r->in_msg = last ? 0 : RNIC_RESP_SEND;
+    resp->epsn = rnic_psn_add(resp->epsn, 1);
+    resp->in_msg = last ? 0 : RNIC_RESP_SEND;
     if (last) {
         if (pkt->ext & RNIC_ROCE_EXT_IETH) {
             /* remote: the STag must resolve in this network's table */
@@ -437,7 +437,7 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         if (pkt->se) {
             flags |= RNIC_CQE_SOLICITED;
         }
-        r->msn++;
+        resp->msn++;
         rnic_resp_ack_first(e, qp, pkt);
         rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS, RNIC_WC_RECV,
                                 rw->offset, imm_or_inv, flags);
@@ -451,7 +451,7 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
 static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                             bool first, bool last)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     uint32_t len = pkt->payload.len;
     RnicXlateErr err;
     RnicMr *mr;
@@ -482,12 +482,12 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                 return;
             }
         }
-        r->w_rkey = pkt->reth.rkey;
-        r->w_va = pkt->reth.va;
-        r->w_len = pkt->reth.dma_len;
-        r->w_done = 0;
-    } else if (len > r->w_len - r->w_done ||
-               (last && r->w_done + len != r->w_len)) {
+        resp->w_rkey = pkt->reth.rkey;
+        resp->w_va = pkt->reth.va;
+        resp->w_len = pkt->reth.dma_len;
+        resp->w_done = 0;
+    } else if (len > resp->w_len - resp->w_done ||
+               (last && resp->w_done + len != resp->w_len)) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                        RNIC_EQE_QP_REQ_ERR, 0,
                        "RDMA WRITE longer or shorter than its RETH");
@@ -499,29 +499,31 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         return;
     }
     if (len) {
-        err = rnic_mr_resolve(qp->ctx, r->w_rkey, qp->pd, r->w_va + r->w_done,
+        err = rnic_mr_resolve(qp->ctx, resp->w_rkey, qp->pd,
+                              resp->w_va + resp->w_done,
                               len, RNIC_ACCESS_REMOTE_WRITE, &mr);
         if (err) {
             rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                            RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
             return;
         }
-        if (rnic_mr_place(e, mr, r->w_va + r->w_done, &pkt->payload, 0, len)) {
+        if (rnic_mr_place(e, mr, resp->w_va + resp->w_done, &pkt->payload, 0,
+                          len)) {
             rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP,
                            RNIC_EQE_QP_FATAL, 0,
                            "target memory not writable");
             return;
         }
     }
-    r->w_done += len;
-    r->epsn = rnic_psn_add(r->epsn, 1);
-    r->in_msg = last ? 0 : RNIC_RESP_WRITE;
+    resp->w_done += len;
+    resp->epsn = rnic_psn_add(resp->epsn, 1);
+    resp->in_msg = last ? 0 : RNIC_RESP_WRITE;
     if (last) {
-        r->msn++;
+        resp->msn++;
         if (pkt->ext & RNIC_ROCE_EXT_IMMDT) {
             rnic_resp_ack_first(e, qp, pkt);
             rnic_resp_recv_complete(e, qp, RNIC_WC_SUCCESS,
-                                    RNIC_WC_RECV_RDMA_WITH_IMM, r->w_len,
+                                    RNIC_WC_RECV_RDMA_WITH_IMM, resp->w_len,
                                     GUINT32_TO_BE(pkt->immdt),
                                     RNIC_CQE_WITH_IMM |
                                     (pkt->se ? RNIC_CQE_SOLICITED : 0));
@@ -547,34 +549,34 @@ static void rnic_resp_res_swap(RnicRespRes *a, RnicRespRes *b)
  * request evicts is the oldest one by PSN, never one the requester may
  * still ask for again (duplicates reorder the ring).
  */
-static RnicRespRes *rnic_resp_res_take(RnicResp *r, RnicRespRes *keep)
+static RnicRespRes *rnic_resp_res_take(RnicResp *resp, RnicRespRes *keep)
 {
     RnicRespRes *res, *victim;
     uint32_t i;
 
-    if (r->res_pending >= r->nres) {
+    if (resp->res_pending >= resp->nres) {
         return NULL;
     }
-    res = &r->res[r->res_head % r->nres];  /* never pending */
+    res = &resp->res[resp->res_head % resp->nres];  /* never pending */
     victim = keep;
     if (!victim) {
         victim = res;
-        for (i = 0; i < r->nres && victim->kind != RNIC_RES_FREE; i++) {
-            RnicRespRes *c = &r->res[i];
+        for (i = 0; i < resp->nres && victim->kind != RNIC_RES_FREE; i++) {
+            RnicRespRes *cand = &resp->res[i];
 
-            if (!c->pending &&
-                (c->kind == RNIC_RES_FREE ||
-                 rnic_psn_diff(r->epsn, c->psn) >
-                 rnic_psn_diff(r->epsn, victim->psn))) {
-                victim = c;
+            if (!cand->pending &&
+                (cand->kind == RNIC_RES_FREE ||
+                 rnic_psn_diff(resp->epsn, cand->psn) >
+                 rnic_psn_diff(resp->epsn, victim->psn))) {
+                victim = cand;
             }
         }
     }
     if (victim != res) {
         rnic_resp_res_swap(res, victim);
     }
-    r->res_head++;
-    r->res_pending++;
+    resp->res_head++;
+    resp->res_pending++;
     if (!keep) {
         memset(res, 0, sizeof(*res));
     }
@@ -582,14 +584,14 @@ static RnicRespRes *rnic_resp_res_take(RnicResp *r, RnicRespRes *keep)
     return res;
 }
 
-static RnicRespRes *rnic_resp_res_new(RnicResp *r)
+static RnicRespRes *rnic_resp_res_new(RnicResp *resp)
 {
-    return rnic_resp_res_take(r, NULL);
+    return rnic_resp_res_take(resp, NULL);
 }
 
 static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     uint32_t pmtu = rnic_qp_pmtu(qp);
     uint32_t len = pkt->reth.dma_len;
     RnicRespRes *res;
@@ -618,7 +620,7 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         }
     }
     rnic_resp_flush_owed_ack(e, qp);
-    res = rnic_resp_res_new(r);
+    res = rnic_resp_res_new(resp);
     if (!res) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                        RNIC_EQE_QP_REQ_ERR, 0,
@@ -631,16 +633,16 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     res->va = pkt->reth.va;
     res->rkey = pkt->reth.rkey;
     res->len = len;
-    r->epsn = rnic_psn_add(r->epsn, res->npsn);
-    r->msn++;
-    if (rnic_resp_stream(e, qp, 64) && r->res_pending) {
+    resp->epsn = rnic_psn_add(resp->epsn, res->npsn);
+    resp->msn++;
+    if (rnic_resp_stream(e, qp, 64) && resp->res_pending) {
         rnic_qp_work(e, qp, RNIC_QPW_RESP);
     }
 }
 
 static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     const RnicRoceAtomicEth *a = &pkt->atomic_eth;
     RnicRespRes *res;
     RnicXlateErr err;
@@ -667,7 +669,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
                        0, rnic_xlate_err_str(err));
         return;
     }
-    if (r->res_pending >= r->nres) {
+    if (resp->res_pending >= resp->nres) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                        RNIC_EQE_QP_REQ_ERR, 0,
                        "more outstanding READ/atomic than max_dest_rd_atomic");
@@ -697,7 +699,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         }
     }
     rnic_resp_flush_owed_ack(e, qp);
-    res = rnic_resp_res_new(r);
+    res = rnic_resp_res_new(resp);
     res->kind = RNIC_RES_ATOMIC;
     res->psn = pkt->psn;
     res->npsn = 1;
@@ -705,8 +707,8 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     res->rkey = a->rkey;
     res->len = 8;
     res->orig = orig;
-    r->epsn = rnic_psn_add(r->epsn, 1);
-    r->msn++;
+    resp->epsn = rnic_psn_add(resp->epsn, 1);
+    resp->msn++;
     rnic_resp_stream(e, qp, 64);
 }
 
@@ -714,7 +716,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
                                 const RnicPacket *pkt)
 {
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     uint32_t psn = pkt->psn;
     uint16_t flags = rnic_roce_ops[pkt->opcode].flags;
     uint32_t i;
@@ -723,8 +725,8 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
         (flags & (RNIC_ROCE_OPF_READ | RNIC_ROCE_OPF_ATOMIC))) {
         bool read = flags & RNIC_ROCE_OPF_READ;
 
-        for (i = 0; i < r->nres; i++) {
-            RnicRespRes *old = &r->res[i];
+        for (i = 0; i < resp->nres; i++) {
+            RnicRespRes *old = &resp->res[i];
             int32_t d = rnic_psn_diff(psn, old->psn);
             RnicRespRes *res;
 
@@ -739,12 +741,12 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
              * replay: READ re-reads memory from that PSN on, an atomic
              * returns its original result without executing again
              */
-            res = rnic_resp_res_take(r, old);  /* moved, evicts nothing */
+            res = rnic_resp_res_take(resp, old);  /* moved, evicts nothing */
             if (!res) {
                 return;
             }
             res->next = d;
-            if (rnic_resp_stream(e, qp, 64) && r->res_pending) {
+            if (rnic_resp_stream(e, qp, 64) && resp->res_pending) {
                 rnic_qp_work(e, qp, RNIC_QPW_RESP);
             }
             return;
@@ -753,7 +755,8 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
     }
     /* SEND/WRITE: acknowledge what we have */
     if (pkt->ack_req) {
-        rnic_resp_ack(e, qp, rnic_psn_add(r->epsn, RNIC_ROCE_PSN_MASK), true);
+        rnic_resp_ack(e, qp, rnic_psn_add(resp->epsn, RNIC_ROCE_PSN_MASK),
+                      true);
     }
 }
 
@@ -842,23 +845,24 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
  * packet needs none in progress, a middle or last one a message of its
  * own kind (READ and atomics are only packets). NULL, or the reason.
  */
-static const char *rnic_resp_sequence_error(const RnicResp *r, uint16_t flags)
+static const char *rnic_resp_sequence_error(const RnicResp *resp,
+                                            uint16_t flags)
 {
     if (flags & RNIC_ROCE_OPF_FIRST) {
-        return r->in_msg ? "new message before the last one ended" : NULL;
+        return resp->in_msg ? "new message before the last one ended" : NULL;
     }
     if (flags & RNIC_ROCE_OPF_SEND) {
-        return r->in_msg != RNIC_RESP_SEND ?
+        return resp->in_msg != RNIC_RESP_SEND ?
                "SEND continuation without a SEND" : NULL;
     }
-    return r->in_msg != RNIC_RESP_WRITE ?
+    return resp->in_msg != RNIC_RESP_WRITE ?
            "WRITE continuation without a WRITE" : NULL;
 }
 
 void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     const RnicRoceOpInfo *info = rnic_transport_op(pkt->opcode);
-    RnicResp *r = &qp->resp;
+    RnicResp *resp = &qp->resp;
     const char *why;
     bool first, last;
     int32_t d;
@@ -872,16 +876,16 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
-    if (qp->state == RNIC_QPS_RTR && !r->comm_est) {
-        r->comm_est = true;
+    if (qp->state == RNIC_QPS_RTR && !resp->comm_est) {
+        resp->comm_est = true;
         rnic_async_event(e, RNIC_EQE_COMM_EST, qp->handle, qp->qpn);
     }
-    d = rnic_psn_diff(pkt->psn, r->epsn);
+    d = rnic_psn_diff(pkt->psn, resp->epsn);
     if (d > 0) {
         /* a gap: one NAK until the expected PSN shows up */
-        if (!r->nak_sent) {
-            r->nak_sent = true;
-            rnic_resp_nak(e, qp, r->epsn,
+        if (!resp->nak_sent) {
+            resp->nak_sent = true;
+            rnic_resp_nak(e, qp, resp->epsn,
                           RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
         }
         return;
@@ -890,7 +894,7 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_resp_duplicate(e, qp, pkt);
         return;
     }
-    r->nak_sent = false;
+    resp->nak_sent = false;
 
     if (!info || !(info->flags & RNIC_ROCE_OPF_REQUEST)) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
@@ -900,7 +904,7 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     first = info->flags & RNIC_ROCE_OPF_FIRST;
     last = info->flags & RNIC_ROCE_OPF_LAST;
-    why = rnic_resp_sequence_error(r, info->flags);
+    why = rnic_resp_sequence_error(resp, info->flags);
     if (why) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                        RNIC_EQE_QP_REQ_ERR, RNIC_WC_REM_INV_REQ_ERR, why);
