@@ -27,15 +27,6 @@
 #define LOAD_END(rd, what) \
     LOAD_CHECK(!(rd)->overrun, "%s section truncated", what)
 
-/* Is a ring of 2^log entries of 2^shift bytes at addr plausible? */
-static bool rnic_ring_ok(uint64_t addr, uint32_t log, uint32_t shift,
-                         uint32_t max_entries)
-{
-    return addr && !(addr & 0xfff) && log <= 24 &&
-           (1u << log) <= max_entries &&
-           addr + ((uint64_t)1 << (log + shift)) > addr;
-}
-
 /* ---------------------------------------------------------------------- */
 /* User contexts, network contexts, GIDs, PDs                             */
 /* ---------------------------------------------------------------------- */
@@ -346,8 +337,9 @@ bool rnic_eqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
         RnicEq *eq;
 
         LOAD_END(rd, "EQ");
-        LOAD_CHECK(log >= RNIC_EQ_LOG_MIN && log <= RNIC_EQ_LOG_MAX &&
-                   rnic_ring_ok(ring, log, 4, 1u << RNIC_EQ_LOG_MAX) &&
+        LOAD_CHECK(rnic_ring_check(ring, log, RNIC_EQ_LOG_MIN,
+                                   1u << RNIC_EQ_LOG_MAX,
+                                   sizeof(struct rnic_eqe)) == RNIC_RING_OK &&
                    vector < e->cfg.msix_vectors && !(flags & ~RNIC_EQ_ASYNC) &&
                    prod - cons <= (1u << log) && armed <= 1 && db_arm <= 1,
                    "EQ %u: bad ring, vector or indexes", h);
@@ -421,8 +413,9 @@ bool rnic_cqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
             eq = rnic_eq_lookup(e, eqh);
             LOAD_CHECK(eq, "CQ %u: unknown EQ %u", h, eqh);
         }
-        LOAD_CHECK(rnic_uctx_valid(e, owner) && log >= RNIC_CQ_LOG_MIN &&
-                   rnic_ring_ok(ring, log, 6, e->cfg.max_cqe) &&
+        LOAD_CHECK(rnic_uctx_valid(e, owner) &&
+                   rnic_ring_check(ring, log, RNIC_CQ_LOG_MIN, e->cfg.max_cqe,
+                                   sizeof(struct rnic_cqe)) == RNIC_RING_OK &&
                    prod - cons <= (1u << log) && !(arm & ~arms) &&
                    !(db_arm & ~arms) && error <= 1,
                    "CQ %u: bad owner, ring or indexes", h);
@@ -492,7 +485,9 @@ bool rnic_srqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
         LOAD_CHECK(pd && pd->owner == owner &&
                    shift >= RNIC_RQ_WQE_SHIFT_MIN &&
                    shift <= RNIC_WQE_SHIFT_MAX &&
-                   rnic_ring_ok(ring, log, shift, e->cfg.max_qp_wr) &&
+                   rnic_ring_check(ring, log, RNIC_WQ_LOG_MIN,
+                                   e->cfg.max_qp_wr,
+                                   1u << shift) == RNIC_RING_OK &&
                    prod - cons <= (1u << log) && limit < (1u << log) &&
                    error <= 1, "SRQ %u: bad PD, ring or indexes", h);
         s = rnic_srq_create(e, h);
@@ -825,8 +820,9 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
     /* the rings first: they size what follows */
     LOAD_CHECK(qp->sq_shift >= RNIC_SQ_WQE_SHIFT_MIN &&
                qp->sq_shift <= RNIC_WQE_SHIFT_MAX &&
-               rnic_ring_ok(qp->sq_addr, qp->sq_log, qp->sq_shift,
-                            e->cfg.max_qp_wr) &&
+               rnic_ring_check(qp->sq_addr, qp->sq_log, RNIC_WQ_LOG_MIN,
+                               e->cfg.max_qp_wr,
+                               1u << qp->sq_shift) == RNIC_RING_OK &&
                qp->sq_prod - qp->sq_una <= (1u << qp->sq_log) &&
                qp->sq_hi - qp->sq_una <= qp->sq_prod - qp->sq_una &&
                qp->sq_next - qp->sq_una <= qp->sq_hi - qp->sq_una,
@@ -871,8 +867,9 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
     if (!srq) {
         LOAD_CHECK(qp->rq_shift >= RNIC_RQ_WQE_SHIFT_MIN &&
                    qp->rq_shift <= RNIC_WQE_SHIFT_MAX &&
-                   rnic_ring_ok(qp->rq_addr, qp->rq_log, qp->rq_shift,
-                                e->cfg.max_qp_wr) &&
+                   rnic_ring_check(qp->rq_addr, qp->rq_log, RNIC_WQ_LOG_MIN,
+                                   e->cfg.max_qp_wr,
+                                   1u << qp->rq_shift) == RNIC_RING_OK &&
                    qp->rq_prod - qp->rq_cons <= (1u << qp->rq_log),
                    "QP %u: bad receive queue", h);
         qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) - 16) / 16);
