@@ -65,9 +65,9 @@ typedef enum RnicImageKind {
 } RnicImageKind;
 
 typedef struct RnicImageField {
-    const char *name;           /* NULL ends a table */
+    const char *name;           /* the member as written; NULL ends a table */
     uint32_t offset;
-    uint16_t size;              /* in the struct and in the image */
+    uint16_t size;              /* the member's; the image's but for REF */
     uint8_t kind;               /* RnicImageKind */
     uint64_t mask;              /* UINT: the bits a load keeps */
 } RnicImageField;
