@@ -2,9 +2,11 @@
 /*
  * Engine unit tests: the migration state image (round trip, corruption).
  */
+#include <stdio.h>
 #include <string.h>
 #include "rnic-test-verbs.h"
 #include "rnic-engine-int.h"
+#include "rnic-state.h"
 
 static GByteArray *save(TestHost *h)
 {
@@ -442,6 +444,12 @@ static void test_objects_fuzz(void)
  */
 #define FIXTURE_IMAGE   "state-2026-12-01.img"
 #define FIXTURE_TABLES  "state-2026-12-01.tables"
+/*
+ * The fixture loaded and saved again by the code of 2026-12-01 (e58fc1d,
+ * before the state-image fields became tables): the bytes any later save
+ * of that state must write. RNIC_WRITE_FIXTURE=1 writes it anew too.
+ */
+#define FIXTURE_RESAVED "state-2026-12-01.resaved.img"
 
 static void test_fixture(void)
 {
@@ -499,6 +507,181 @@ static void test_fixture(void)
     test_host_free(dst);
 }
 
+/* A committed fixture's path; NULL (the test skipped) outside meson test. */
+static char *fixture_path(const char *name)
+{
+    const char *dir = g_getenv("RNIC_FIXTURES");
+
+    if (!dir) {
+        g_test_skip("RNIC_FIXTURES not set (meson test sets it)");
+        return NULL;
+    }
+    return g_build_filename(dir, name, NULL);
+}
+
+static GByteArray *fixture_read(const char *path)
+{
+    gchar *data;
+    gsize len;
+
+    g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+    return g_byte_array_new_take((guint8 *)data, len);
+}
+
+/* Load the fixture on a fresh host and save it again. */
+static GByteArray *fixture_resave(const char *img_path)
+{
+    GByteArray *data = fixture_read(img_path);
+    TestHost *h = test_host_new(NULL);
+    GByteArray *img;
+    char *err = NULL;
+
+    g_assert_true(rnic_engine_load(h->engine, data->data, data->len, &err));
+    img = save(h);
+    g_byte_array_unref(data);
+    test_host_free(h);
+    return img;
+}
+
+/*
+ * Byte identity of the save: the state the fixture loads to is saved as
+ * the code of 2026-12-01 saved it, byte for byte (the section lengths
+ * included), and that image loads and saves to itself.
+ */
+static void test_fixture_resave(void)
+{
+    g_autofree char *img_path = fixture_path(FIXTURE_IMAGE);
+    g_autofree char *path = fixture_path(FIXTURE_RESAVED);
+    GByteArray *img, *want, *again;
+    TestHost *h;
+    char *err = NULL;
+
+    if (!img_path) {
+        return;
+    }
+    img = fixture_resave(img_path);
+    if (g_getenv("RNIC_WRITE_FIXTURE")) {
+        g_assert_true(g_file_set_contents(path, (const gchar *)img->data,
+                                          img->len, NULL));
+    }
+    want = fixture_read(path);
+    g_assert_cmpmem(img->data, img->len, want->data, want->len);
+    h = test_host_new(NULL);
+    g_assert_true(rnic_engine_load(h->engine, img->data, img->len, &err));
+    again = save(h);
+    g_assert_cmpmem(again->data, again->len, want->data, want->len);
+    g_byte_array_unref(again);
+    g_byte_array_unref(want);
+    g_byte_array_unref(img);
+    test_host_free(h);
+}
+
+static void G_GNUC_PRINTF(2, 3) assert_has_line(const GString *text,
+                                                const char *fmt, ...)
+{
+    g_autofree char *line = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    line = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (!strstr(text->str, line)) {
+        g_test_message("no line \"%s\" in the dump", line);
+        g_test_fail();
+    }
+}
+
+/*
+ * The dump (rnic_state_dump, tests/tools/rnic-image-dump) prints the
+ * fixture field by field, to its last byte, with the values the table
+ * dump of the loaded engine shows: every STag and the QPs' PSNs.
+ */
+static void test_dump(void)
+{
+    g_autofree char *img_path = fixture_path(FIXTURE_IMAGE);
+    g_autofree char *tab_path = fixture_path(FIXTURE_TABLES);
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autofree gchar *tables = NULL;
+    g_auto(GStrv) lines = NULL;
+    GByteArray *img;
+    unsigned i, stags = 0, qps = 0;
+
+    if (!img_path) {
+        return;
+    }
+    img = fixture_read(img_path);
+    g_assert_true(rnic_state_dump(img->data, img->len, out));
+    assert_has_line(out, "section 11 QPs: 526 bytes\n");
+    assert_has_line(out, "  net_ctx[1].net_id = 33 (0x21)\n");
+    assert_has_line(out, "  cq[1].arm = 1\n");
+    assert_has_line(out, "  qp[0].srq = none\n");
+    assert_has_line(out, "  qp[0].slot[5].length = 700 (0x2bc)\n");
+    assert_has_line(out, "  qp[0].timer_kind = 2\n");
+    g_assert_true(g_file_get_contents(tab_path, &tables, NULL, NULL));
+    lines = g_strsplit(tables, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        unsigned v, qpn, h, sq_psn, una_psn, rq_psn;
+        const char *stag = strstr(lines[i], " stag=");
+        const char *qp = strstr(lines[i], " qpn=");
+        const char *psns = strstr(lines[i], " sq-psn=");
+
+        if (stag && sscanf(stag, " stag=0x%x", &v) == 1) {
+            assert_has_line(out, ".stag = %u (0x%x)\n", v, v);
+            stags++;
+        }
+        if (qp && psns && sscanf(qp, " qpn=%u handle=%u", &qpn, &h) == 2 &&
+            sscanf(psns, " sq-psn=%u una-psn=%u rq-psn=%u", &sq_psn,
+                   &una_psn, &rq_psn) == 3) {
+            assert_has_line(out, "  qp[%u].qpn = %u\n", h, qpn);
+            assert_has_line(out, "  qp[%u].req_psn = %u (0x%x)\n", h, sq_psn,
+                            sq_psn);
+            assert_has_line(out, "  qp[%u].una_psn = %u (0x%x)\n", h,
+                            una_psn, una_psn);
+            assert_has_line(out, "  qp[%u].resp.epsn = %u (0x%x)\n", h,
+                            rq_psn, rq_psn);
+            qps++;
+        }
+    }
+    g_assert_cmpuint(stags, ==, 6);
+    g_assert_cmpuint(qps, ==, 2);
+    g_byte_array_unref(img);
+}
+
+/* The dump reads any bytes: every cut and damaged image ends cleanly. */
+static void test_dump_damaged(void)
+{
+    g_autofree char *img_path = fixture_path(FIXTURE_IMAGE);
+    GRand *rand = g_rand_new_with_seed(77);
+    GByteArray *img;
+    size_t cut;
+    unsigned i, whole = 0;
+
+    if (!img_path) {
+        return;
+    }
+    img = fixture_read(img_path);
+    for (cut = 0; cut < img->len; cut++) {
+        g_autoptr(GString) out = g_string_new(NULL);
+
+        /* a cut between two sections is a shorter image, else broken */
+        whole += rnic_state_dump(img->data, cut, out);
+    }
+    g_assert_cmpuint(whole, ==, 12);    /* after the header, 11 sections */
+    for (i = 0; i < 2000; i++) {
+        g_autoptr(GString) out = g_string_new(NULL);
+        g_autofree uint8_t *copy = g_memdup2(img->data, img->len);
+        int k, n = g_rand_int_range(rand, 1, 5);
+
+        for (k = 0; k < n; k++) {
+            copy[g_rand_int_range(rand, 0, img->len)] ^=
+                1 << g_rand_int_range(rand, 0, 8);
+        }
+        rnic_state_dump(copy, img->len, out);
+    }
+    g_rand_free(rand);
+    g_byte_array_unref(img);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -507,5 +690,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/state/objects-roundtrip", test_objects_roundtrip);
     g_test_add_func("/rnic/state/objects-fuzz", test_objects_fuzz);
     g_test_add_func("/rnic/state/fixture", test_fixture);
+    g_test_add_func("/rnic/state/fixture-resave", test_fixture_resave);
+    g_test_add_func("/rnic/state/dump", test_dump);
+    g_test_add_func("/rnic/state/dump-damaged", test_dump_damaged);
     return g_test_run();
 }

@@ -118,29 +118,46 @@ bool rnic_admin_check_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     return true;
 }
 
+enum rnic_ring_fault rnic_ring_check(uint64_t addr, uint32_t log,
+                                     uint32_t log_min, uint32_t max_entries,
+                                     uint32_t stride)
+{
+    uint64_t size;
+
+    if (log < log_min || log > 24 || (1u << log) > max_entries) {
+        return RNIC_RING_BAD_SIZE;
+    }
+    size = (uint64_t)stride << log;
+    if (!addr || (addr & 0xfff) || addr + size < addr) {
+        return RNIC_RING_BAD_ADDR;
+    }
+    return RNIC_RING_OK;
+}
+
 bool rnic_admin_check_ring(RnicEngine *e, RnicAdminResult *res,
                            const char *what, uint64_t addr, uint32_t log_size,
                            uint32_t log_min, uint32_t max_entries,
                            uint32_t stride)
 {
+    enum rnic_ring_fault fault = rnic_ring_check(addr, log_size, log_min,
+                                                 max_entries, stride);
     uint64_t size;
     uint8_t probe;
 
-    if (log_size < log_min || log_size > 24 ||
-        (1u << log_size) > max_entries) {
+    if (fault == RNIC_RING_BAD_SIZE) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
                         "%s: 2^%u entries out of range (2^%u..%u)", what,
                         log_size, log_min, max_entries);
         return false;
     }
-    size = (uint64_t)stride << log_size;
-    if (!addr || (addr & 0xfff) || addr + size < addr) {
+    if (fault == RNIC_RING_BAD_ADDR) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
                         "%s: ring address 0x%" G_GINT64_MODIFIER "x is not "
                         "a 4 KiB aligned range", what, addr);
         return false;
     }
     /* the whole ring must be guest memory: probe both ends */
+    size = (uint64_t)stride << log_size;
     if (rnic_dma_read(e, addr, &probe, 1) ||
         rnic_dma_read(e, addr + size - 1, &probe, 1)) {
         rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,

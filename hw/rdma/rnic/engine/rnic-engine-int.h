@@ -733,6 +733,21 @@ static inline void rnic_uctx_put(RnicEngine *e, uint32_t uctx)
     e->uctx_refs[uctx]--;
 }
 
+/*
+ * rnic-admin.c: the rule every queue ring follows, when the guest creates
+ * it (rnic_admin_check_ring) and when a state image brings it: 2^log
+ * entries (log_min <= log <= 24, at most max_entries) of 'stride' bytes at
+ * a 4 KiB aligned guest address, not wrapping around.
+ */
+enum rnic_ring_fault {
+    RNIC_RING_OK = 0,
+    RNIC_RING_BAD_SIZE,         /* log out of range */
+    RNIC_RING_BAD_ADDR,         /* 0, unaligned or wrapping */
+};
+enum rnic_ring_fault rnic_ring_check(uint64_t addr, uint32_t log,
+                                     uint32_t log_min, uint32_t max_entries,
+                                     uint32_t stride);
+
 /* rnic-regs.c */
 void rnic_regs_reset(RnicEngine *e);
 

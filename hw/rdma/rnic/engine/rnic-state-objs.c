@@ -10,8 +10,17 @@
  * the tables at run time, so every STag and every QPN is the source's.
  * Host pointers are never saved; caches are rebuilt on demand.
  *
- * Loading trusts nothing: every handle must name an object loaded before,
- * every index and size must be in range, or the load fails with a message.
+ * An object's fields are listed once, in a table (RnicImageField,
+ * rnic-image.h) that the save, the load and the dump walk. What stays code
+ * is what is not a field: the handle that keys each record, counts, the
+ * lists (send-queue slots, SGEs, responder resources), the time left on a
+ * timer, and every check.
+ *
+ * Loading trusts nothing: a record is read into a staging struct (or the
+ * object being rebuilt), checked, and only then becomes an object. Every
+ * handle must name an object loaded before, every index and size must be
+ * in range (rings by the rule of the admin path, rnic_ring_check), or the
+ * load fails with a message.
  */
 #include <string.h>
 #include "rnic-state.h"
@@ -27,13 +36,68 @@
 #define LOAD_END(rd, what) \
     LOAD_CHECK(!(rd)->overrun, "%s section truncated", what)
 
-/* Is a ring of 2^log entries of 2^shift bytes at addr plausible? */
-static bool rnic_ring_ok(uint64_t addr, uint32_t log, uint32_t shift,
-                         uint32_t max_entries)
+/* A reference is saved as the handle the object starts with (REF). */
+G_STATIC_ASSERT(offsetof(RnicNetCtx, handle) == 0);
+G_STATIC_ASSERT(offsetof(RnicPd, handle) == 0);
+G_STATIC_ASSERT(offsetof(RnicEq, handle) == 0);
+G_STATIC_ASSERT(offsetof(RnicCq, handle) == 0);
+G_STATIC_ASSERT(offsetof(RnicSrq, handle) == 0);
+
+/* PSNs and MSNs: a u32 of which a load keeps the 24 bits */
+#define RNIC_IMG_PSN(T, f)  RNIC_IMG_U32_MASK(T, f, RNIC_ROCE_PSN_MASK)
+
+/* ---------------------------------------------------------------------- */
+/* Records                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* One record from the image: read, checked, made an object. */
+typedef bool RnicRecordLoad(RnicEngine *e, RnicImageReader *rd, char **err);
+
+/* A count, then that many records. */
+static bool rnic_records_load(RnicEngine *e, RnicImageReader *rd,
+                              char **err, const char *what,
+                              RnicRecordLoad *load)
 {
-    return addr && !(addr & 0xfff) && log <= 24 &&
-           (1u << log) <= max_entries &&
-           addr + ((uint64_t)1 << (log + shift)) > addr;
+    uint32_t n = rnic_image_get_u32(rd);
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        if (!load(e, rd, err)) {
+            return false;
+        }
+    }
+    LOAD_END(rd, what);
+    return true;
+}
+
+/* A table's objects: their count, then each one's handle and fields. */
+static void rnic_objs_save(RnicImageWriter *w, const RnicTable *t,
+                           const RnicImageField *f)
+{
+    uint32_t h;
+
+    rnic_image_put_u32(w, t->count);
+    for (h = 0; h < t->cap; h++) {
+        if (t->slots[h]) {
+            rnic_image_put_u32(w, h);   /* slot h holds handle h */
+            rnic_image_put_fields(w, f, t->slots[h]);
+        }
+    }
+}
+
+/* Records of a key (handle, index) and fields, as "what[key].field". */
+static void rnic_objs_dump(RnicImageReader *rd, GString *out,
+                           const char *what, const RnicImageField *f)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *key = NULL;
+
+        key = g_strdup_printf("%s[%u]", what, rnic_image_get_u32(rd));
+        rnic_image_dump_fields(rd, out, key, f, NULL);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -55,63 +119,83 @@ void rnic_uctx_save(RnicEngine *e, RnicImageWriter *w)
     }
 }
 
-bool rnic_uctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
+static bool rnic_uctx_load_one(RnicEngine *e, RnicImageReader *rd,
+                               char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
+    uint32_t u = rnic_image_get_u32(rd);
 
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t u = rnic_image_get_u32(rd);
-
-        LOAD_CHECK(u >= 1 && u < e->cfg.db_pages && !e->uctx_used[u],
-                   "bad user context %u", u);
-        e->uctx_used[u] = true;
-    }
-    LOAD_END(rd, "user context");
+    LOAD_CHECK(u >= 1 && u < e->cfg.db_pages && !e->uctx_used[u],
+               "bad user context %u", u);
+    e->uctx_used[u] = true;
     return true;
 }
 
-void rnic_netctx_save(RnicEngine *e, RnicImageWriter *w)
+bool rnic_uctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
+    return rnic_records_load(e, rd, err, "user context", rnic_uctx_load_one);
+}
+
+void rnic_uctx_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
     uint32_t i;
 
-    rnic_image_put_u32(w, e->net_ctxs.count);
-    for (i = 0; i < e->net_ctxs.cap; i++) {
-        RnicNetCtx *c = e->net_ctxs.slots[i];
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *name = g_strdup_printf("uctx[%u]", i);
 
-        if (c) {
-            rnic_image_put_u32(w, c->handle);
-            rnic_image_put_u8(w, c->net_type);
-            rnic_image_put_u32(w, c->net_id);
-            rnic_image_put_u32(w, c->next_qpn);
-        }
+        rnic_image_dump_u32(rd, out, NULL, name);
     }
+}
+
+static const RnicImageField rnic_netctx_fields[] = {
+    RNIC_IMG_U8(RnicNetCtx, net_type),
+    RNIC_IMG_U32(RnicNetCtx, net_id),
+    RNIC_IMG_U32(RnicNetCtx, next_qpn),
+    RNIC_IMG_END
+};
+
+void rnic_netctx_save(RnicEngine *e, RnicImageWriter *w)
+{
+    rnic_objs_save(w, &e->net_ctxs, rnic_netctx_fields);
+}
+
+static bool rnic_netctx_load_one(RnicEngine *e, RnicImageReader *rd,
+                                 char **err)
+{
+    uint32_t h = rnic_image_get_u32(rd);
+    RnicNetCtx in = { 0 };
+    RnicNetCtx *c;
+
+    rnic_image_get_fields(rd, rnic_netctx_fields, &in, NULL);
+    LOAD_END(rd, "network context");
+    LOAD_CHECK(in.net_type == RNIC_NET_VLAN && in.net_id <= 4095 &&
+               !rnic_netctx_by_id(e, in.net_type, in.net_id),
+               "network context %u: bad or duplicate VLAN %u", h, in.net_id);
+    c = rnic_netctx_create(e, h, in.net_type, in.net_id);
+    LOAD_CHECK(c, "network context %u does not fit this device "
+               "(max-net-ctx=%u)", h, e->cfg.max_net_ctx);
+    c->next_qpn = in.next_qpn >= 2 && in.next_qpn <= RNIC_ROCE_QPN_MASK ?
+                  in.next_qpn : 2;
+    return true;
 }
 
 bool rnic_netctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint8_t type = rnic_image_get_u8(rd);
-        uint32_t id = rnic_image_get_u32(rd);
-        uint32_t next = rnic_image_get_u32(rd);
-        RnicNetCtx *c;
-
-        LOAD_END(rd, "network context");
-        LOAD_CHECK(type == RNIC_NET_VLAN && id <= 4095 &&
-                   !rnic_netctx_by_id(e, type, id),
-                   "network context %u: bad or duplicate VLAN %u", h, id);
-        c = rnic_netctx_create(e, h, type, id);
-        LOAD_CHECK(c, "network context %u does not fit this device "
-                   "(max-net-ctx=%u)", h, e->cfg.max_net_ctx);
-        c->next_qpn = next >= 2 && next <= RNIC_ROCE_QPN_MASK ? next : 2;
-    }
-    LOAD_END(rd, "network context");
-    return true;
+    return rnic_records_load(e, rd, err, "network context",
+                             rnic_netctx_load_one);
 }
+
+void rnic_netctx_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_objs_dump(rd, out, "net_ctx", rnic_netctx_fields);
+}
+
+static const RnicImageField rnic_gid_fields[] = {
+    RNIC_IMG_BYTES(RnicGid, gid),
+    RNIC_IMG_U32(RnicGid, net_ctx),
+    RNIC_IMG_U8(RnicGid, type),
+    RNIC_IMG_END
+};
 
 void rnic_gids_save(RnicEngine *e, RnicImageWriter *w)
 {
@@ -122,44 +206,38 @@ void rnic_gids_save(RnicEngine *e, RnicImageWriter *w)
     }
     rnic_image_put_u32(w, n);
     for (i = 0; i < e->cfg.max_gid; i++) {
-        const RnicGid *g = &e->gids[i];
-
-        if (g->valid) {
+        if (e->gids[i].valid) {
             rnic_image_put_u32(w, i);
-            rnic_image_put_bytes(w, g->gid, 16);
-            rnic_image_put_u32(w, g->net_ctx);
-            rnic_image_put_u8(w, g->type);
+            rnic_image_put_fields(w, rnic_gid_fields, &e->gids[i]);
         }
     }
 }
 
+static bool rnic_gid_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    uint32_t index = rnic_image_get_u32(rd);
+    RnicGid in = { 0 };
+    RnicNetCtx *c;
+
+    rnic_image_get_fields(rd, rnic_gid_fields, &in, NULL);
+    LOAD_END(rd, "GID");
+    c = rnic_netctx_lookup(e, in.net_ctx);
+    LOAD_CHECK(index < e->cfg.max_gid && !e->gids[index].valid && c &&
+               in.type == 0, "GID %u: bad index, context or type", index);
+    in.valid = true;
+    e->gids[index] = in;
+    c->refs++;
+    return true;
+}
+
 bool rnic_gids_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
+    return rnic_records_load(e, rd, err, "GID", rnic_gid_load_one);
+}
 
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t index = rnic_image_get_u32(rd);
-        uint8_t gid[16];
-        uint32_t ctx;
-        uint8_t type;
-        RnicNetCtx *c;
-
-        rnic_image_get_bytes(rd, gid, 16);
-        ctx = rnic_image_get_u32(rd);
-        type = rnic_image_get_u8(rd);
-        LOAD_END(rd, "GID");
-        c = rnic_netctx_lookup(e, ctx);
-        LOAD_CHECK(index < e->cfg.max_gid && !e->gids[index].valid && c &&
-                   type == 0, "GID %u: bad index, context or type", index);
-        e->gids[index].valid = true;
-        memcpy(e->gids[index].gid, gid, 16);
-        e->gids[index].net_ctx = ctx;
-        e->gids[index].type = type;
-        c->refs++;
-    }
-    LOAD_END(rd, "GID");
-    return true;
+void rnic_gids_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_objs_dump(rd, out, "gid", rnic_gid_fields);
 }
 
 /* PDs of one network context, or (mnet) the multi-network ones. */
@@ -180,84 +258,111 @@ bool rnic_mnet_needed(RnicEngine *e)
     return rnic_pds_count(e, true) > 0;
 }
 
-void rnic_pds_save(RnicEngine *e, RnicImageWriter *w)
+static const RnicImageField rnic_pd_fields[] = {
+    RNIC_IMG_U32(RnicPd, owner),
+    RNIC_IMG_REF(RnicPd, ctx),
+    RNIC_IMG_END
+};
+
+/* a multi-network PD belongs to no context */
+static const RnicImageField rnic_mnet_pd_fields[] = {
+    RNIC_IMG_U32(RnicPd, owner),
+    RNIC_IMG_END
+};
+
+static void rnic_pds_put(RnicEngine *e, RnicImageWriter *w, bool mnet)
 {
     uint32_t i;
 
-    /* multi-network PDs are in their own section (1.1 images) */
-    rnic_image_put_u32(w, rnic_pds_count(e, false));
+    rnic_image_put_u32(w, rnic_pds_count(e, mnet));
     for (i = 0; i < e->pds.cap; i++) {
         RnicPd *pd = e->pds.slots[i];
 
-        if (pd && pd->ctx) {
+        if (pd && !pd->ctx == mnet) {
             rnic_image_put_u32(w, pd->handle);
-            rnic_image_put_u32(w, pd->owner);
-            rnic_image_put_u32(w, pd->ctx->handle);
+            rnic_image_put_fields(w, mnet ? rnic_mnet_pd_fields :
+                                  rnic_pd_fields, pd);
         }
     }
+}
+
+static bool rnic_pd_load(RnicEngine *e, RnicImageReader *rd, bool mnet,
+                         char **err)
+{
+    const char *what = mnet ? "multi-network PD" : "PD";
+    uint32_t h = rnic_image_get_u32(rd);
+    uint32_t ctx = RNIC_HANDLE_NONE;
+    RnicPd in = { 0 };
+    RnicNetCtx *c = NULL;
+
+    rnic_image_get_fields(rd, mnet ? rnic_mnet_pd_fields : rnic_pd_fields,
+                          &in, &ctx);
+    LOAD_END(rd, what);
+    if (mnet) {
+        LOAD_CHECK(rnic_uctx_valid(e, in.owner), "PD %u: unknown owner", h);
+    } else {
+        c = rnic_netctx_lookup(e, ctx);
+        LOAD_CHECK(c && rnic_uctx_valid(e, in.owner),
+                   "PD %u: unknown context or owner", h);
+    }
+    LOAD_CHECK(rnic_pd_create(e, h, c, in.owner),
+               "PD %u does not fit this device (max-pds=%u)", h,
+               e->cfg.max_pd);
+    return true;
+}
+
+static bool rnic_pd_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    return rnic_pd_load(e, rd, false, err);
+}
+
+static bool rnic_mnet_pd_load_one(RnicEngine *e, RnicImageReader *rd,
+                                  char **err)
+{
+    return rnic_pd_load(e, rd, true, err);
+}
+
+void rnic_pds_save(RnicEngine *e, RnicImageWriter *w)
+{
+    /* multi-network PDs are in their own section (1.1 images) */
+    rnic_pds_put(e, w, false);
 }
 
 bool rnic_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
+    return rnic_records_load(e, rd, err, "PD", rnic_pd_load_one);
+}
 
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint32_t owner = rnic_image_get_u32(rd);
-        RnicNetCtx *c = rnic_netctx_lookup(e, rnic_image_get_u32(rd));
-
-        LOAD_END(rd, "PD");
-        LOAD_CHECK(c && rnic_uctx_valid(e, owner),
-                   "PD %u: unknown context or owner", h);
-        LOAD_CHECK(rnic_pd_create(e, h, c, owner),
-                   "PD %u does not fit this device (max-pds=%u)", h,
-                   e->cfg.max_pd);
-    }
-    LOAD_END(rd, "PD");
-    return true;
+void rnic_pds_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_objs_dump(rd, out, "pd", rnic_pd_fields);
 }
 
 void rnic_mnet_pds_save(RnicEngine *e, RnicImageWriter *w)
 {
-    uint32_t i;
-
     rnic_image_put_u32(w, e->mnet_next_qpn);
-    rnic_image_put_u32(w, rnic_pds_count(e, true));
-    for (i = 0; i < e->pds.cap; i++) {
-        RnicPd *pd = e->pds.slots[i];
-
-        if (pd && !pd->ctx) {
-            rnic_image_put_u32(w, pd->handle);
-            rnic_image_put_u32(w, pd->owner);
-        }
-    }
+    rnic_pds_put(e, w, true);
 }
 
 bool rnic_mnet_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
     uint32_t next = rnic_image_get_u32(rd);
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
 
     e->mnet_next_qpn = next >= 2 && next <= RNIC_ROCE_QPN_MASK ? next : 2;
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint32_t owner = rnic_image_get_u32(rd);
+    return rnic_records_load(e, rd, err, "multi-network PD",
+                             rnic_mnet_pd_load_one);
+}
 
-        LOAD_END(rd, "multi-network PD");
-        LOAD_CHECK(rnic_uctx_valid(e, owner), "PD %u: unknown owner", h);
-        LOAD_CHECK(rnic_pd_create(e, h, NULL, owner),
-                   "PD %u does not fit this device (max-pds=%u)", h,
-                   e->cfg.max_pd);
-    }
-    LOAD_END(rd, "multi-network PD");
-    return true;
+void rnic_mnet_pds_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_image_dump_u32(rd, out, NULL, "mnet_next_qpn");
+    rnic_objs_dump(rd, out, "pd", rnic_mnet_pd_fields);
 }
 
 /*
  * Bindings of the RC QPs of multi-network PDs; loading binds them again,
  * which replicates the PDs' MRs (replayed from the log) into the contexts.
+ * A record is the QP's handle and its context's.
  */
 void rnic_mnet_binds_save(RnicEngine *e, RnicImageWriter *w)
 {
@@ -279,244 +384,256 @@ void rnic_mnet_binds_save(RnicEngine *e, RnicImageWriter *w)
     }
 }
 
+static bool rnic_mnet_bind_load_one(RnicEngine *e, RnicImageReader *rd,
+                                    char **err)
+{
+    uint32_t h = rnic_image_get_u32(rd);
+    uint32_t c = rnic_image_get_u32(rd);
+    RnicQp *qp = rnic_qp_lookup(e, h);
+    RnicNetCtx *ctx = rnic_netctx_lookup(e, c);
+    const char *why = "unknown QP or network context";
+    uint8_t status;
+
+    LOAD_END(rd, "multi-network binding");
+    LOAD_CHECK(qp && ctx && rnic_qp_bind(e, qp, ctx, &why, &status),
+               "binding of QP %u to network context %u: %s", h, c, why);
+    return true;
+}
+
 bool rnic_mnet_binds_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
+    return rnic_records_load(e, rd, err, "multi-network binding",
+                             rnic_mnet_bind_load_one);
+}
+
+void rnic_mnet_binds_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
     uint32_t i;
 
     for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint32_t c = rnic_image_get_u32(rd);
-        RnicQp *qp = rnic_qp_lookup(e, h);
-        RnicNetCtx *ctx = rnic_netctx_lookup(e, c);
-        const char *why = "unknown QP or network context";
-        uint8_t status;
+        g_autofree char *key = NULL;
 
-        LOAD_END(rd, "multi-network binding");
-        LOAD_CHECK(qp && ctx && rnic_qp_bind(e, qp, ctx, &why, &status),
-                   "binding of QP %u to network context %u: %s", h, c, why);
+        key = g_strdup_printf("qp[%u]", rnic_image_get_u32(rd));
+        rnic_image_dump_u32(rd, out, key, "ctx");
     }
-    LOAD_END(rd, "multi-network binding");
-    return true;
 }
 
 /* ---------------------------------------------------------------------- */
 /* EQs, CQs, SRQs                                                         */
 /* ---------------------------------------------------------------------- */
 
+static const RnicImageField rnic_eq_fields[] = {
+    RNIC_IMG_U64(RnicEq, ring),
+    RNIC_IMG_U8(RnicEq, log_size),
+    RNIC_IMG_U8(RnicEq, flags),
+    RNIC_IMG_U32(RnicEq, vector),
+    RNIC_IMG_U32(RnicEq, prod),
+    RNIC_IMG_U32(RnicEq, cons),
+    RNIC_IMG_BOOL(RnicEq, armed),
+    RNIC_IMG_BOOL(RnicEq, db_arm),
+    RNIC_IMG_U64(RnicEq, lost),
+    RNIC_IMG_END
+};
+
 void rnic_eqs_save(RnicEngine *e, RnicImageWriter *w)
 {
-    uint32_t i;
+    rnic_objs_save(w, &e->eqs, rnic_eq_fields);
+}
 
-    rnic_image_put_u32(w, e->eqs.count);
-    for (i = 0; i < e->eqs.cap; i++) {
-        RnicEq *eq = e->eqs.slots[i];
+static bool rnic_eq_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    uint32_t h = rnic_image_get_u32(rd);
+    RnicEq in = { 0 };
+    RnicEq *eq;
+    bool clean;
 
-        if (eq) {
-            rnic_image_put_u32(w, eq->handle);
-            rnic_image_put_u64(w, eq->ring);
-            rnic_image_put_u8(w, eq->log_size);
-            rnic_image_put_u8(w, eq->flags);
-            rnic_image_put_u32(w, eq->vector);
-            rnic_image_put_u32(w, eq->prod);
-            rnic_image_put_u32(w, eq->cons);
-            rnic_image_put_u8(w, eq->armed);
-            rnic_image_put_u8(w, eq->db_arm);
-            rnic_image_put_u64(w, eq->lost);
-        }
+    clean = rnic_image_get_fields(rd, rnic_eq_fields, &in, NULL);
+    LOAD_END(rd, "EQ");
+    LOAD_CHECK(clean &&
+               rnic_ring_check(in.ring, in.log_size, RNIC_EQ_LOG_MIN,
+                               1u << RNIC_EQ_LOG_MAX,
+                               sizeof(struct rnic_eqe)) == RNIC_RING_OK &&
+               in.vector < e->cfg.msix_vectors &&
+               !(in.flags & ~RNIC_EQ_ASYNC) &&
+               in.prod - in.cons <= (1u << in.log_size),
+               "EQ %u: bad ring, vector or indexes", h);
+    LOAD_CHECK(!(in.flags & RNIC_EQ_ASYNC) || !e->async_eq,
+               "EQ %u: a second async EQ", h);
+    eq = rnic_eq_create(e, h);
+    LOAD_CHECK(eq, "EQ %u does not fit this device (max-eqs=%u)", h,
+               e->cfg.max_eq);
+    rnic_image_copy_fields(rnic_eq_fields, eq, &in);
+    if (eq->flags & RNIC_EQ_ASYNC) {
+        e->async_eq = eq;
     }
+    return true;
 }
 
 bool rnic_eqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint64_t ring = rnic_image_get_u64(rd);
-        uint8_t log = rnic_image_get_u8(rd);
-        uint8_t flags = rnic_image_get_u8(rd);
-        uint32_t vector = rnic_image_get_u32(rd);
-        uint32_t prod = rnic_image_get_u32(rd);
-        uint32_t cons = rnic_image_get_u32(rd);
-        uint8_t armed = rnic_image_get_u8(rd);
-        uint8_t db_arm = rnic_image_get_u8(rd);
-        uint64_t lost = rnic_image_get_u64(rd);
-        RnicEq *eq;
-
-        LOAD_END(rd, "EQ");
-        LOAD_CHECK(log >= RNIC_EQ_LOG_MIN && log <= RNIC_EQ_LOG_MAX &&
-                   rnic_ring_ok(ring, log, 4, 1u << RNIC_EQ_LOG_MAX) &&
-                   vector < e->cfg.msix_vectors && !(flags & ~RNIC_EQ_ASYNC) &&
-                   prod - cons <= (1u << log) && armed <= 1 && db_arm <= 1,
-                   "EQ %u: bad ring, vector or indexes", h);
-        LOAD_CHECK(!(flags & RNIC_EQ_ASYNC) || !e->async_eq,
-                   "EQ %u: a second async EQ", h);
-        eq = rnic_eq_create(e, h);
-        LOAD_CHECK(eq, "EQ %u does not fit this device (max-eqs=%u)", h,
-                   e->cfg.max_eq);
-        eq->ring = ring;
-        eq->log_size = log;
-        eq->flags = flags;
-        eq->vector = vector;
-        eq->prod = prod;
-        eq->cons = cons;
-        eq->armed = armed;
-        eq->db_arm = db_arm;
-        eq->lost = lost;
-        if (flags & RNIC_EQ_ASYNC) {
-            e->async_eq = eq;
-        }
-    }
-    LOAD_END(rd, "EQ");
-    return true;
+    return rnic_records_load(e, rd, err, "EQ", rnic_eq_load_one);
 }
+
+void rnic_eqs_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_objs_dump(rd, out, "eq", rnic_eq_fields);
+}
+
+static const RnicImageField rnic_cq_fields[] = {
+    RNIC_IMG_U32(RnicCq, owner),
+    RNIC_IMG_U64(RnicCq, ring),
+    RNIC_IMG_U8(RnicCq, log_size),
+    RNIC_IMG_REF(RnicCq, eq),
+    RNIC_IMG_U32(RnicCq, prod),
+    RNIC_IMG_U32(RnicCq, cons),
+    RNIC_IMG_U8(RnicCq, arm),
+    RNIC_IMG_U8(RnicCq, db_arm),
+    RNIC_IMG_BOOL(RnicCq, error),
+    RNIC_IMG_END
+};
 
 void rnic_cqs_save(RnicEngine *e, RnicImageWriter *w)
 {
-    uint32_t i;
+    rnic_objs_save(w, &e->cqs, rnic_cq_fields);
+}
 
-    rnic_image_put_u32(w, e->cqs.count);
-    for (i = 0; i < e->cqs.cap; i++) {
-        RnicCq *cq = e->cqs.slots[i];
+static bool rnic_cq_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    uint32_t arms = (RNIC_DB_ARM_NEXT | RNIC_DB_ARM_SOLICITED) >> 24;
+    uint32_t h = rnic_image_get_u32(rd);
+    uint32_t eqh;
+    RnicCq in = { 0 };
+    RnicEq *eq = NULL;
+    RnicCq *cq;
+    bool clean;
 
-        if (cq) {
-            rnic_image_put_u32(w, cq->handle);
-            rnic_image_put_u32(w, cq->owner);
-            rnic_image_put_u64(w, cq->ring);
-            rnic_image_put_u8(w, cq->log_size);
-            rnic_image_put_u32(w, cq->eq ? cq->eq->handle : RNIC_HANDLE_NONE);
-            rnic_image_put_u32(w, cq->prod);
-            rnic_image_put_u32(w, cq->cons);
-            rnic_image_put_u8(w, cq->arm);
-            rnic_image_put_u8(w, cq->db_arm);
-            rnic_image_put_u8(w, cq->error);
-        }
+    clean = rnic_image_get_fields(rd, rnic_cq_fields, &in, &eqh);
+    LOAD_END(rd, "CQ");
+    if (eqh != RNIC_HANDLE_NONE) {
+        eq = rnic_eq_lookup(e, eqh);
+        LOAD_CHECK(eq, "CQ %u: unknown EQ %u", h, eqh);
     }
+    LOAD_CHECK(clean && rnic_uctx_valid(e, in.owner) &&
+               rnic_ring_check(in.ring, in.log_size, RNIC_CQ_LOG_MIN,
+                               e->cfg.max_cqe,
+                               sizeof(struct rnic_cqe)) == RNIC_RING_OK &&
+               in.prod - in.cons <= (1u << in.log_size) &&
+               !(in.arm & ~arms) && !(in.db_arm & ~arms),
+               "CQ %u: bad owner, ring or indexes", h);
+    cq = rnic_cq_create(e, h);
+    LOAD_CHECK(cq, "CQ %u does not fit this device (max-cqs=%u)", h,
+               e->cfg.max_cq);
+    rnic_image_copy_fields(rnic_cq_fields, cq, &in);
+    cq->eq = eq;
+    if (eq) {
+        eq->refs++;
+    }
+    rnic_uctx_get(e, cq->owner);
+    return true;
 }
 
 bool rnic_cqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t arms = (RNIC_DB_ARM_NEXT | RNIC_DB_ARM_SOLICITED) >> 24;
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint32_t owner = rnic_image_get_u32(rd);
-        uint64_t ring = rnic_image_get_u64(rd);
-        uint8_t log = rnic_image_get_u8(rd);
-        uint32_t eqh = rnic_image_get_u32(rd);
-        uint32_t prod = rnic_image_get_u32(rd);
-        uint32_t cons = rnic_image_get_u32(rd);
-        uint8_t arm = rnic_image_get_u8(rd);
-        uint8_t db_arm = rnic_image_get_u8(rd);
-        uint8_t error = rnic_image_get_u8(rd);
-        RnicEq *eq = NULL;
-        RnicCq *cq;
-
-        LOAD_END(rd, "CQ");
-        if (eqh != RNIC_HANDLE_NONE) {
-            eq = rnic_eq_lookup(e, eqh);
-            LOAD_CHECK(eq, "CQ %u: unknown EQ %u", h, eqh);
-        }
-        LOAD_CHECK(rnic_uctx_valid(e, owner) && log >= RNIC_CQ_LOG_MIN &&
-                   rnic_ring_ok(ring, log, 6, e->cfg.max_cqe) &&
-                   prod - cons <= (1u << log) && !(arm & ~arms) &&
-                   !(db_arm & ~arms) && error <= 1,
-                   "CQ %u: bad owner, ring or indexes", h);
-        cq = rnic_cq_create(e, h);
-        LOAD_CHECK(cq, "CQ %u does not fit this device (max-cqs=%u)", h,
-                   e->cfg.max_cq);
-        cq->owner = owner;
-        cq->ring = ring;
-        cq->log_size = log;
-        cq->eq = eq;
-        cq->prod = prod;
-        cq->cons = cons;
-        cq->arm = arm;
-        cq->db_arm = db_arm;
-        cq->error = error;
-        if (eq) {
-            eq->refs++;
-        }
-        rnic_uctx_get(e, owner);
-    }
-    LOAD_END(rd, "CQ");
-    return true;
+    return rnic_records_load(e, rd, err, "CQ", rnic_cq_load_one);
 }
+
+void rnic_cqs_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_objs_dump(rd, out, "cq", rnic_cq_fields);
+}
+
+static const RnicImageField rnic_srq_fields[] = {
+    RNIC_IMG_U32(RnicSrq, owner),
+    RNIC_IMG_REF(RnicSrq, pd),
+    RNIC_IMG_U64(RnicSrq, ring),
+    RNIC_IMG_U8(RnicSrq, log_size),
+    RNIC_IMG_U8(RnicSrq, wqe_shift),
+    RNIC_IMG_U32(RnicSrq, prod),
+    RNIC_IMG_U32(RnicSrq, cons),
+    RNIC_IMG_U32(RnicSrq, limit),
+    RNIC_IMG_BOOL(RnicSrq, error),
+    RNIC_IMG_END
+};
 
 void rnic_srqs_save(RnicEngine *e, RnicImageWriter *w)
 {
-    uint32_t i;
+    rnic_objs_save(w, &e->srqs, rnic_srq_fields);
+}
 
-    rnic_image_put_u32(w, e->srqs.count);
-    for (i = 0; i < e->srqs.cap; i++) {
-        RnicSrq *s = e->srqs.slots[i];
+static bool rnic_srq_load_one(RnicEngine *e, RnicImageReader *rd,
+                              char **err)
+{
+    uint32_t h = rnic_image_get_u32(rd);
+    uint32_t pdh;
+    RnicSrq in = { 0 };
+    RnicSrq *s;
+    RnicPd *pd;
+    bool clean;
 
-        if (s) {
-            rnic_image_put_u32(w, s->handle);
-            rnic_image_put_u32(w, s->owner);
-            rnic_image_put_u32(w, s->pd->handle);
-            rnic_image_put_u64(w, s->ring);
-            rnic_image_put_u8(w, s->log_size);
-            rnic_image_put_u8(w, s->wqe_shift);
-            rnic_image_put_u32(w, s->prod);
-            rnic_image_put_u32(w, s->cons);
-            rnic_image_put_u32(w, s->limit);
-            rnic_image_put_u8(w, s->error);
-        }
-    }
+    clean = rnic_image_get_fields(rd, rnic_srq_fields, &in, &pdh);
+    pd = rnic_pd_lookup(e, pdh);
+    LOAD_END(rd, "SRQ");
+    LOAD_CHECK(clean && pd && pd->owner == in.owner &&
+               in.wqe_shift >= RNIC_RQ_WQE_SHIFT_MIN &&
+               in.wqe_shift <= RNIC_WQE_SHIFT_MAX &&
+               rnic_ring_check(in.ring, in.log_size, RNIC_WQ_LOG_MIN,
+                               e->cfg.max_qp_wr,
+                               1u << in.wqe_shift) == RNIC_RING_OK &&
+               in.prod - in.cons <= (1u << in.log_size) &&
+               in.limit < (1u << in.log_size),
+               "SRQ %u: bad PD, ring or indexes", h);
+    s = rnic_srq_create(e, h);
+    LOAD_CHECK(s, "SRQ %u does not fit this device (max-srqs=%u)", h,
+               e->cfg.max_srq);
+    rnic_image_copy_fields(rnic_srq_fields, s, &in);
+    s->pd = pd;
+    pd->refs++;
+    rnic_uctx_get(e, s->owner);
+    return true;
 }
 
 bool rnic_srqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
+    return rnic_records_load(e, rd, err, "SRQ", rnic_srq_load_one);
+}
 
-    for (i = 0; i < n && !rd->overrun; i++) {
-        uint32_t h = rnic_image_get_u32(rd);
-        uint32_t owner = rnic_image_get_u32(rd);
-        RnicPd *pd = rnic_pd_lookup(e, rnic_image_get_u32(rd));
-        uint64_t ring = rnic_image_get_u64(rd);
-        uint8_t log = rnic_image_get_u8(rd);
-        uint8_t shift = rnic_image_get_u8(rd);
-        uint32_t prod = rnic_image_get_u32(rd);
-        uint32_t cons = rnic_image_get_u32(rd);
-        uint32_t limit = rnic_image_get_u32(rd);
-        uint8_t error = rnic_image_get_u8(rd);
-        RnicSrq *s;
-
-        LOAD_END(rd, "SRQ");
-        LOAD_CHECK(pd && pd->owner == owner &&
-                   shift >= RNIC_RQ_WQE_SHIFT_MIN &&
-                   shift <= RNIC_WQE_SHIFT_MAX &&
-                   rnic_ring_ok(ring, log, shift, e->cfg.max_qp_wr) &&
-                   prod - cons <= (1u << log) && limit < (1u << log) &&
-                   error <= 1, "SRQ %u: bad PD, ring or indexes", h);
-        s = rnic_srq_create(e, h);
-        LOAD_CHECK(s, "SRQ %u does not fit this device (max-srqs=%u)", h,
-                   e->cfg.max_srq);
-        s->owner = owner;
-        s->pd = pd;
-        s->ring = ring;
-        s->log_size = log;
-        s->wqe_shift = shift;
-        s->prod = prod;
-        s->cons = cons;
-        s->limit = limit;
-        s->error = error;
-        pd->refs++;
-        rnic_uctx_get(e, owner);
-    }
-    LOAD_END(rd, "SRQ");
-    return true;
+void rnic_srqs_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_objs_dump(rd, out, "srq", rnic_srq_fields);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Registration log                                                       */
 /* ---------------------------------------------------------------------- */
+
+static const RnicImageField rnic_reglog_fields[] = {
+    RNIC_IMG_U8(RnicRegLogRec, op),
+    RNIC_IMG_U8(RnicRegLogRec, kind),
+    RNIC_IMG_U32(RnicRegLogRec, net_ctx),
+    RNIC_IMG_U32(RnicRegLogRec, stag),
+    RNIC_IMG_U32(RnicRegLogRec, pd),
+    RNIC_IMG_U32(RnicRegLogRec, owner),
+    RNIC_IMG_U32(RnicRegLogRec, access),
+    RNIC_IMG_U32(RnicRegLogRec, max_pages),
+    RNIC_IMG_U64(RnicRegLogRec, iova),
+    RNIC_IMG_U64(RnicRegLogRec, length),
+    RNIC_IMG_END
+};
+
+/* A record's page list: a u8 "has one", this head, then its pages. */
+static const RnicImageField rnic_pbl_fields[] = {
+    RNIC_IMG_U32(RnicPbl, npages),
+    RNIC_IMG_U8(RnicPbl, page_shift),
+    RNIC_IMG_BOOL(RnicPbl, contiguous),
+    RNIC_IMG_END
+};
+
+/* Pages in the image: one, the base, for a contiguous range. */
+static uint32_t rnic_pbl_saved_pages(const RnicPbl *p)
+{
+    return p->contiguous ? 1 : p->npages;
+}
 
 void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
 {
@@ -527,240 +644,307 @@ void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
     for (i = 0; i < e->reglog->len; i++) {
         const RnicRegLogRec *r = &g_array_index(e->reglog, RnicRegLogRec, i);
         const RnicPbl *p = r->pbl;
+        uint32_t j;
 
-        rnic_image_put_u8(w, r->op);
-        rnic_image_put_u8(w, r->kind);
-        rnic_image_put_u32(w, r->net_ctx);
-        rnic_image_put_u32(w, r->stag);
-        rnic_image_put_u32(w, r->pd);
-        rnic_image_put_u32(w, r->owner);
-        rnic_image_put_u32(w, r->access);
-        rnic_image_put_u32(w, r->max_pages);
-        rnic_image_put_u64(w, r->iova);
-        rnic_image_put_u64(w, r->length);
+        rnic_image_put_fields(w, rnic_reglog_fields, r);
         rnic_image_put_u8(w, p != NULL);
         if (p) {
-            uint32_t j, n = p->contiguous ? 1 : p->npages;
-
-            rnic_image_put_u32(w, p->npages);
-            rnic_image_put_u8(w, p->page_shift);
-            rnic_image_put_u8(w, p->contiguous);
-            for (j = 0; j < n; j++) {
+            rnic_image_put_fields(w, rnic_pbl_fields, p);
+            for (j = 0; j < rnic_pbl_saved_pages(p); j++) {
                 rnic_image_put_u64(w, p->pages[j]);
             }
         }
     }
 }
 
+static bool rnic_pbl_load(RnicEngine *e, RnicImageReader *rd, RnicPbl **pbl,
+                          char **err)
+{
+    RnicPbl in = { 0 };
+    uint32_t j, cnt;
+    bool clean;
+
+    clean = rnic_image_get_fields(rd, rnic_pbl_fields, &in, NULL);
+    LOAD_END(rd, "registration log");
+    cnt = rnic_pbl_saved_pages(&in);
+    /* never allocate more than the stream can hold */
+    LOAD_CHECK(clean && (uint64_t)cnt * 8 <= rd->len - rd->pos,
+               "registration log: page list of %u pages truncated",
+               in.npages);
+    *pbl = rnic_pbl_alloc(e, in.npages, in.page_shift, in.contiguous);
+    LOAD_CHECK(*pbl, "registration log: page list of %u pages "
+               "too big for this device", in.npages);
+    for (j = 0; j < cnt; j++) {
+        (*pbl)->pages[j] = rnic_image_get_u64(rd);
+    }
+    return true;
+}
+
+static bool rnic_mrlog_load_one(RnicEngine *e, RnicImageReader *rd,
+                                char **err)
+{
+    RnicRegLogRec r = { 0 };
+    bool ok;
+
+    rnic_image_get_fields(rd, rnic_reglog_fields, &r, NULL);
+    if (rnic_image_get_u8(rd) && !rnic_pbl_load(e, rd, &r.pbl, err)) {
+        return false;
+    }
+    ok = !rd->overrun && rnic_reglog_replay(e, &r, err);
+    rnic_pbl_unref(e, r.pbl);
+    LOAD_END(rd, "registration log");
+    if (!ok) {
+        return false;
+    }
+    /* the record named a live context, or the replay had refused it */
+    if (r.net_ctx != RNIC_PD_MULTI_NET) {
+        rnic_netctx_lookup(e, r.net_ctx)->log_replayed++;
+    }
+    return true;
+}
+
 bool rnic_mrlog_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
+    return rnic_records_load(e, rd, err, "registration log",
+                             rnic_mrlog_load_one);
+}
+
+/* A page list's pages, 4 a line. */
+static void rnic_pages_dump(RnicImageReader *rd, GString *out,
+                            const char *key, uint32_t n)
+{
     uint32_t i;
 
     for (i = 0; i < n && !rd->overrun; i++) {
-        RnicRegLogRec r;
-        bool ok;
+        uint64_t page = rnic_image_get_u64(rd);
 
-        memset(&r, 0, sizeof(r));
-        r.op = rnic_image_get_u8(rd);
-        r.kind = rnic_image_get_u8(rd);
-        r.net_ctx = rnic_image_get_u32(rd);
-        r.stag = rnic_image_get_u32(rd);
-        r.pd = rnic_image_get_u32(rd);
-        r.owner = rnic_image_get_u32(rd);
-        r.access = rnic_image_get_u32(rd);
-        r.max_pages = rnic_image_get_u32(rd);
-        r.iova = rnic_image_get_u64(rd);
-        r.length = rnic_image_get_u64(rd);
-        if (rnic_image_get_u8(rd)) {
-            uint32_t npages = rnic_image_get_u32(rd);
-            uint8_t shift = rnic_image_get_u8(rd);
-            uint8_t contig = rnic_image_get_u8(rd);
-            uint32_t j, cnt = contig ? 1 : npages;
-
-            LOAD_END(rd, "registration log");
-            /* never allocate more than the stream can hold */
-            LOAD_CHECK(contig <= 1 && (uint64_t)cnt * 8 <= rd->len - rd->pos,
-                       "registration log: page list of %u pages truncated",
-                       npages);
-            r.pbl = rnic_pbl_alloc(e, npages, shift, contig);
-            LOAD_CHECK(r.pbl, "registration log: page list of %u pages "
-                       "too big for this device", npages);
-            for (j = 0; j < cnt; j++) {
-                r.pbl->pages[j] = rnic_image_get_u64(rd);
-            }
-        }
         if (rd->overrun) {
-            rnic_pbl_unref(e, r.pbl);
             break;
         }
-        ok = rnic_reglog_replay(e, &r, err);
-        rnic_pbl_unref(e, r.pbl);
-        if (!ok) {
-            return false;
+        if (i % 4 == 0) {
+            g_string_append_printf(out, "%s  %s.pbl.pages[%u] =",
+                                   i ? "\n" : "", key, i);
         }
-        /* the record named a live context, or the replay had refused it */
-        if (r.net_ctx != RNIC_PD_MULTI_NET) {
-            rnic_netctx_lookup(e, r.net_ctx)->log_replayed++;
-        }
+        g_string_append_printf(out, " 0x%" G_GINT64_MODIFIER "x", page);
     }
-    LOAD_END(rd, "registration log");
-    return true;
+    if (i) {
+        g_string_append_c(out, '\n');
+    }
+}
+
+void rnic_mrlog_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *key = g_strdup_printf("mr_log[%u]", i);
+        g_autofree char *pbl = g_strdup_printf("mr_log[%u].pbl", i);
+        RnicPbl in = { 0 };
+
+        rnic_image_dump_fields(rd, out, key, rnic_reglog_fields, NULL);
+        if (!rnic_image_get_u8(rd)) {
+            continue;
+        }
+        rnic_image_dump_fields(rd, out, pbl, rnic_pbl_fields, &in);
+        rnic_pages_dump(rd, out, key, rnic_pbl_saved_pages(&in));
+    }
 }
 
 /* ---------------------------------------------------------------------- */
 /* QPs                                                                    */
 /* ---------------------------------------------------------------------- */
 
-static void rnic_sges_save(RnicImageWriter *w, const RnicSgeRes *sge,
-                           uint32_t n)
+/*
+ * A QP's record: its handle, the head, its send-queue slots from sq_una
+ * to sq_hi, the receive queue, attributes, requester (then the time left
+ * on its timer), the receive in progress (then its SGEs), the responder's
+ * RDMA WRITE and resource ring (then the resources in use, each with its
+ * index), and the pending ACK.
+ */
+static const RnicImageField rnic_qp_head_fields[] = {
+    RNIC_IMG_U32(RnicQp, qpn),
+    RNIC_IMG_U32(RnicQp, owner),
+    RNIC_IMG_U8(RnicQp, type),
+    RNIC_IMG_U8(RnicQp, state),
+    RNIC_IMG_REF(RnicQp, pd),
+    RNIC_IMG_REF(RnicQp, scq),
+    RNIC_IMG_REF(RnicQp, rcq),
+    RNIC_IMG_REF(RnicQp, srq),
+    RNIC_IMG_BIT0(RnicQp, sq_sig_all),
+    RNIC_IMG_U64(RnicQp, sq_addr),
+    RNIC_IMG_U8(RnicQp, sq_log),
+    RNIC_IMG_U8(RnicQp, sq_shift),
+    RNIC_IMG_U32(RnicQp, sq_prod),
+    RNIC_IMG_U32(RnicQp, sq_next),
+    RNIC_IMG_U32(RnicQp, sq_una),
+    RNIC_IMG_U32(RnicQp, sq_hi),
+    RNIC_IMG_U32(RnicQp, tx_pkt),
+    RNIC_IMG_END
+};
+
+/* the references of the head, in its order */
+enum {
+    RNIC_QP_REF_PD,
+    RNIC_QP_REF_SCQ,
+    RNIC_QP_REF_RCQ,
+    RNIC_QP_REF_SRQ,
+    RNIC_QP_REFS
+};
+
+static const RnicImageField rnic_sq_slot_fields[] = {
+    RNIC_IMG_U64(RnicSqSlot, wr_id),
+    RNIC_IMG_PSN(RnicSqSlot, first_psn),
+    RNIC_IMG_U32(RnicSqSlot, npsn),
+    RNIC_IMG_U32(RnicSqSlot, length),
+    RNIC_IMG_U32(RnicSqSlot, recv_psn),
+    RNIC_IMG_U8(RnicSqSlot, opcode),
+    RNIC_IMG_U8(RnicSqSlot, flags),
+    RNIC_IMG_U8(RnicSqSlot, status),
+    RNIC_IMG_U8(RnicSqSlot, state),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_qp_rq_fields[] = {
+    RNIC_IMG_U64(RnicQp, rq_addr),
+    RNIC_IMG_U8(RnicQp, rq_log),
+    RNIC_IMG_U8(RnicQp, rq_shift),
+    RNIC_IMG_U32(RnicQp, rq_prod),
+    RNIC_IMG_U32(RnicQp, rq_cons),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_qp_attr_fields[] = {
+    RNIC_IMG_U8(RnicQp, path_mtu),
+    RNIC_IMG_U8(RnicQp, timeout),
+    RNIC_IMG_U8(RnicQp, retry_cnt),
+    RNIC_IMG_U8(RnicQp, rnr_retry),
+    RNIC_IMG_U8(RnicQp, min_rnr_timer),
+    RNIC_IMG_U8(RnicQp, max_rd_atomic),
+    RNIC_IMG_U8(RnicQp, max_dest_rd_atomic),
+    RNIC_IMG_U8(RnicQp, port),
+    RNIC_IMG_U16(RnicQp, pkey_index),
+    RNIC_IMG_U32(RnicQp, qkey),
+    RNIC_IMG_U32(RnicQp, dest_qpn),
+    RNIC_IMG_U32(RnicQp, access),
+    RNIC_IMG_BYTES(RnicQp, av),
+    RNIC_IMG_BIT0(RnicQp, sqd_notify),
+    RNIC_IMG_BIT0(RnicQp, sq_drained),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_qp_req_fields[] = {
+    RNIC_IMG_PSN(RnicQp, req_psn),
+    RNIC_IMG_PSN(RnicQp, una_psn),
+    RNIC_IMG_PSN(RnicQp, rq_psn_init),
+    RNIC_IMG_U8(RnicQp, retry_left),
+    RNIC_IMG_U8(RnicQp, rnr_left),
+    RNIC_IMG_U32(RnicQp, rd_outstanding),
+    RNIC_IMG_BIT0(RnicQp, rnr_wait),
+    RNIC_IMG_BIT0(RnicQp, sq_stalled),
+    RNIC_IMG_U8(RnicQp, timer_kind),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_qp_recv_fields[] = {
+    RNIC_IMG_PSN(RnicQp, resp.epsn),
+    RNIC_IMG_PSN(RnicQp, resp.msn),
+    RNIC_IMG_U8(RnicQp, resp.in_msg),
+    RNIC_IMG_BIT0(RnicQp, resp.nak_sent),
+    RNIC_IMG_BIT0(RnicQp, resp.comm_est),
+    RNIC_IMG_BIT0(RnicQp, resp.recv.valid),
+    RNIC_IMG_BIT0(RnicQp, resp.recv.from_srq),
+    RNIC_IMG_U64(RnicQp, resp.recv.wr_id),
+    RNIC_IMG_U32(RnicQp, resp.recv.length),
+    RNIC_IMG_U32(RnicQp, resp.recv.offset),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_sge_fields[] = {
+    RNIC_IMG_U64(RnicSgeRes, addr),
+    RNIC_IMG_U32(RnicSgeRes, length),
+    RNIC_IMG_U32(RnicSgeRes, lkey),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_qp_rw_fields[] = {
+    RNIC_IMG_U32(RnicQp, resp.w_rkey),
+    RNIC_IMG_U64(RnicQp, resp.w_va),
+    RNIC_IMG_U32(RnicQp, resp.w_len),
+    RNIC_IMG_U32(RnicQp, resp.w_done),
+    RNIC_IMG_U32(RnicQp, resp.nres),
+    RNIC_IMG_U32(RnicQp, resp.res_head),
+    RNIC_IMG_U32(RnicQp, resp.res_send),
+    RNIC_IMG_U32(RnicQp, resp.res_pending),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_resp_res_fields[] = {
+    RNIC_IMG_U8(RnicRespRes, kind),
+    RNIC_IMG_BIT0(RnicRespRes, pending),
+    RNIC_IMG_PSN(RnicRespRes, psn),
+    RNIC_IMG_U32(RnicRespRes, npsn),
+    RNIC_IMG_U32(RnicRespRes, next),
+    RNIC_IMG_U64(RnicRespRes, va),
+    RNIC_IMG_U32(RnicRespRes, rkey),
+    RNIC_IMG_U32(RnicRespRes, len),
+    RNIC_IMG_U64(RnicRespRes, orig),
+    RNIC_IMG_END
+};
+
+static const RnicImageField rnic_qp_ack_fields[] = {
+    RNIC_IMG_BIT0(RnicQp, resp.ack_owed),
+    RNIC_IMG_PSN(RnicQp, resp.ack_psn),
+    RNIC_IMG_U8(RnicQp, resp.ack_syndrome),
+    RNIC_IMG_U32_MASK(RnicQp, work_flags,
+                      RNIC_QPW_SQ | RNIC_QPW_RQ | RNIC_QPW_RESP),
+    RNIC_IMG_END
+};
+
+/* Time left on the QP's timer: the destination's clock differs. */
+static uint64_t rnic_qp_timer_left(RnicEngine *e, const RnicQp *qp)
 {
-    uint32_t i;
+    uint64_t now = e->ops->clock_ns(e->opaque);
 
-    rnic_image_put_u32(w, n);
-    for (i = 0; i < n; i++) {
-        rnic_image_put_u64(w, sge[i].addr);
-        rnic_image_put_u32(w, sge[i].length);
-        rnic_image_put_u32(w, sge[i].lkey);
+    if (qp->timer_kind == RNIC_TIMER_NONE || qp->timer_deadline <= now) {
+        return 0;
     }
-}
-
-static bool rnic_sges_load(RnicImageReader *rd, RnicSgeRes *sge, uint32_t *n,
-                           uint32_t max)
-{
-    uint32_t i;
-
-    *n = rnic_image_get_u32(rd);
-    if (*n > max) {
-        return false;
-    }
-    for (i = 0; i < *n; i++) {
-        sge[i].addr = rnic_image_get_u64(rd);
-        sge[i].length = rnic_image_get_u32(rd);
-        sge[i].lkey = rnic_image_get_u32(rd);
-        sge[i].mr = NULL;
-    }
-    return !rd->overrun;
+    return qp->timer_deadline - now;
 }
 
 static void rnic_qp_save(RnicEngine *e, RnicImageWriter *w, const RnicQp *qp)
 {
     const RnicResp *r = &qp->resp;
-    uint64_t now = e->ops->clock_ns(e->opaque);
-    uint32_t i, used;
+    uint32_t mask = (1u << qp->sq_log) - 1;
+    uint32_t i, used = 0;
 
     rnic_image_put_u32(w, qp->handle);
-    rnic_image_put_u32(w, qp->qpn);
-    rnic_image_put_u32(w, qp->owner);
-    rnic_image_put_u8(w, qp->type);
-    rnic_image_put_u8(w, qp->state);
-    rnic_image_put_u32(w, qp->pd->handle);
-    rnic_image_put_u32(w, qp->scq->handle);
-    rnic_image_put_u32(w, qp->rcq->handle);
-    rnic_image_put_u32(w, qp->srq ? qp->srq->handle : RNIC_HANDLE_NONE);
-    rnic_image_put_u8(w, qp->sq_sig_all);
-    /* send queue */
-    rnic_image_put_u64(w, qp->sq_addr);
-    rnic_image_put_u8(w, qp->sq_log);
-    rnic_image_put_u8(w, qp->sq_shift);
-    rnic_image_put_u32(w, qp->sq_prod);
-    rnic_image_put_u32(w, qp->sq_next);
-    rnic_image_put_u32(w, qp->sq_una);
-    rnic_image_put_u32(w, qp->sq_hi);
-    rnic_image_put_u32(w, qp->tx_pkt);
+    rnic_image_put_fields(w, rnic_qp_head_fields, qp);
     for (i = qp->sq_una; i != qp->sq_hi; i++) {
-        const RnicSqSlot *s = &qp->slots[i & ((1u << qp->sq_log) - 1)];
-
-        rnic_image_put_u64(w, s->wr_id);
-        rnic_image_put_u32(w, s->first_psn);
-        rnic_image_put_u32(w, s->npsn);
-        rnic_image_put_u32(w, s->length);
-        rnic_image_put_u32(w, s->recv_psn);
-        rnic_image_put_u8(w, s->opcode);
-        rnic_image_put_u8(w, s->flags);
-        rnic_image_put_u8(w, s->status);
-        rnic_image_put_u8(w, s->state);
+        rnic_image_put_fields(w, rnic_sq_slot_fields, &qp->slots[i & mask]);
     }
-    /* receive queue */
-    rnic_image_put_u64(w, qp->rq_addr);
-    rnic_image_put_u8(w, qp->rq_log);
-    rnic_image_put_u8(w, qp->rq_shift);
-    rnic_image_put_u32(w, qp->rq_prod);
-    rnic_image_put_u32(w, qp->rq_cons);
-    /* attributes */
-    rnic_image_put_u8(w, qp->path_mtu);
-    rnic_image_put_u8(w, qp->timeout);
-    rnic_image_put_u8(w, qp->retry_cnt);
-    rnic_image_put_u8(w, qp->rnr_retry);
-    rnic_image_put_u8(w, qp->min_rnr_timer);
-    rnic_image_put_u8(w, qp->max_rd_atomic);
-    rnic_image_put_u8(w, qp->max_dest_rd_atomic);
-    rnic_image_put_u8(w, qp->port);
-    rnic_image_put_u16(w, qp->pkey_index);
-    rnic_image_put_u32(w, qp->qkey);
-    rnic_image_put_u32(w, qp->dest_qpn);
-    rnic_image_put_u32(w, qp->access);
-    rnic_image_put_bytes(w, &qp->av, sizeof(qp->av));
-    rnic_image_put_u8(w, qp->sqd_notify);
-    rnic_image_put_u8(w, qp->sq_drained);
-    /* requester */
-    rnic_image_put_u32(w, qp->req_psn);
-    rnic_image_put_u32(w, qp->una_psn);
-    rnic_image_put_u32(w, qp->rq_psn_init);
-    rnic_image_put_u8(w, qp->retry_left);
-    rnic_image_put_u8(w, qp->rnr_left);
-    rnic_image_put_u32(w, qp->rd_outstanding);
-    rnic_image_put_u8(w, qp->rnr_wait);
-    rnic_image_put_u8(w, qp->sq_stalled);
-    rnic_image_put_u8(w, qp->timer_kind);
-    rnic_image_put_u64(w, qp->timer_kind == RNIC_TIMER_NONE ? 0 :
-                       qp->timer_deadline > now ? qp->timer_deadline - now : 0);
-    /* responder */
-    rnic_image_put_u32(w, r->epsn);
-    rnic_image_put_u32(w, r->msn);
-    rnic_image_put_u8(w, r->in_msg);
-    rnic_image_put_u8(w, r->nak_sent);
-    rnic_image_put_u8(w, r->comm_est);
-    rnic_image_put_u8(w, r->recv.valid);
-    rnic_image_put_u8(w, r->recv.from_srq);
-    rnic_image_put_u64(w, r->recv.wr_id);
-    rnic_image_put_u32(w, r->recv.length);
-    rnic_image_put_u32(w, r->recv.offset);
-    rnic_sges_save(w, r->recv.sge, r->recv.valid ? r->recv.nsge : 0);
-    rnic_image_put_u32(w, r->w_rkey);
-    rnic_image_put_u64(w, r->w_va);
-    rnic_image_put_u32(w, r->w_len);
-    rnic_image_put_u32(w, r->w_done);
-    rnic_image_put_u32(w, r->nres);
-    rnic_image_put_u32(w, r->res_head);
-    rnic_image_put_u32(w, r->res_send);
-    rnic_image_put_u32(w, r->res_pending);
+    rnic_image_put_fields(w, rnic_qp_rq_fields, qp);
+    rnic_image_put_fields(w, rnic_qp_attr_fields, qp);
+    rnic_image_put_fields(w, rnic_qp_req_fields, qp);
+    rnic_image_put_u64(w, rnic_qp_timer_left(e, qp));
+    rnic_image_put_fields(w, rnic_qp_recv_fields, qp);
+    rnic_image_put_u32(w, r->recv.valid ? r->recv.nsge : 0);
+    for (i = 0; r->recv.valid && i < r->recv.nsge; i++) {
+        rnic_image_put_fields(w, rnic_sge_fields, &r->recv.sge[i]);
+    }
+    rnic_image_put_fields(w, rnic_qp_rw_fields, qp);
     /* only the resources in use: an idle QP costs no 38 bytes per slot */
-    for (i = 0, used = 0; i < r->nres; i++) {
+    for (i = 0; i < r->nres; i++) {
         used += r->res[i].kind != RNIC_RES_FREE;
     }
     rnic_image_put_u32(w, used);
     for (i = 0; i < r->nres; i++) {
-        const RnicRespRes *res = &r->res[i];
-
-        if (res->kind == RNIC_RES_FREE) {
-            continue;
+        if (r->res[i].kind != RNIC_RES_FREE) {
+            rnic_image_put_u32(w, i);
+            rnic_image_put_fields(w, rnic_resp_res_fields, &r->res[i]);
         }
-        rnic_image_put_u32(w, i);
-        rnic_image_put_u8(w, res->kind);
-        rnic_image_put_u8(w, res->pending);
-        rnic_image_put_u32(w, res->psn);
-        rnic_image_put_u32(w, res->npsn);
-        rnic_image_put_u32(w, res->next);
-        rnic_image_put_u64(w, res->va);
-        rnic_image_put_u32(w, res->rkey);
-        rnic_image_put_u32(w, res->len);
-        rnic_image_put_u64(w, res->orig);
     }
-    rnic_image_put_u8(w, r->ack_owed);
-    rnic_image_put_u32(w, r->ack_psn);
-    rnic_image_put_u8(w, r->ack_syndrome);
-    rnic_image_put_u32(w, qp->work_flags);
+    rnic_image_put_fields(w, rnic_qp_ack_fields, qp);
 }
 
 void rnic_qps_save(RnicEngine *e, RnicImageWriter *w)
@@ -775,58 +959,48 @@ void rnic_qps_save(RnicEngine *e, RnicImageWriter *w)
     }
 }
 
-/* Load one QP; on failure a half-built QP is destroyed by the reset. */
-static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
+/*
+ * The head: a QP of objects loaded before, with a plausible send queue,
+ * is created and attached (its slots allocated).
+ */
+static bool rnic_qp_load_head(RnicEngine *e, RnicImageReader *rd,
+                              RnicQp **out, char **err)
 {
     uint32_t h = rnic_image_get_u32(rd);
-    uint32_t qpn = rnic_image_get_u32(rd);
-    uint32_t owner = rnic_image_get_u32(rd);
-    uint8_t type = rnic_image_get_u8(rd);
-    uint8_t state = rnic_image_get_u8(rd);
-    RnicPd *pd = rnic_pd_lookup(e, rnic_image_get_u32(rd));
-    RnicCq *scq = rnic_cq_lookup(e, rnic_image_get_u32(rd));
-    RnicCq *rcq = rnic_cq_lookup(e, rnic_image_get_u32(rd));
-    uint32_t srqh = rnic_image_get_u32(rd);
+    uint32_t ref[RNIC_QP_REFS];
+    RnicQp in = { 0 };
     RnicSrq *srq = NULL;
-    RnicResp *r;
-    uint32_t i, k, mask, nres, used;
-    uint64_t timer_left;
+    RnicPd *pd;
+    RnicCq *scq, *rcq;
     RnicQp *qp;
 
+    rnic_image_get_fields(rd, rnic_qp_head_fields, &in, ref);
     LOAD_END(rd, "QP");
-    if (srqh != RNIC_HANDLE_NONE) {
-        srq = rnic_srq_lookup(e, srqh);
-        LOAD_CHECK(srq, "QP %u: unknown SRQ %u", h, srqh);
+    if (ref[RNIC_QP_REF_SRQ] != RNIC_HANDLE_NONE) {
+        srq = rnic_srq_lookup(e, ref[RNIC_QP_REF_SRQ]);
+        LOAD_CHECK(srq, "QP %u: unknown SRQ %u", h, ref[RNIC_QP_REF_SRQ]);
     }
-    LOAD_CHECK(pd && scq && rcq && pd->owner == owner &&
-               scq->owner == owner && rcq->owner == owner &&
-               (!srq || (srq->owner == owner && srq->pd->ctx == pd->ctx)) &&
-               type <= RNIC_QPT_GSI && state <= RNIC_QPS_ERR &&
-               qpn >= 1 && qpn <= RNIC_ROCE_QPN_MASK &&
-               (qpn == RNIC_ROCE_GSI_QPN) == (type == RNIC_QPT_GSI) &&
-               rnic_qpn_free_for(e, pd, qpn),
-               "QP %u: bad objects, type, state or QPN %u", h, qpn);
-    qp = rnic_qp_create(e, h, qpn);
+    pd = rnic_pd_lookup(e, ref[RNIC_QP_REF_PD]);
+    scq = rnic_cq_lookup(e, ref[RNIC_QP_REF_SCQ]);
+    rcq = rnic_cq_lookup(e, ref[RNIC_QP_REF_RCQ]);
+    LOAD_CHECK(pd && scq && rcq && pd->owner == in.owner &&
+               scq->owner == in.owner && rcq->owner == in.owner &&
+               (!srq || (srq->owner == in.owner && srq->pd->ctx == pd->ctx)) &&
+               in.type <= RNIC_QPT_GSI && in.state <= RNIC_QPS_ERR &&
+               in.qpn >= 1 && in.qpn <= RNIC_ROCE_QPN_MASK &&
+               (in.qpn == RNIC_ROCE_GSI_QPN) == (in.type == RNIC_QPT_GSI) &&
+               rnic_qpn_free_for(e, pd, in.qpn),
+               "QP %u: bad objects, type, state or QPN %u", h, in.qpn);
+    qp = rnic_qp_create(e, h, in.qpn);
     LOAD_CHECK(qp, "QP %u does not fit this device (max-qps=%u)", h,
                e->cfg.max_qp);
-    qp->owner = owner;
-    qp->type = type;
-    qp->state = state;
-    qp->sq_sig_all = rnic_image_get_u8(rd) & 1;
-    qp->sq_addr = rnic_image_get_u64(rd);
-    qp->sq_log = rnic_image_get_u8(rd);
-    qp->sq_shift = rnic_image_get_u8(rd);
-    qp->sq_prod = rnic_image_get_u32(rd);
-    qp->sq_next = rnic_image_get_u32(rd);
-    qp->sq_una = rnic_image_get_u32(rd);
-    qp->sq_hi = rnic_image_get_u32(rd);
-    qp->tx_pkt = rnic_image_get_u32(rd);
-    LOAD_END(rd, "QP");
+    rnic_image_copy_fields(rnic_qp_head_fields, qp, &in);
     /* the rings first: they size what follows */
     LOAD_CHECK(qp->sq_shift >= RNIC_SQ_WQE_SHIFT_MIN &&
                qp->sq_shift <= RNIC_WQE_SHIFT_MAX &&
-               rnic_ring_ok(qp->sq_addr, qp->sq_log, qp->sq_shift,
-                            e->cfg.max_qp_wr) &&
+               rnic_ring_check(qp->sq_addr, qp->sq_log, RNIC_WQ_LOG_MIN,
+                               e->cfg.max_qp_wr,
+                               1u << qp->sq_shift) == RNIC_RING_OK &&
                qp->sq_prod - qp->sq_una <= (1u << qp->sq_log) &&
                qp->sq_hi - qp->sq_una <= qp->sq_prod - qp->sq_una &&
                qp->sq_next - qp->sq_una <= qp->sq_hi - qp->sq_una,
@@ -835,7 +1009,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
     qp->rq_shift = RNIC_RQ_WQE_SHIFT_MIN;
     /* a multi-network PD's RC QP is bound by its section, later */
     qp->ctx = pd->ctx;
-    qp->all_nets = !pd->ctx && type != RNIC_QPT_RC;
+    qp->all_nets = !pd->ctx && qp->type != RNIC_QPT_RC;
     qp->pd = pd;
     qp->scq = scq;
     qp->rcq = rcq;
@@ -844,35 +1018,42 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                "QP %u: send queue of 2^%u slots passes the host memory "
                "budget (memory-budget-mib=%u)", h, qp->sq_log,
                e->cfg.mem_budget_mib);
-    mask = (1u << qp->sq_log) - 1;
+    *out = qp;
+    return true;
+}
+
+static bool rnic_qp_load_slots(RnicEngine *e, RnicImageReader *rd,
+                               RnicQp *qp, char **err)
+{
+    uint32_t mask = (1u << qp->sq_log) - 1;
+    uint32_t i;
+
     for (i = qp->sq_una; i != qp->sq_hi; i++) {
         RnicSqSlot *s = &qp->slots[i & mask];
 
-        s->wr_id = rnic_image_get_u64(rd);
-        s->first_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-        s->npsn = rnic_image_get_u32(rd);
-        s->length = rnic_image_get_u32(rd);
-        s->recv_psn = rnic_image_get_u32(rd);
-        s->opcode = rnic_image_get_u8(rd);
-        s->flags = rnic_image_get_u8(rd);
-        s->status = rnic_image_get_u8(rd);
-        s->state = rnic_image_get_u8(rd);
+        rnic_image_get_fields(rd, rnic_sq_slot_fields, s, NULL);
         LOAD_CHECK(s->opcode < RNIC_WR_OPCODE_COUNT &&
                    s->state <= RNIC_SLOT_DONE && s->recv_psn <= s->npsn &&
                    s->npsn <= (1u << 23) && s->length <= RNIC_MAX_MSG_SIZE,
-                   "QP %u: bad send slot %u", h, i);
+                   "QP %u: bad send slot %u", qp->handle, i);
     }
-    qp->rq_addr = rnic_image_get_u64(rd);
-    qp->rq_log = rnic_image_get_u8(rd);
-    qp->rq_shift = rnic_image_get_u8(rd);
-    qp->rq_prod = rnic_image_get_u32(rd);
-    qp->rq_cons = rnic_image_get_u32(rd);
+    return true;
+}
+
+/* Receive queue, attributes and requester, each checked once read. */
+static bool rnic_qp_load_body(RnicEngine *e, RnicImageReader *rd,
+                              RnicQp *qp, uint64_t *timer_left, char **err)
+{
+    uint32_t h = qp->handle;
+
+    rnic_image_get_fields(rd, rnic_qp_rq_fields, qp, NULL);
     LOAD_END(rd, "QP");
-    if (!srq) {
+    if (!qp->srq) {
         LOAD_CHECK(qp->rq_shift >= RNIC_RQ_WQE_SHIFT_MIN &&
                    qp->rq_shift <= RNIC_WQE_SHIFT_MAX &&
-                   rnic_ring_ok(qp->rq_addr, qp->rq_log, qp->rq_shift,
-                                e->cfg.max_qp_wr) &&
+                   rnic_ring_check(qp->rq_addr, qp->rq_log, RNIC_WQ_LOG_MIN,
+                                   e->cfg.max_qp_wr,
+                                   1u << qp->rq_shift) == RNIC_RING_OK &&
                    qp->rq_prod - qp->rq_cons <= (1u << qp->rq_log),
                    "QP %u: bad receive queue", h);
         qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) - 16) / 16);
@@ -881,21 +1062,7 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
         LOAD_CHECK(!qp->rq_log && !qp->rq_shift && qp->rq_prod == qp->rq_cons,
                    "QP %u: a receive queue besides its SRQ", h);
     }
-    qp->path_mtu = rnic_image_get_u8(rd);
-    qp->timeout = rnic_image_get_u8(rd);
-    qp->retry_cnt = rnic_image_get_u8(rd);
-    qp->rnr_retry = rnic_image_get_u8(rd);
-    qp->min_rnr_timer = rnic_image_get_u8(rd);
-    qp->max_rd_atomic = rnic_image_get_u8(rd);
-    qp->max_dest_rd_atomic = rnic_image_get_u8(rd);
-    qp->port = rnic_image_get_u8(rd);
-    qp->pkey_index = rnic_image_get_u16(rd);
-    qp->qkey = rnic_image_get_u32(rd);
-    qp->dest_qpn = rnic_image_get_u32(rd);
-    qp->access = rnic_image_get_u32(rd);
-    rnic_image_get_bytes(rd, &qp->av, sizeof(qp->av));
-    qp->sqd_notify = rnic_image_get_u8(rd) & 1;
-    qp->sq_drained = rnic_image_get_u8(rd) & 1;
+    rnic_image_get_fields(rd, rnic_qp_attr_fields, qp, NULL);
     LOAD_END(rd, "QP");
     LOAD_CHECK(qp->path_mtu >= RNIC_MTU_256 && qp->path_mtu <= RNIC_MTU_4096 &&
                qp->timeout <= 31 && qp->retry_cnt <= 7 && qp->rnr_retry <= 7 &&
@@ -905,34 +1072,42 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                qp->dest_qpn <= RNIC_ROCE_QPN_MASK &&
                !(qp->access & ~RNIC_ACCESS_ALL),
                "QP %u: bad attributes", h);
-    qp->req_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-    qp->una_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-    rnic_req_ackreq_restart(qp);    /* what is resent asks for its ACK */
-    qp->rq_psn_init = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-    qp->retry_left = rnic_image_get_u8(rd);
-    qp->rnr_left = rnic_image_get_u8(rd);
-    qp->rd_outstanding = rnic_image_get_u32(rd);
-    qp->rnr_wait = rnic_image_get_u8(rd) & 1;
-    qp->sq_stalled = rnic_image_get_u8(rd) & 1;
-    qp->timer_kind = rnic_image_get_u8(rd);
-    timer_left = rnic_image_get_u64(rd);
+    rnic_image_get_fields(rd, rnic_qp_req_fields, qp, NULL);
+    *timer_left = rnic_image_get_u64(rd);
     LOAD_END(rd, "QP");
+    rnic_req_ackreq_restart(qp);    /* what is resent asks for its ACK */
     LOAD_CHECK(qp->retry_left <= 7 && qp->rnr_left <= 7 &&
                qp->rd_outstanding <= qp->sq_hi - qp->sq_una &&
                qp->timer_kind <= RNIC_TIMER_RNR,
                "QP %u: bad requester state", h);
-    /* responder */
-    r = &qp->resp;
-    r->epsn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-    r->msn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-    r->in_msg = rnic_image_get_u8(rd);
-    r->nak_sent = rnic_image_get_u8(rd) & 1;
-    r->comm_est = rnic_image_get_u8(rd) & 1;
-    r->recv.valid = rnic_image_get_u8(rd) & 1;
-    r->recv.from_srq = rnic_image_get_u8(rd) & 1;
-    r->recv.wr_id = rnic_image_get_u64(rd);
-    r->recv.length = rnic_image_get_u32(rd);
-    r->recv.offset = rnic_image_get_u32(rd);
+    return true;
+}
+
+static bool rnic_sges_load(RnicImageReader *rd, RnicSgeRes *sge, uint32_t *n,
+                           uint32_t max)
+{
+    uint32_t i;
+
+    *n = rnic_image_get_u32(rd);
+    if (*n > max) {
+        return false;
+    }
+    for (i = 0; i < *n; i++) {
+        rnic_image_get_fields(rd, rnic_sge_fields, &sge[i], NULL);
+        sge[i].mr = NULL;
+    }
+    return !rd->overrun;
+}
+
+/* The responder: the receive in progress, the READ/atomic resources. */
+static bool rnic_qp_load_resp(RnicEngine *e, RnicImageReader *rd,
+                              RnicQp *qp, char **err)
+{
+    RnicResp *r = &qp->resp;
+    uint32_t h = qp->handle;
+    uint32_t i, k, used;
+
+    rnic_image_get_fields(rd, rnic_qp_recv_fields, qp, NULL);
     LOAD_CHECK(rnic_sges_load(rd, r->recv.sge, &r->recv.nsge,
                               e->cfg.max_sge) &&
                r->in_msg <= RNIC_RESP_WRITE &&
@@ -940,53 +1115,48 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
                r->recv.length <= RNIC_MAX_MSG_SIZE,
                "QP %u: bad receive in progress", h);
     r->recv.mr_gen = 0;         /* resolved again on first use */
-    r->w_rkey = rnic_image_get_u32(rd);
-    r->w_va = rnic_image_get_u64(rd);
-    r->w_len = rnic_image_get_u32(rd);
-    r->w_done = rnic_image_get_u32(rd);
-    nres = rnic_image_get_u32(rd);
-    r->res_head = rnic_image_get_u32(rd);
-    r->res_send = rnic_image_get_u32(rd);
-    r->res_pending = rnic_image_get_u32(rd);
+    rnic_image_get_fields(rd, rnic_qp_rw_fields, qp, NULL);
     LOAD_END(rd, "QP");
-    LOAD_CHECK(nres >= 1 && nres <= e->cfg.max_rd_atomic &&
-               r->res_pending <= nres && r->w_done <= r->w_len,
+    LOAD_CHECK(r->nres >= 1 && r->nres <= e->cfg.max_rd_atomic &&
+               r->res_pending <= r->nres && r->w_done <= r->w_len,
                "QP %u: bad responder resources", h);
-    r->nres = nres;
     used = rnic_image_get_u32(rd);
-    LOAD_CHECK(used <= nres, "QP %u: %u responder resources in use of %u", h,
-               used, nres);
+    LOAD_CHECK(used <= r->nres, "QP %u: %u responder resources in use of %u",
+               h, used, r->nres);
     for (k = 0; k < used; k++) {
         RnicRespRes *res;
 
         i = rnic_image_get_u32(rd);
-        LOAD_CHECK(i < nres && r->res[i].kind == RNIC_RES_FREE,
+        LOAD_CHECK(i < r->nres && r->res[i].kind == RNIC_RES_FREE,
                    "QP %u: bad responder resource index %u", h, i);
         res = &r->res[i];
-        res->kind = rnic_image_get_u8(rd);
-        res->pending = rnic_image_get_u8(rd) & 1;
-        res->psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-        res->npsn = rnic_image_get_u32(rd);
-        res->next = rnic_image_get_u32(rd);
-        res->va = rnic_image_get_u64(rd);
-        res->rkey = rnic_image_get_u32(rd);
-        res->len = rnic_image_get_u32(rd);
-        res->orig = rnic_image_get_u64(rd);
+        rnic_image_get_fields(rd, rnic_resp_res_fields, res, NULL);
         LOAD_CHECK(res->kind != RNIC_RES_FREE &&
                    res->kind <= RNIC_RES_ATOMIC && res->next <= res->npsn &&
                    res->npsn <= (1u << 23) && res->len <= RNIC_MAX_MSG_SIZE,
                    "QP %u: bad responder resource %u", h, i);
     }
-    r->ack_owed = rnic_image_get_u8(rd) & 1;
-    r->ack_psn = rnic_image_get_u32(rd) & RNIC_ROCE_PSN_MASK;
-    r->ack_syndrome = rnic_image_get_u8(rd);
-    qp->work_flags = rnic_image_get_u32(rd) &
-                     (RNIC_QPW_SQ | RNIC_QPW_RQ | RNIC_QPW_RESP);
+    return true;
+}
+
+/* Load one QP; on failure a half-built QP is destroyed by the reset. */
+static bool rnic_qp_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    RnicQp *qp = NULL;
+    uint64_t timer_left = 0;
+    uint8_t kind;
+
+    if (!rnic_qp_load_head(e, rd, &qp, err) ||
+        !rnic_qp_load_slots(e, rd, qp, err) ||
+        !rnic_qp_load_body(e, rd, qp, &timer_left, err) ||
+        !rnic_qp_load_resp(e, rd, qp, err)) {
+        return false;
+    }
+    rnic_image_get_fields(rd, rnic_qp_ack_fields, qp, NULL);
     LOAD_END(rd, "QP");
     if (qp->timer_kind != RNIC_TIMER_NONE) {
         /* restarted on this host's clock with the time that was left */
-        uint8_t kind = qp->timer_kind;
-
+        kind = qp->timer_kind;
         qp->timer_kind = RNIC_TIMER_NONE;
         rnic_qp_timer_set(e, qp, kind,
                           CLAMP(timer_left, 1, rnic_ack_timeout_ns(31)));
@@ -996,16 +1166,51 @@ static bool rnic_qp_load(RnicEngine *e, RnicImageReader *rd, char **err)
 
 bool rnic_qps_load(RnicEngine *e, RnicImageReader *rd, char **err)
 {
-    uint32_t n = rnic_image_get_u32(rd);
+    return rnic_records_load(e, rd, err, "QP", rnic_qp_load_one);
+}
+
+static void rnic_qp_dump(RnicImageReader *rd, GString *out)
+{
+    g_autofree char *qp = g_strdup_printf("qp[%u]", rnic_image_get_u32(rd));
+    RnicQp in = { 0 };
+    uint32_t i, n;
+
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_head_fields, &in);
+    for (i = in.sq_una; i != in.sq_hi && !rd->overrun; i++) {
+        g_autofree char *slot = g_strdup_printf("%s.slot[%u]", qp, i);
+
+        rnic_image_dump_fields(rd, out, slot, rnic_sq_slot_fields, NULL);
+    }
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_rq_fields, NULL);
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_attr_fields, NULL);
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_req_fields, NULL);
+    rnic_image_dump_u64(rd, out, qp, "timer_left_ns");
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_recv_fields, NULL);
+    n = rnic_image_dump_u32(rd, out, qp, "resp.recv.nsge");
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *sge = g_strdup_printf("%s.resp.recv.sge[%u]", qp, i);
+
+        rnic_image_dump_fields(rd, out, sge, rnic_sge_fields, NULL);
+    }
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_rw_fields, NULL);
+    n = rnic_image_dump_u32(rd, out, qp, "resp.res_used");
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *res = NULL;
+
+        res = g_strdup_printf("%s.resp.res[%u]", qp, rnic_image_get_u32(rd));
+        rnic_image_dump_fields(rd, out, res, rnic_resp_res_fields, NULL);
+    }
+    rnic_image_dump_fields(rd, out, qp, rnic_qp_ack_fields, NULL);
+}
+
+void rnic_qps_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
     uint32_t i;
 
     for (i = 0; i < n && !rd->overrun; i++) {
-        if (!rnic_qp_load(e, rd, err)) {
-            return false;
-        }
+        rnic_qp_dump(rd, out);
     }
-    LOAD_END(rd, "QP");
-    return true;
 }
 
 /*

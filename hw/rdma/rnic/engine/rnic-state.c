@@ -2,10 +2,12 @@
 /*
  * rnic engine: the migration state image of the whole device.
  *
- * Each piece of state is one section with a save and a load function.
- * Loading resets the engine, then replays the sections in order; anything
+ * Each piece of state is one section with a save, a load and a dump
+ * function, which walk the same field tables (rnic-image.h). Loading
+ * resets the engine, then replays the sections in order; anything
  * inconsistent makes the load fail with a message (the engine is left
- * reset), it never trusts the stream.
+ * reset), it never trusts the stream. The dump needs no engine: it prints
+ * what an image holds, whether a load would accept it or not.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -34,22 +36,27 @@ enum rnic_section_tag {
     RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
 };
 
+static const RnicImageField rnic_regs_fields[] = {
+    RNIC_IMG_U32(RnicRegs, dev_ctrl),
+    RNIC_IMG_U32(RnicRegs, dev_status),
+    RNIC_IMG_U32(RnicRegs, fatal_code),
+    RNIC_IMG_U32(RnicRegs, scratch),
+    RNIC_IMG_BYTES(RnicRegs, mac),
+    RNIC_IMG_U64(RnicRegs, aq_base),
+    RNIC_IMG_U64(RnicRegs, acq_base),
+    RNIC_IMG_U32(RnicRegs, aq_size_log2),
+    RNIC_IMG_U32(RnicRegs, aq_tail),
+    RNIC_IMG_U32(RnicRegs, aq_head),
+    RNIC_IMG_U32(RnicRegs, acq_tail),
+    RNIC_IMG_U32(RnicRegs, acq_head),
+    RNIC_IMG_END
+};
+
 static void rnic_regs_save(RnicEngine *e, RnicImageWriter *w)
 {
     const RnicRegs *r = &e->regs;
 
-    rnic_image_put_u32(w, r->dev_ctrl);
-    rnic_image_put_u32(w, r->dev_status);
-    rnic_image_put_u32(w, r->fatal_code);
-    rnic_image_put_u32(w, r->scratch);
-    rnic_image_put_bytes(w, r->mac, sizeof(r->mac));
-    rnic_image_put_u64(w, r->aq_base);
-    rnic_image_put_u64(w, r->acq_base);
-    rnic_image_put_u32(w, r->aq_size_log2);
-    rnic_image_put_u32(w, r->aq_tail);
-    rnic_image_put_u32(w, r->aq_head);
-    rnic_image_put_u32(w, r->acq_tail);
-    rnic_image_put_u32(w, r->acq_head);
+    rnic_image_put_fields(w, rnic_regs_fields, r);
     /* heartbeat as elapsed time: the destination's clock differs */
     rnic_image_put_u64(w, e->ops->clock_ns(e->opaque) - r->heartbeat_base_ns);
 }
@@ -59,18 +66,7 @@ static bool rnic_regs_load(RnicEngine *e, RnicImageReader *rd, char **err)
     RnicRegs *r = &e->regs;
     uint32_t entries;
 
-    r->dev_ctrl = rnic_image_get_u32(rd);
-    r->dev_status = rnic_image_get_u32(rd);
-    r->fatal_code = rnic_image_get_u32(rd);
-    r->scratch = rnic_image_get_u32(rd);
-    rnic_image_get_bytes(rd, r->mac, sizeof(r->mac));
-    r->aq_base = rnic_image_get_u64(rd);
-    r->acq_base = rnic_image_get_u64(rd);
-    r->aq_size_log2 = rnic_image_get_u32(rd);
-    r->aq_tail = rnic_image_get_u32(rd);
-    r->aq_head = rnic_image_get_u32(rd);
-    r->acq_tail = rnic_image_get_u32(rd);
-    r->acq_head = rnic_image_get_u32(rd);
+    rnic_image_get_fields(rd, rnic_regs_fields, r, NULL);
     r->heartbeat_base_ns = e->ops->clock_ns(e->opaque) - rnic_image_get_u64(rd);
     if (rd->overrun) {
         *err = g_strdup("register section truncated");
@@ -126,6 +122,24 @@ static bool rnic_stats_load(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
+static void rnic_regs_dump(RnicImageReader *rd, GString *out)
+{
+    rnic_image_dump_fields(rd, out, "regs", rnic_regs_fields, NULL);
+    rnic_image_dump_u64(rd, out, "regs", "heartbeat_elapsed_ns");
+}
+
+static void rnic_stats_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *name = g_strdup_printf("stats[%u]", i);
+
+        rnic_image_dump_u64(rd, out, NULL, name);
+    }
+}
+
 typedef struct RnicSection {
     uint16_t tag;
     uint16_t flags;
@@ -134,29 +148,39 @@ typedef struct RnicSection {
     bool (*load)(RnicEngine *e, RnicImageReader *r, char **err);
     /* NULL: always written; else written only when it returns true */
     bool (*needed)(RnicEngine *e);
+    /* NULL: no field tables, dumped as bytes */
+    void (*dump)(RnicImageReader *r, GString *out);
 } RnicSection;
 
 /* In load order: later sections may refer to objects of earlier ones. */
 static const RnicSection rnic_sections[] = {
-    { RNIC_SEC_REGS, 0, "registers", rnic_regs_save, rnic_regs_load },
+    { RNIC_SEC_REGS, 0, "registers", rnic_regs_save, rnic_regs_load,
+      .dump = rnic_regs_dump },
     { RNIC_SEC_STATS, RNIC_SECTION_OPTIONAL, "statistics",
-      rnic_stats_save, rnic_stats_load },
+      rnic_stats_save, rnic_stats_load, .dump = rnic_stats_dump },
     { RNIC_SEC_ETH, 0, "ethernet", rnic_eth_save, rnic_eth_load },
-    { RNIC_SEC_UCTX, 0, "user contexts", rnic_uctx_save, rnic_uctx_load },
+    { RNIC_SEC_UCTX, 0, "user contexts", rnic_uctx_save, rnic_uctx_load,
+      .dump = rnic_uctx_dump },
     { RNIC_SEC_NET_CTX, 0, "network contexts", rnic_netctx_save,
-      rnic_netctx_load },
-    { RNIC_SEC_GIDS, 0, "GID table", rnic_gids_save, rnic_gids_load },
-    { RNIC_SEC_PDS, 0, "PDs", rnic_pds_save, rnic_pds_load },
+      rnic_netctx_load, .dump = rnic_netctx_dump },
+    { RNIC_SEC_GIDS, 0, "GID table", rnic_gids_save, rnic_gids_load,
+      .dump = rnic_gids_dump },
+    { RNIC_SEC_PDS, 0, "PDs", rnic_pds_save, rnic_pds_load,
+      .dump = rnic_pds_dump },
     { RNIC_SEC_MNET_PDS, 0, "multi-network PDs", rnic_mnet_pds_save,
-      rnic_mnet_pds_load, rnic_mnet_needed },
-    { RNIC_SEC_EQS, 0, "EQs", rnic_eqs_save, rnic_eqs_load },
-    { RNIC_SEC_CQS, 0, "CQs", rnic_cqs_save, rnic_cqs_load },
-    { RNIC_SEC_SRQS, 0, "SRQs", rnic_srqs_save, rnic_srqs_load },
+      rnic_mnet_pds_load, rnic_mnet_needed, rnic_mnet_pds_dump },
+    { RNIC_SEC_EQS, 0, "EQs", rnic_eqs_save, rnic_eqs_load,
+      .dump = rnic_eqs_dump },
+    { RNIC_SEC_CQS, 0, "CQs", rnic_cqs_save, rnic_cqs_load,
+      .dump = rnic_cqs_dump },
+    { RNIC_SEC_SRQS, 0, "SRQs", rnic_srqs_save, rnic_srqs_load,
+      .dump = rnic_srqs_dump },
     { RNIC_SEC_MR_LOG, 0, "registration log", rnic_mrlog_save,
-      rnic_mrlog_load },
-    { RNIC_SEC_QPS, 0, "QPs", rnic_qps_save, rnic_qps_load },
+      rnic_mrlog_load, .dump = rnic_mrlog_dump },
+    { RNIC_SEC_QPS, 0, "QPs", rnic_qps_save, rnic_qps_load,
+      .dump = rnic_qps_dump },
     { RNIC_SEC_MNET_BINDS, 0, "multi-network bindings", rnic_mnet_binds_save,
-      rnic_mnet_binds_load, rnic_mnet_needed },
+      rnic_mnet_binds_load, rnic_mnet_needed, rnic_mnet_binds_dump },
 };
 
 static const RnicSection *rnic_section_find(uint16_t tag)
@@ -255,4 +279,61 @@ fail:
     rnic_event(e, ERR_STATE_LOAD, *err, 0);
     rnic_engine_reset(e);
     return false;
+}
+
+/* A section without field tables: its bytes, 16 a line. */
+static void rnic_section_hex(RnicImageReader *rd, GString *out)
+{
+    while (rd->pos < rd->len) {
+        size_t i, n = MIN(rd->len - rd->pos, 16);
+
+        g_string_append_printf(out, "  %04zx:", rd->pos);
+        for (i = 0; i < n; i++) {
+            g_string_append_printf(out, " %02x", rd->data[rd->pos + i]);
+        }
+        g_string_append_c(out, '\n');
+        rd->pos += n;
+    }
+}
+
+bool rnic_state_dump(const uint8_t *data, size_t len, GString *out)
+{
+    RnicImageReader r = { .data = data, .len = len };
+    RnicImageReader payload;
+    uint16_t tag, flags;
+    uint32_t magic, version;
+    bool whole = true;
+
+    magic = rnic_image_get_u32(&r);
+    version = rnic_image_get_u32(&r);
+    if (r.overrun || magic != RNIC_IMAGE_MAGIC) {
+        g_string_append(out, "not an rnic state image\n");
+        return false;
+    }
+    g_string_append_printf(out, "rnic state image version %u, %zu bytes\n",
+                           version, len);
+    while (rnic_image_next_section(&r, &tag, &flags, &payload)) {
+        const RnicSection *s = rnic_section_find(tag);
+
+        g_string_append_printf(out, "section %u %s: %zu bytes%s\n", tag,
+                               s ? s->name : "unknown", payload.len,
+                               flags & RNIC_SECTION_OPTIONAL ?
+                               ", optional" : "");
+        if (s && s->dump) {
+            s->dump(&payload, out);
+        } else {
+            rnic_section_hex(&payload, out);
+        }
+        if (payload.overrun || payload.pos != payload.len) {
+            g_string_append_printf(out, "  section %u: %s\n", tag,
+                                   payload.overrun ? "truncated" :
+                                   "bytes left over");
+            whole = false;
+        }
+    }
+    if (r.overrun) {
+        g_string_append(out, "image truncated\n");
+        whole = false;
+    }
+    return whole;
 }

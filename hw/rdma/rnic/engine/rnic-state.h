@@ -9,9 +9,11 @@
 #include "rnic-engine-int.h"
 #include "rnic-image.h"
 
+/* save, load, and dump (the image's fields as text, no engine needed) */
 #define RNIC_STATE_SECTION(name) \
     void rnic_##name##_save(RnicEngine *e, RnicImageWriter *w); \
-    bool rnic_##name##_load(RnicEngine *e, RnicImageReader *rd, char **err)
+    bool rnic_##name##_load(RnicEngine *e, RnicImageReader *rd, char **err); \
+    void rnic_##name##_dump(RnicImageReader *rd, GString *out)
 
 RNIC_STATE_SECTION(uctx);
 RNIC_STATE_SECTION(netctx);
@@ -26,6 +28,13 @@ RNIC_STATE_SECTION(mnet_pds);
 RNIC_STATE_SECTION(mnet_binds);
 /* Are there multi-network PDs (the sections above are written)? */
 bool rnic_mnet_needed(RnicEngine *e);
+
+/*
+ * A state image as text, section by section and field by field (the
+ * field tables' names): what tests/tools/rnic-image-dump prints. false:
+ * it is not an image, or a section ends early or has bytes left over.
+ */
+bool rnic_state_dump(const uint8_t *data, size_t len, GString *out);
 
 /* After a successful load: caches invalid, pending work and timers on. */
 char *rnic_state_check(RnicEngine *e);
