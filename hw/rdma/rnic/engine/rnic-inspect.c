@@ -119,12 +119,10 @@ static GPtrArray *rnic_ctx_qps(RnicEngine *e, RnicNetCtx *ctx)
 {
     GPtrArray *qps = g_ptr_array_new();
     uint32_t i;
+    RnicQp *qp;
 
-    for (i = 0; i < e->qps.cap; i++) {
-        RnicQp *qp = e->qps.slots[i];
-
-        if (qp && (ctx ? rnic_qp_by_qpn(ctx, qp->qpn) == qp
-                       : !qp->ctx)) {
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        if (ctx ? rnic_qp_by_qpn(ctx, qp->qpn) == qp : !qp->ctx) {
             g_ptr_array_add(qps, qp);
         }
     }
@@ -135,15 +133,12 @@ static GPtrArray *rnic_ctx_qps(RnicEngine *e, RnicNetCtx *ctx)
 void rnic_engine_foreach_net_ctx(RnicEngine *e, RnicNetCtxInfoFn *fn,
                                  void *opaque)
 {
+    RnicNetCtx *ctx;
     uint32_t c;
 
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
         RnicNetCtxInfo info;
 
-        if (!ctx) {
-            continue;
-        }
         memset(&info, 0, sizeof(info));
         info.handle = ctx->handle;
         info.net_type = ctx->net_type;
@@ -175,14 +170,10 @@ static void rnic_describe_table(RnicEngine *e, GString *out,
 char *rnic_engine_describe_tables(RnicEngine *e)
 {
     GString *out = g_string_new(NULL);
+    RnicNetCtx *ctx;
     uint32_t c;
 
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-
-        if (!ctx) {
-            continue;
-        }
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
         rnic_describe_table(e, out, ctx, &ctx->mrt);
     }
     if (e->mnet_mrt.count || g_hash_table_size(e->mnet_qpns)) {

@@ -477,11 +477,8 @@ static void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque)
     RnicMrOwnedArg a = { .fn = fn, .opaque = opaque };
     uint32_t c;
 
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        a.ctx = e->net_ctxs.slots[c];
-        if (a.ctx) {
-            rnic_mrt_foreach(e, &a.ctx->mrt, rnic_mr_owned_one, &a);
-        }
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, a.ctx) {
+        rnic_mrt_foreach(e, &a.ctx->mrt, rnic_mr_owned_one, &a);
     }
     rnic_mrt_foreach(e, &e->mnet_mrt, fn, opaque);
 }
@@ -630,12 +627,11 @@ RnicMrTable *rnic_pd_lkeys(RnicEngine *e, const RnicPd *pd)
 static void rnic_mr_replicate(RnicEngine *e, const RnicPd *pd, uint32_t idx,
                               RnicMr *mr)
 {
+    RnicNetCtx *ctx;
     uint32_t c;
 
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-
-        if (ctx && rnic_pd_bound(e, pd, c)) {
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
+        if (rnic_pd_bound(e, pd, c)) {
             rnic_mrt_set(e, &ctx->mrt, idx, mr);
             ctx->mrt.count += mr ? 1 : -1;
         }
@@ -645,16 +641,14 @@ static void rnic_mr_replicate(RnicEngine *e, const RnicPd *pd, uint32_t idx,
 /* Room for one more MR of 'pd' (in its table and every replica's)? */
 static bool rnic_mr_room(RnicEngine *e, const RnicPd *pd)
 {
+    RnicNetCtx *ctx;
     uint32_t c;
 
     if (rnic_pd_lkeys(e, pd)->count >= e->cfg.max_mr) {
         return false;
     }
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-
-        if (ctx && rnic_pd_bound(e, pd, c) &&
-            ctx->mrt.count >= e->cfg.max_mr) {
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
+        if (rnic_pd_bound(e, pd, c) && ctx->mrt.count >= e->cfg.max_mr) {
             return false;
         }
     }

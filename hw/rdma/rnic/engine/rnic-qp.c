@@ -60,15 +60,14 @@ static bool rnic_qpn_mnet_used(RnicEngine *e, uint32_t qpn)
 /* Is 'qpn' taken in any context (or by a QP of a multi-network PD)? */
 static bool rnic_qpn_used_anywhere(RnicEngine *e, uint32_t qpn)
 {
+    RnicNetCtx *ctx;
     uint32_t c;
 
     if (rnic_qpn_mnet_used(e, qpn)) {
         return true;
     }
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-
-        if (ctx && rnic_qp_by_qpn(ctx, qpn)) {
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
+        if (rnic_qp_by_qpn(ctx, qpn)) {
             return true;
         }
     }
@@ -107,15 +106,11 @@ bool rnic_qpn_free_for(RnicEngine *e, const RnicPd *pd, uint32_t qpn)
 /* Insert (or remove) an all-network QP in every context's QPN space. */
 static void rnic_qp_all_nets_set(RnicEngine *e, RnicQp *qp, bool add)
 {
+    gpointer key = GUINT_TO_POINTER(qp->qpn);
+    RnicNetCtx *ctx;
     uint32_t c;
 
-    for (c = 0; c < e->net_ctxs.cap; c++) {
-        RnicNetCtx *ctx = e->net_ctxs.slots[c];
-        gpointer key = GUINT_TO_POINTER(qp->qpn);
-
-        if (!ctx) {
-            continue;
-        }
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
         if (add) {
             g_hash_table_insert(ctx->qpns, key, qp);
         } else if (g_hash_table_lookup(ctx->qpns, key) == qp) {

@@ -74,14 +74,13 @@ static bool rnic_records_load(RnicEngine *e, RnicImageReader *rd,
 static void rnic_objs_save(RnicImageWriter *w, const RnicTable *t,
                            const RnicImageField *f)
 {
+    RnicObject *obj;
     uint32_t h;
 
     rnic_image_put_u32(w, t->count);
-    for (h = 0; h < t->cap; h++) {
-        if (t->slots[h]) {
-            rnic_image_put_u32(w, h);   /* slot h holds handle h */
-            rnic_image_put_fields(w, f, t->slots[h]);
-        }
+    RNIC_TABLE_FOREACH(t, h, obj) {
+        rnic_image_put_u32(w, obj->handle);
+        rnic_image_put_fields(w, f, obj);
     }
 }
 
@@ -244,11 +243,10 @@ void rnic_gids_dump(RnicImageReader *rd, GString *out)
 static uint32_t rnic_pds_count(RnicEngine *e, bool mnet)
 {
     uint32_t i, n = 0;
+    RnicPd *pd;
 
-    for (i = 0; i < e->pds.cap; i++) {
-        RnicPd *pd = e->pds.slots[i];
-
-        n += pd && !pd->ctx == mnet;
+    RNIC_TABLE_FOREACH(&e->pds, i, pd) {
+        n += !pd->ctx == mnet;
     }
     return n;
 }
@@ -273,12 +271,11 @@ static const RnicImageField rnic_mnet_pd_fields[] = {
 static void rnic_pds_put(RnicEngine *e, RnicImageWriter *w, bool mnet)
 {
     uint32_t i;
+    RnicPd *pd;
 
     rnic_image_put_u32(w, rnic_pds_count(e, mnet));
-    for (i = 0; i < e->pds.cap; i++) {
-        RnicPd *pd = e->pds.slots[i];
-
-        if (pd && !pd->ctx == mnet) {
+    RNIC_TABLE_FOREACH(&e->pds, i, pd) {
+        if (!pd->ctx == mnet) {
             rnic_image_put_u32(w, pd->handle);
             rnic_image_put_fields(w, mnet ? rnic_mnet_pd_fields :
                                   rnic_pd_fields, pd);
@@ -367,17 +364,14 @@ void rnic_mnet_pds_dump(RnicImageReader *rd, GString *out)
 void rnic_mnet_binds_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i, n = 0;
+    RnicQp *qp;
 
-    for (i = 0; i < e->qps.cap; i++) {
-        RnicQp *qp = e->qps.slots[i];
-
-        n += qp && !qp->pd->ctx && qp->ctx;
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        n += !qp->pd->ctx && qp->ctx;
     }
     rnic_image_put_u32(w, n);
-    for (i = 0; i < e->qps.cap; i++) {
-        RnicQp *qp = e->qps.slots[i];
-
-        if (qp && !qp->pd->ctx && qp->ctx) {
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        if (!qp->pd->ctx && qp->ctx) {
             rnic_image_put_u32(w, qp->handle);
             rnic_image_put_u32(w, qp->ctx->handle);
         }
@@ -950,12 +944,11 @@ static void rnic_qp_save(RnicEngine *e, RnicImageWriter *w, const RnicQp *qp)
 void rnic_qps_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i;
+    RnicQp *qp;
 
     rnic_image_put_u32(w, e->qps.count);
-    for (i = 0; i < e->qps.cap; i++) {
-        if (e->qps.slots[i]) {
-            rnic_qp_save(e, w, e->qps.slots[i]);
-        }
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        rnic_qp_save(e, w, qp);
     }
 }
 
@@ -1246,12 +1239,11 @@ void rnic_state_prompt_peers(RnicEngine *e)
 char *rnic_state_check(RnicEngine *e)
 {
     uint32_t i;
+    RnicQp *qp;
 
-    for (i = 0; i < e->qps.cap; i++) {
-        RnicQp *qp = e->qps.slots[i];
-
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
         /* a connected QP sends and receives in a network context */
-        if (qp && !qp->ctx && !qp->all_nets &&
+        if (!qp->ctx && !qp->all_nets &&
             (qp->state == RNIC_QPS_RTR || qp->state == RNIC_QPS_RTS ||
              qp->state == RNIC_QPS_SQD || qp->state == RNIC_QPS_SQE)) {
             return g_strdup_printf("QP %u of a multi-network PD is "
@@ -1266,33 +1258,28 @@ char *rnic_state_check(RnicEngine *e)
 void rnic_state_post_load(RnicEngine *e)
 {
     uint32_t i;
+    RnicQp *qp;
+    RnicCq *cq;
+    RnicEq *eq;
 
     e->prompt_peers = true;
     e->prompt_next = 0;
     e->mr_gen++;
     e->qp_gen++;
-    for (i = 0; i < e->qps.cap; i++) {
-        RnicQp *qp = e->qps.slots[i];
-
-        if (qp) {
-            /* whatever was outstanding gets looked at again */
-            rnic_req_resume(e, qp);
-            rnic_qp_work(e, qp, RNIC_QPW_SQ | qp->work_flags |
-                         (qp->resp.res_pending || qp->resp.ack_owed ?
-                          RNIC_QPW_RESP : 0));
-        }
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        /* whatever was outstanding gets looked at again */
+        rnic_req_resume(e, qp);
+        rnic_qp_work(e, qp, RNIC_QPW_SQ | qp->work_flags |
+                     (qp->resp.res_pending || qp->resp.ack_owed ?
+                      RNIC_QPW_RESP : 0));
     }
-    for (i = 0; i < e->cqs.cap; i++) {
-        RnicCq *cq = e->cqs.slots[i];
-
-        if (cq && cq->db_arm) {
+    RNIC_TABLE_FOREACH(&e->cqs, i, cq) {
+        if (cq->db_arm) {
             rnic_work_queue(e, &cq->work);
         }
     }
-    for (i = 0; i < e->eqs.cap; i++) {
-        RnicEq *eq = e->eqs.slots[i];
-
-        if (eq && eq->db_arm) {
+    RNIC_TABLE_FOREACH(&e->eqs, i, eq) {
+        if (eq->db_arm) {
             rnic_work_queue(e, &eq->work);
         }
     }
