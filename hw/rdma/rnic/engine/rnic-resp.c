@@ -763,7 +763,7 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
 static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     RnicRecvWqe *rw = &qp->resp.recv;
-    uint8_t grh[40];
+    uint8_t grh[RNIC_ROCE_GRH_LEN];
     RnicPayload gpl = { .len = sizeof(grh), .data = grh };
     uint8_t status, flags = RNIC_CQE_GRH;
     uint32_t len = pkt->payload.len;
