@@ -88,7 +88,11 @@ static bool th_event_enabled(void *opaque, RnicEvent ev)
 {
     TestHost *h = opaque;
 
-    return !h->events_off;
+    if (h->events_off) {
+        return false;
+    }
+    return h->trace || g_test_verbose() ||
+           rnic_event_class(ev) != RNIC_EVC_TRACE;
 }
 
 static void th_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)

@@ -36,7 +36,13 @@ typedef struct TestHost {
     unsigned maps;              /* dma_map mappings not yet unmapped */
     GPtrArray *log;             /* char * per event (rnic_event_describe) */
     unsigned guest_errors;      /* events of class UB */
-    bool events_off;            /* RnicHostOps.event_enabled says no */
+    /*
+     * Which events RnicHostOps.event_enabled wants: the errors and the
+     * guest's mistakes; with 'trace' (or --verbose) normal operation too,
+     * as QEMU with its trace points on; with 'events_off' none.
+     */
+    bool trace;
+    bool events_off;
     uint64_t dma_read_bytes;    /* bytes the engine read and wrote, */
     uint64_t dma_write_bytes;   /* dma_map included (its full length) */
     /* admin queue state of the test verbs driver (rnic-test-verbs.h) */

@@ -38,21 +38,24 @@ static void test_send(TvFixture *f, gconstpointer cfg)
     TestHost *h = f->h;
     g_autofree char *start = NULL, *tx = NULL, *rx = NULL, *done = NULL;
     g_autofree char *state = NULL;
+    struct rnic_qp_attr a = { .qp_state = RNIC_QPS_ERR };
 
-    /* the pair is connected: its QPs went RESET -> INIT -> RTR -> RTS */
-    state = g_strdup_printf("qp_state qpn=%u from=%u to=%u", p->a->qpn,
-                            RNIC_QPS_RTR, RNIC_QPS_RTS);
-    g_assert_true(logged(h, state));
+    /* normal operation is reported only to a host that traces */
     clear_log(h);
     tv_pair_send(p, 0, 100, 7, 8);
     tv_expect_cqe(h, p->cqa, 8, RNIC_WC_SEND, RNIC_WC_SUCCESS);
-    start = g_strdup_printf("wqe_start qpn=%u index=0 opcode=%u length=100",
+    g_assert_cmpuint(h->log->len, ==, g_test_verbose() ? h->log->len : 0);
+
+    h->trace = true;
+    tv_pair_send(p, 0, 100, 7, 8);
+    tv_expect_cqe(h, p->cqa, 8, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    start = g_strdup_printf("wqe_start qpn=%u index=1 opcode=%u length=100",
                             p->a->qpn, RNIC_WR_SEND);
     tx = g_strdup_printf("pkt_tx qpn=%u dest_qp=%u opcode=%u", p->a->qpn,
                          p->b->qpn, RNIC_ROCE_RC_SEND_ONLY);
     rx = g_strdup_printf("pkt_rx qpn=%u opcode=%u", p->b->qpn,
                          RNIC_ROCE_RC_SEND_ONLY);
-    done = g_strdup_printf("wqe_done qpn=%u index=0 opcode=%u status=%u",
+    done = g_strdup_printf("wqe_done qpn=%u index=1 opcode=%u status=%u",
                            p->a->qpn, RNIC_WR_SEND, RNIC_WC_SUCCESS);
     g_assert_true(logged(h, start));
     g_assert_true(logged(h, tx));
@@ -60,6 +63,12 @@ static void test_send(TvFixture *f, gconstpointer cfg)
     g_assert_true(logged(h, done));
     g_assert_false(logged(h, "admin_done"));
     g_assert_cmpuint(h->guest_errors, ==, 0);
+    /* a state change, by the admin queue */
+    g_assert_cmpuint(tv_modify(h, p->a, &a, RNIC_QP_STATE), ==, RNIC_ST_OK);
+    state = g_strdup_printf("qp_state qpn=%u from=%u to=%u", p->a->qpn,
+                            RNIC_QPS_RTS, RNIC_QPS_ERR);
+    g_assert_true(logged(h, state));
+    g_assert_true(logged(h, "admin_done opcode="));
 }
 
 /* A SEND from an SGE with a key of no MR: ub_sge with its numbers. */
