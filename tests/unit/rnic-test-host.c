@@ -91,8 +91,8 @@ static bool th_event_enabled(void *opaque, RnicEvent ev)
     if (h->events_off) {
         return false;
     }
-    return h->trace || g_test_verbose() ||
-           rnic_event_class(ev) != RNIC_EVC_TRACE;
+    return rnic_event_class(ev) != RNIC_EVC_TRACE || h->trace ||
+           g_test_verbose();
 }
 
 static void th_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)

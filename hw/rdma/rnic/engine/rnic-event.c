@@ -7,21 +7,15 @@
 
 typedef struct RnicEventInfo {
     const char *id;             /* "QP_STATE": rnic_qp_state */
-    RnicEventClass cls;
     const char *args;           /* "qpn from to" */
 } RnicEventInfo;
 
 static const RnicEventInfo rnic_events[RNIC_EV__MAX] = {
 #define RNIC_EVENT_INFO(id_, cls_, args_) \
-    [RNIC_EV_##id_] = { .id = #id_, .cls = RNIC_EVC_##cls_, .args = args_ },
+    [RNIC_EV_##id_] = { .id = #id_, .args = args_ },
     RNIC_EVENTS(RNIC_EVENT_INFO)
 #undef RNIC_EVENT_INFO
 };
-
-RnicEventClass rnic_event_class(RnicEvent ev)
-{
-    return ev < RNIC_EV__MAX ? rnic_events[ev].cls : RNIC_EVC_ERR;
-}
 
 char *rnic_event_describe(RnicEvent ev, const RnicEventArgs *a)
 {

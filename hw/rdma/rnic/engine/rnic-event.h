@@ -91,7 +91,17 @@ typedef struct RnicEventArgs {
     const char *why;                /* reason, or NULL */
 } RnicEventArgs;
 
-RnicEventClass rnic_event_class(RnicEvent ev);
+/* Its class (asked for every event the engine may report: inline). */
+static inline RnicEventClass rnic_event_class(RnicEvent ev)
+{
+    static const uint8_t classes[RNIC_EV__MAX] = {
+#define RNIC_EVENT_CLASS(id, cls, args) [RNIC_EV_##id] = RNIC_EVC_##cls,
+        RNIC_EVENTS(RNIC_EVENT_CLASS)
+#undef RNIC_EVENT_CLASS
+    };
+
+    return ev < RNIC_EV__MAX ? (RnicEventClass)classes[ev] : RNIC_EVC_ERR;
+}
 
 /*
  * The event as one line of text ("qp_state qpn=3 from=2 to=3"; "ub_wqe
