@@ -17,6 +17,8 @@ static gpointer rnic_net_key(uint8_t type, uint32_t net_id)
 
 void rnic_ctx_init(RnicEngine *e)
 {
+    rnic_table_init(&e->uctxs, "user context", sizeof(RnicUctx),
+                    e->cfg.db_pages);
     rnic_table_init(&e->net_ctxs, "network context", sizeof(RnicNetCtx),
                     e->cfg.max_net_ctx);
     rnic_table_init(&e->pds, "PD", sizeof(RnicPd), e->cfg.max_pd);
@@ -27,6 +29,7 @@ void rnic_ctx_init(RnicEngine *e)
 void rnic_ctx_fini(RnicEngine *e)
 {
     rnic_ctx_reset(e);
+    rnic_table_destroy(&e->uctxs);
     rnic_table_destroy(&e->net_ctxs);
     rnic_table_destroy(&e->pds);
     g_hash_table_destroy(e->net_ids);
@@ -48,6 +51,7 @@ static void rnic_pd_free(RnicEngine *e, RnicPd *pd)
 
 void rnic_ctx_reset(RnicEngine *e)
 {
+    RnicUctx *uctx;
     RnicNetCtx *ctx;
     uint32_t i;
     RnicPd *pd;
@@ -60,8 +64,9 @@ void rnic_ctx_reset(RnicEngine *e)
         ctx->refs = 0;
         rnic_netctx_destroy(e, ctx);
     }
-    memset(e->uctx_used, 0, sizeof(e->uctx_used));
-    memset(e->uctx_refs, 0, sizeof(e->uctx_refs));
+    RNIC_TABLE_FOREACH(&e->uctxs, i, uctx) {
+        rnic_obj_destroy(e, &e->uctxs, uctx, sizeof(RnicUctx));
+    }
     e->qp_gen++;
 }
 
@@ -177,48 +182,57 @@ void rnic_cmd_destroy_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 /* User contexts                                                          */
 /* ---------------------------------------------------------------------- */
 
+RnicUctx *rnic_uctx_create(RnicEngine *e, uint32_t handle)
+{
+    return rnic_obj_create(e, &e->uctxs, handle, RNIC_UCTX_KERNEL,
+                           sizeof(RnicUctx));
+}
+
 void rnic_cmd_alloc_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res)
 {
+    RnicUctx *uctx = NULL;
     uint32_t i;
 
     if (!rnic_admin_check_uctx(e, cmd, res, true)) {
         return;
     }
-    for (i = 1; i < e->cfg.db_pages; i++) {
-        if (!e->uctx_used[i]) {
-            e->uctx_used[i] = true;
-            e->uctx_refs[i] = 0;
-            res->result0 = i;
-            res->result2 = i;
-            return;
+    /* page 0 is the kernel's: the lowest free page from 1 */
+    for (i = 1; i < e->cfg.db_pages && !uctx; i++) {
+        if (!rnic_table_get(&e->uctxs, i)) {
+            uctx = rnic_uctx_create(e, i);
         }
     }
-    rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                    "ALLOC_UCTX: all %u doorbell pages in use",
-                    e->cfg.db_pages - 1);
+    if (!uctx) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "ALLOC_UCTX: all %u doorbell pages in use or host "
+                        "memory budget exhausted", e->cfg.db_pages - 1);
+        return;
+    }
+    res->result0 = uctx->handle;
+    res->result2 = uctx->handle;
 }
 
 void rnic_cmd_free_uctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         RnicAdminResult *res)
 {
     uint32_t h = GUINT32_FROM_LE(cmd->destroy.handle);
+    RnicUctx *uctx;
 
     if (!rnic_admin_check_uctx(e, cmd, res, true)) {
         return;
     }
-    if (h == RNIC_UCTX_KERNEL || h >= e->cfg.db_pages || !e->uctx_used[h]) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                        "FREE_UCTX: no user context %u", h);
+    uctx = rnic_admin_obj(e, cmd, res, &e->uctxs, h);
+    if (!uctx) {
         return;
     }
-    if (e->uctx_refs[h]) {
+    if (uctx->refs) {
         rnic_admin_fail(e, res, RNIC_ST_BUSY,
                         "FREE_UCTX: context %u still owns %u objects", h,
-                        e->uctx_refs[h]);
+                        uctx->refs);
         return;
     }
-    e->uctx_used[h] = false;
+    rnic_obj_destroy(e, &e->uctxs, uctx, sizeof(RnicUctx));
 }
 
 /* ---------------------------------------------------------------------- */

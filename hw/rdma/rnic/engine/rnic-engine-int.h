@@ -209,6 +209,15 @@ typedef struct RnicMrTable {
     uint32_t count;
 } RnicMrTable;
 
+/*
+ * A user context: a process of the guest's, its doorbell page the handle
+ * (0 is the kernel's, no object). refs: the objects it owns; owner:
+ * RNIC_UCTX_KERNEL (the kernel driver allocates it).
+ */
+typedef struct RnicUctx {
+    RNIC_OBJECT_HEADER;
+} RnicUctx;
+
 /* refs: the PDs and GIDs bound to it; owner: RNIC_UCTX_KERNEL */
 struct RnicNetCtx {
     RNIC_OBJECT_HEADER;
@@ -254,9 +263,14 @@ enum rnic_mr_state {
     RNIC_MR_VALID = 1,
 };
 
+/*
+ * An MR's handle is its STag's index: it lives in the per-network mapping
+ * tables (RnicMrTable), not in an RnicTable, and is found by its STag.
+ * refs: unused (nothing refers to an MR by reference count yet).
+ */
 struct RnicMr {
+    RNIC_OBJECT_HEADER;
     uint32_t stag;              /* index << 8 | key */
-    uint32_t owner;
     RnicNetCtx *ctx;            /* NULL: multi-network PD's (replicated) */
     RnicPd *pd;
     uint8_t kind;               /* enum rnic_mr_kind */
@@ -581,8 +595,7 @@ struct RnicEngine {
     uint32_t ctrl_value;        /* the deferred DEV_CTRL write */
 
     /* objects */
-    bool uctx_used[RNIC_DB_PAGES_MAX];
-    uint32_t uctx_refs[RNIC_DB_PAGES_MAX];  /* objects owned */
+    RnicTable uctxs;            /* handle = doorbell page, 1 .. db_pages-1 */
     RnicTable net_ctxs;
     GHashTable *net_ids;        /* (type << 24 | id) + 1 -> RnicNetCtx */
     RnicGid *gids;              /* cfg.max_gid entries */
@@ -723,15 +736,32 @@ static inline void rnic_work_cancel(RnicWork *w)
 }
 
 /* User context checks: is 'uctx' allocated (0, the kernel, always is)? */
-bool rnic_uctx_valid(const RnicEngine *e, uint32_t uctx);
+static inline bool rnic_uctx_valid(const RnicEngine *e, uint32_t uctx)
+{
+    return uctx == RNIC_UCTX_KERNEL || rnic_table_get(&e->uctxs, uctx);
+}
+
+/* An object owned by 'uctx' is created / destroyed (the kernel: no count). */
 static inline void rnic_uctx_get(RnicEngine *e, uint32_t uctx)
 {
-    e->uctx_refs[uctx]++;
+    RnicUctx *u = rnic_table_get(&e->uctxs, uctx);
+
+    if (u) {
+        u->refs++;
+    }
 }
+
 static inline void rnic_uctx_put(RnicEngine *e, uint32_t uctx)
 {
-    e->uctx_refs[uctx]--;
+    RnicUctx *u = rnic_table_get(&e->uctxs, uctx);
+
+    if (u) {
+        u->refs--;
+    }
 }
+
+/* A user context at doorbell page 'handle' (state load), or NULL. */
+RnicUctx *rnic_uctx_create(RnicEngine *e, uint32_t handle);
 
 /*
  * rnic-admin.c: the rule every queue ring follows, when the guest creates

@@ -770,6 +770,7 @@ static RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
         return NULL;
     }
     mr = g_new0(RnicMr, 1);
+    mr->handle = index;
     mr->stag = RNIC_STAG(index, key);
     mr->owner = owner;
     mr->ctx = pd->ctx;

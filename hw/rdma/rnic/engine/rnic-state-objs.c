@@ -105,16 +105,12 @@ static void rnic_objs_dump(RnicImageReader *rd, GString *out,
 
 void rnic_uctx_save(RnicEngine *e, RnicImageWriter *w)
 {
-    uint32_t i, n = 0;
+    RnicUctx *uctx;
+    uint32_t i;
 
-    for (i = 1; i < e->cfg.db_pages; i++) {
-        n += e->uctx_used[i];
-    }
-    rnic_image_put_u32(w, n);
-    for (i = 1; i < e->cfg.db_pages; i++) {
-        if (e->uctx_used[i]) {
-            rnic_image_put_u32(w, i);
-        }
+    rnic_image_put_u32(w, e->uctxs.count);
+    RNIC_TABLE_FOREACH(&e->uctxs, i, uctx) {
+        rnic_image_put_u32(w, uctx->handle);
     }
 }
 
@@ -123,9 +119,10 @@ static bool rnic_uctx_load_one(RnicEngine *e, RnicImageReader *rd,
 {
     uint32_t u = rnic_image_get_u32(rd);
 
-    LOAD_CHECK(u >= 1 && u < e->cfg.db_pages && !e->uctx_used[u],
-               "bad user context %u", u);
-    e->uctx_used[u] = true;
+    LOAD_CHECK(u >= 1 && u < e->cfg.db_pages &&
+               !rnic_table_get(&e->uctxs, u), "bad user context %u", u);
+    LOAD_CHECK(rnic_uctx_create(e, u), "user context %u: host memory budget "
+               "exhausted", u);
     return true;
 }
 

@@ -150,11 +150,6 @@ void rnic_work_queue(RnicEngine *e, RnicWork *w)
     rnic_engine_schedule(e);
 }
 
-bool rnic_uctx_valid(const RnicEngine *e, uint32_t uctx)
-{
-    return uctx == RNIC_UCTX_KERNEL ||
-           (uctx < e->cfg.db_pages && e->uctx_used[uctx]);
-}
 
 /* Below this size a copy through the bounce buffer beats mapping. */
 #define RNIC_MAP_MIN 1024
