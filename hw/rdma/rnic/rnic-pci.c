@@ -194,94 +194,11 @@ static bool rnic_host_event_enabled(void *opaque, RnicEvent ev)
         return true;
     }
     switch (ev) {
-    case RNIC_EV_ADMIN_START:
-        return trace_event_get_state_backends(TRACE_RNIC_ADMIN_START);
-    case RNIC_EV_ADMIN_DONE:
-        return trace_event_get_state_backends(TRACE_RNIC_ADMIN_DONE);
-    case RNIC_EV_DOORBELL_DECODED:
-        return trace_event_get_state_backends(TRACE_RNIC_DOORBELL_DECODED);
-    case RNIC_EV_QP_STATE:
-        return trace_event_get_state_backends(TRACE_RNIC_QP_STATE);
-    case RNIC_EV_WQE_START:
-        return trace_event_get_state_backends(TRACE_RNIC_WQE_START);
-    case RNIC_EV_WQE_DONE:
-        return trace_event_get_state_backends(TRACE_RNIC_WQE_DONE);
-    case RNIC_EV_PKT_TX:
-        return trace_event_get_state_backends(TRACE_RNIC_PKT_TX);
-    case RNIC_EV_PKT_RX:
-        return trace_event_get_state_backends(TRACE_RNIC_PKT_RX);
-    case RNIC_EV_RETRANSMIT:
-        return trace_event_get_state_backends(TRACE_RNIC_RETRANSMIT);
-    case RNIC_EV_NAK_SENT:
-        return trace_event_get_state_backends(TRACE_RNIC_NAK_SENT);
-    case RNIC_EV_NAK_RECEIVED:
-        return trace_event_get_state_backends(TRACE_RNIC_NAK_RECEIVED);
-    case RNIC_EV_RETRY_EXCEEDED:
-        return trace_event_get_state_backends(TRACE_RNIC_RETRY_EXCEEDED);
-    case RNIC_EV_UD_QKEY_DROP:
-        return trace_event_get_state_backends(TRACE_RNIC_UD_QKEY_DROP);
-    case RNIC_EV_ASYNC_DROPPED:
-        return trace_event_get_state_backends(TRACE_RNIC_ASYNC_DROPPED);
-    case RNIC_EV_LINK:
-        return trace_event_get_state_backends(TRACE_RNIC_LINK);
-    case RNIC_EV_QP_BIND:
-        return trace_event_get_state_backends(TRACE_RNIC_QP_BIND);
-    case RNIC_EV_PD_BIND:
-        return trace_event_get_state_backends(TRACE_RNIC_PD_BIND);
-    case RNIC_EV_PD_UNBIND:
-        return trace_event_get_state_backends(TRACE_RNIC_PD_UNBIND);
-    case RNIC_EV_ERR_ADMIN:
-        return trace_event_get_state_backends(TRACE_RNIC_ERR_ADMIN);
-    case RNIC_EV_ERR_MEM_BUDGET:
-        return trace_event_get_state_backends(TRACE_RNIC_ERR_MEM_BUDGET);
-    case RNIC_EV_ERR_WIRE_TX:
-        return trace_event_get_state_backends(TRACE_RNIC_ERR_WIRE_TX);
-    case RNIC_EV_ERR_WIRE_RX:
-        return trace_event_get_state_backends(TRACE_RNIC_ERR_WIRE_RX);
-    case RNIC_EV_ERR_STATE_LOAD:
-        return trace_event_get_state_backends(TRACE_RNIC_ERR_STATE_LOAD);
-    case RNIC_EV_UB_ADMIN:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ADMIN);
-    case RNIC_EV_UB_ADMIN_TAIL:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ADMIN_TAIL);
-    case RNIC_EV_UB_ADMIN_FATAL:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ADMIN_FATAL);
-    case RNIC_EV_UB_ENABLE:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ENABLE);
-    case RNIC_EV_UB_CTRL_NESTED:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_CTRL_NESTED);
-    case RNIC_EV_UB_VECTOR:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_VECTOR);
-    case RNIC_EV_UB_DOORBELL:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_DOORBELL);
-    case RNIC_EV_UB_EQ:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_EQ);
-    case RNIC_EV_UB_CQ:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_CQ);
-    case RNIC_EV_UB_WQE:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_WQE);
-    case RNIC_EV_UB_SGE:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_SGE);
-    case RNIC_EV_UB_RECV:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_RECV);
-    case RNIC_EV_UB_MR:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_MR);
-    case RNIC_EV_UB_REQUEST:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_REQUEST);
-    case RNIC_EV_UB_READ_SOURCE:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_READ_SOURCE);
-    case RNIC_EV_UB_READ_RESPONSE:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_READ_RESPONSE);
-    case RNIC_EV_UB_UD_LENGTH:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_UD_LENGTH);
-    case RNIC_EV_UB_WIRE_PAYLOAD:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_WIRE_PAYLOAD);
-    case RNIC_EV_UB_ETH_RING:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ETH_RING);
-    case RNIC_EV_UB_ETH_DESC:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ETH_DESC);
-    case RNIC_EV_UB_ETH_TAIL:
-        return trace_event_get_state_backends(TRACE_RNIC_UB_ETH_TAIL);
+#define RNIC_EVENT_ENABLED(id, cls, args)                                   \
+    case RNIC_EV_##id:                                                      \
+        return trace_event_get_state_backends(TRACE_RNIC_##id);
+    RNIC_EVENTS(RNIC_EVENT_ENABLED)
+#undef RNIC_EVENT_ENABLED
     case RNIC_EV__MAX:
         break;
     }

@@ -11,7 +11,8 @@
  * (class UB) under LOG_GUEST_ERROR as well.
  *
  * Adding an event: a line in RNIC_EVENTS, a line in trace-events and a
- * case in rnic-pci.c's two switches (the compiler names a missing case).
+ * case in rnic_host_event() (rnic-pci.c; the compiler names a missing
+ * case and a missing trace event).
  */
 #ifndef RNIC_EVENT_H
 #define RNIC_EVENT_H
