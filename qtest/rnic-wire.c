@@ -55,7 +55,7 @@ WVm *wv_attach(QOSState *qs, int devfn, uint8_t host, uint32_t vlan1)
     vm->buf = qv_alloc(d, WV_BUF, 4096);
     for (i = 0; i < 2; i++) {
         vm->mr[i] = tv_reg_mr(d, vm->pd[i], vm->buf, WV_BUF,
-                              RNIC_ACCESS_ALL, 0, NULL);
+                              TV_ACCESS_ALL, 0, NULL);
     }
     if (!wv_all) {
         wv_all = g_ptr_array_new();
@@ -267,14 +267,14 @@ void raw_init(Raw *t)
     qtest_memset(t->a->qts, t->region, GUARD, 3 * 4096);
     qtest_memset(t->a->qts, t->region + 4096, 0, 4096);
     t->mr = tv_reg_mr(d, t->a->pd[0], t->region + 4096, 4096,
-                      RNIC_ACCESS_ALL, 0, NULL);
+                      TV_ACCESS_ALL, 0, NULL);
     /* another network context (VLAN 5) with its own region and GID */
     t->ctx5 = tv_net_ctx(d, 5);
     qv_gid(d, 2, t->ctx5, 5, 1);
     t->pd5 = tv_pd(d, t->ctx5, 0);
     t->region5 = qv_alloc(d, 4096, 4096);
     qtest_memset(t->a->qts, t->region5, 0x5c, 4096);
-    t->mr5 = tv_reg_mr(d, t->pd5, t->region5, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    t->mr5 = tv_reg_mr(d, t->pd5, t->region5, 4096, TV_ACCESS_ALL, 0, NULL);
 }
 
 void raw_free(Raw *t)

@@ -24,7 +24,7 @@
 #endif
 
 #define RNIC_ABI_VERSION_MAJOR 1
-#define RNIC_ABI_VERSION_MINOR 1
+#define RNIC_ABI_VERSION_MINOR 2
 #define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
 
 /*
@@ -189,6 +189,15 @@ enum rnic_cap {
     RNIC_CAP_PD_MULTI_NET   = 1u << 11,
     /* ABI 1.1: DEREG_MR destroy.flags RNIC_DEREG_ANY_KEY */
     RNIC_CAP_DEREG_ANY_KEY  = 1u << 12,
+    /*
+     * ABI 1.2: IBTA 1.5 Memory Placement Extensions. RNIC_WR_FLUSH with
+     * placement type global visibility, RNIC_ACCESS_FLUSH_GLOBAL (and
+     * RNIC_CAP_FLUSH_PERSISTENT for persistence); RNIC_WR_ATOMIC_WRITE.
+     */
+    RNIC_CAP_FLUSH_GLOBAL   = 1u << 13,
+    RNIC_CAP_ATOMIC_WRITE   = 1u << 14,
+    /* FLUSH with placement type persistence: the device has persistent memory */
+    RNIC_CAP_FLUSH_PERSISTENT = 1u << 15,
 };
 
 enum rnic_dev_ctrl {
@@ -396,8 +405,26 @@ enum rnic_access {
     RNIC_ACCESS_REMOTE_READ    = 1u << 2,
     RNIC_ACCESS_REMOTE_ATOMIC  = 1u << 3,
     RNIC_ACCESS_MW_BIND        = 1u << 4,
+    /* ABI 1.2: the FLUSH placement types a region accepts (IBTA 1.5) */
+    RNIC_ACCESS_FLUSH_GLOBAL     = 1u << 8,
+    RNIC_ACCESS_FLUSH_PERSISTENT = 1u << 9,
 };
-#define RNIC_ACCESS_ALL 0x1fu
+#define RNIC_ACCESS_FLUSH (RNIC_ACCESS_FLUSH_GLOBAL | RNIC_ACCESS_FLUSH_PERSISTENT)
+#define RNIC_ACCESS_ALL (0x1fu | RNIC_ACCESS_FLUSH)
+
+/*
+ * FLUSH (RNIC_WR_FLUSH, the wire's FETH): placement types, a bit set, and
+ * selectivity, the numbering of ibv_wr_flush() and IBTA 1.5.
+ */
+enum rnic_flush_type {
+    RNIC_FLUSH_GLOBAL     = 1u << 0,  /* global visibility */
+    RNIC_FLUSH_PERSISTENT = 1u << 1,  /* persistence */
+};
+
+enum rnic_flush_level {
+    RNIC_FLUSH_RANGE = 0,       /* [remote_addr, remote_addr + length) */
+    RNIC_FLUSH_MR = 1,          /* the whole region the rkey names */
+};
 
 /*
  * Kind of a mapping-table entry. Only MEM is implemented in ABI 1.0; the
@@ -630,6 +657,8 @@ enum rnic_wr_opcode {
     RNIC_WR_ATOMIC_FETCH_ADD,
     RNIC_WR_LOCAL_INV,
     RNIC_WR_REG_MR,
+    RNIC_WR_FLUSH,              /* ABI 1.2, RNIC_CAP_FLUSH_GLOBAL */
+    RNIC_WR_ATOMIC_WRITE,       /* ABI 1.2, RNIC_CAP_ATOMIC_WRITE */
     RNIC_WR_OPCODE_COUNT
 };
 
@@ -671,6 +700,20 @@ struct rnic_sq_wqe {
             uint64_t compare_add;
             uint64_t swap;
         } atomic;
+        struct {                /* FLUSH: no SGEs */
+            uint64_t remote_addr;
+            uint32_t rkey;
+            uint32_t length;    /* RNIC_FLUSH_RANGE */
+            uint8_t  type;      /* enum rnic_flush_type bits */
+            uint8_t  level;     /* enum rnic_flush_level */
+            uint8_t  rsvd[6];
+        } flush;
+        struct {                /* ATOMIC WRITE: 8-byte aligned, no SGEs */
+            uint64_t remote_addr;
+            uint32_t rkey;
+            uint32_t rsvd;
+            uint8_t  data[8];   /* written as is (memory order) */
+        } atomic_write;
         struct {                /* UD / GSI sends */
             uint32_t remote_qpn;
             uint32_t remote_qkey;
@@ -706,6 +749,8 @@ enum rnic_wc_opcode {
     RNIC_WC_FETCH_ADD,
     RNIC_WC_LOCAL_INV,
     RNIC_WC_REG_MR,
+    RNIC_WC_FLUSH,              /* ABI 1.2 */
+    RNIC_WC_ATOMIC_WRITE,       /* ABI 1.2 */
     RNIC_WC_RECV = 0x80,
     RNIC_WC_RECV_RDMA_WITH_IMM,
 };

@@ -72,8 +72,8 @@ static void bench_init(Bench *b, uint8_t mtu, bool map)
     tv_rc_connect(b->h, b->b, 1, g0, b->a->qpn);
     b->bufa = test_alloc(b->h, REGION, 4096);
     b->bufb = test_alloc(b->h, REGION + 4096, 4096);
-    b->mra = tv_reg_mr(b->h, b->pd, b->bufa, REGION, RNIC_ACCESS_ALL, 0, NULL);
-    b->mrb = tv_reg_mr(b->h, b->pd, b->bufb, REGION + 4096, RNIC_ACCESS_ALL, 0,
+    b->mra = tv_reg_mr(b->h, b->pd, b->bufa, REGION, TV_ACCESS_ALL, 0, NULL);
+    b->mrb = tv_reg_mr(b->h, b->pd, b->bufb, REGION + 4096, TV_ACCESS_ALL, 0,
                        NULL);
     b->bufb += SKEW;
 }

@@ -54,7 +54,7 @@ static void side_init(Side *s, uint8_t host)
     tv_sq_shift = 7;
     s->qp = tv_qp(s->h, RNIC_QPT_RC, s->pd, s->cq, s->cq, NULL, SQ_LOG, 0);
     s->buf = test_alloc(s->h, REGION, 4096);
-    s->mr = tv_reg_mr(s->h, s->pd, s->buf, REGION, RNIC_ACCESS_ALL, 0, NULL);
+    s->mr = tv_reg_mr(s->h, s->pd, s->buf, REGION, TV_ACCESS_ALL, 0, NULL);
 }
 
 static void connect(Side *s, Side *peer, uint8_t peer_host, uint8_t mtu)

@@ -40,6 +40,8 @@ extern uint8_t tv_rnr_retry;
 extern uint8_t tv_sq_shift;     /* log2 send WQE stride of tv_qp() */
 
 #define TV_MR_KEY 0x5a          /* the key (low byte) of tv_reg_mr's STags */
+/* Every right a region of guest RAM can have (persistence it cannot). */
+#define TV_ACCESS_ALL (RNIC_ACCESS_ALL & ~RNIC_ACCESS_FLUSH_PERSISTENT)
 
 typedef struct TvCq {
     uint32_t handle;

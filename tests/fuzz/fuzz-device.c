@@ -623,7 +623,7 @@ static void op_admin(Prog *g)
         } else {
             a->dest_qp_num = u32(g) & 0xffffff;
         }
-        a->qp_access_flags = u8(g) & RNIC_ACCESS_ALL;
+        a->qp_access_flags = u16(g) & RNIC_ACCESS_ALL;
         gid_of(u8(g), a->av.dgid);
         a->av.sgid_index = u8(g) % 8;
         a->av.hop_limit = 64;
@@ -668,7 +668,7 @@ static void op_admin(Prog *g)
         }
         c.mr.pd = pick(g, K_PD);
         c.mr.npages = op == RNIC_CMD_ALLOC_MR ? 1 + u8(g) % 8 : np;
-        c.mr.access = u8(g) & RNIC_ACCESS_ALL;
+        c.mr.access = u16(g) & RNIC_ACCESS_ALL;
         c.mr.page_shift = 12;
         c.mr.key = u8(g);
         kind = K_MR;
@@ -712,7 +712,7 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
         w->reg.length = np * PAGE - (u8(g) & 0xff);
         w->reg.pbl_addr = page_list(g, np, va);
         w->reg.stag = pick(g, K_MR);
-        w->reg.access = u8(g) & RNIC_ACCESS_ALL;
+        w->reg.access = u16(g) & RNIC_ACCESS_ALL;
         w->reg.npages = np;
         w->reg.page_shift = 12;
     } else if (u8(g) & 1) {

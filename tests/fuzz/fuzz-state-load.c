@@ -62,7 +62,7 @@ static void write_multi_net_seed(const char *dir, TestHost *h, uint32_t ctx,
     tv_gid(h, 5, ctx, 4);
     tv_gid_bytes(ga, ctx, 3);
     tv_gid_bytes(gb, ctx, 4);
-    tv_reg_mr(h, mpd, buf, 8192, RNIC_ACCESS_ALL, 0, NULL);
+    tv_reg_mr(h, mpd, buf, 8192, TV_ACCESS_ALL, 0, NULL);
     tv_alloc_mr(h, mpd, 2, 9);
     x = tv_qp(h, RNIC_QPT_RC, mpd, cq, cq, NULL, 2, 0);
     y = tv_qp(h, RNIC_QPT_RC, mpd, cq, cq, NULL, 2, 0);
@@ -87,7 +87,7 @@ static TvQp *rc_in_state(TestHost *h, uint32_t pd, TvCq *cq, TvSrq *srq,
         .psn = 5,
         .mtu = RNIC_MTU_1024,
         .rd_atomic = 4,
-        .access = RNIC_ACCESS_ALL & ~RNIC_ACCESS_MW_BIND,
+        .access = TV_ACCESS_ALL & ~RNIC_ACCESS_MW_BIND,
         .state = state,
     };
     struct rnic_qp_attr a = {
@@ -182,7 +182,7 @@ static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
     w.reg.length = 16384;
     w.reg.pbl_addr = pbl;
     w.reg.stag = stag;
-    w.reg.access = RNIC_ACCESS_ALL;
+    w.reg.access = TV_ACCESS_ALL;
     w.reg.npages = 4;
     w.reg.page_shift = 12;
     tv_post_send(h, p->a, &w, NULL, NULL);
@@ -221,7 +221,7 @@ static void write_seeds(const char *dir)
     tv_pd(h, ctx2, tv_uctx(h));
     g_free(tv_srq(h, p->pd, 4, 1, 0));
     for (i = 0; i < 3; i++) {
-        tv_reg_mr(h, p->pd, p->bufa + 4096 * i, 8192, RNIC_ACCESS_ALL, 0,
+        tv_reg_mr(h, p->pd, p->bufa + 4096 * i, 8192, TV_ACCESS_ALL, 0,
                   NULL);
     }
     for (i = 0; i < 3; i++) {

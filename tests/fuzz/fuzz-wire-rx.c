@@ -118,9 +118,9 @@ static void setup(void)
     cq = tv_cq(h, 12, RNIC_HANDLE_NONE, 0);
     region = test_alloc(h, 3 * 4096, 4096);
     memset(test_ptr(h, region), GUARD, 3 * 4096);
-    mr = tv_reg_mr(h, pd0, region + 4096, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    mr = tv_reg_mr(h, pd0, region + 4096, 4096, TV_ACCESS_ALL, 0, NULL);
     region9 = test_alloc(h, 4096, 4096);
-    mr9 = tv_reg_mr(h, pd9, region9, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    mr9 = tv_reg_mr(h, pd9, region9, 4096, TV_ACCESS_ALL, 0, NULL);
     rc = tv_qp(h, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
     ud = tv_qp(h, RNIC_QPT_UD, pd0, cq, cq, NULL, 4, 0);
     gsi = tv_qp(h, RNIC_QPT_GSI, pd9, cq, cq, NULL, 4, 0);

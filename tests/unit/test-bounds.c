@@ -489,7 +489,7 @@ static void test_flush_bounded(void)
     tv_rc_connect(h, qp, 0, remote, 0x99);
     tv_retry_cnt = 7;
     buf = test_alloc(h, 4096, 4096);
-    mr = tv_reg_mr(h, pd, buf, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    mr = tv_reg_mr(h, pd, buf, 4096, TV_ACCESS_ALL, 0, NULL);
     s = tv_sge(buf, 64, mr);
     for (i = 0; i < 4096; i++) {
         tv_write_recv(h, qp, 1000 + i, &s, 1);

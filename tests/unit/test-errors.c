@@ -146,7 +146,7 @@ static void test_local_protection(void)
     h = p->d;
     {
         uint32_t pd2 = tv_pd(h, p->ctx, 0);
-        uint32_t other = tv_reg_mr(h, pd2, p->bufa, 4096, RNIC_ACCESS_ALL, 0,
+        uint32_t other = tv_reg_mr(h, pd2, p->bufa, 4096, TV_ACCESS_ALL, 0,
                                    NULL);
 
         w = tv_wqe(3, RNIC_WR_SEND, 1);
@@ -412,7 +412,7 @@ static void test_retry_exceeded(void)
     tv_timeout = 14;
     tv_retry_cnt = 7;
     buf = test_alloc(h, 4096, 4096);
-    mr = tv_reg_mr(h, pd, buf, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    mr = tv_reg_mr(h, pd, buf, 4096, TV_ACCESS_ALL, 0, NULL);
     s = tv_sge(buf, 100, mr);
     w.rdma.remote_addr = 0x1000;
     w.rdma.rkey = 0x1234;

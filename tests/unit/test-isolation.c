@@ -33,7 +33,7 @@ static void net_init(TestHost *h, Net *n, uint32_t vlan, uint32_t gid_base)
     tv_rc_connect(h, n->x, gid_base, gy, n->y->qpn);
     tv_rc_connect(h, n->y, gid_base + 1, gx, n->x->qpn);
     n->buf = test_alloc(h, 65536, 4096);
-    n->mr = tv_reg_mr(h, n->pd, n->buf, 65536, RNIC_ACCESS_ALL, 0, NULL);
+    n->mr = tv_reg_mr(h, n->pd, n->buf, 65536, TV_ACCESS_ALL, 0, NULL);
 }
 
 static void net_fini(Net *n)

@@ -396,7 +396,7 @@ static void test_sig_all(void)
     /* a QP connected to itself */
     tv_rc_connect(h, &qp, 0, gid, qp.qpn);
     buf = test_alloc(h, 8192, 4096);
-    mr = tv_reg_mr(h, pd, buf, 8192, RNIC_ACCESS_ALL, 0, NULL);
+    mr = tv_reg_mr(h, pd, buf, 8192, TV_ACCESS_ALL, 0, NULL);
     tv_fill(h, buf, 100, 1);
     s = tv_sge(buf, 100, mr);
     w.rdma.remote_addr = buf + 4096;

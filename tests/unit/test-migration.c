@@ -137,7 +137,7 @@ static void end_init(End *e, uint8_t host)
     e->cq = tv_cq(e->h, 8, RNIC_HANDLE_NONE, 0);
     e->qp = tv_qp(e->h, RNIC_QPT_RC, e->pd, e->cq, e->cq, NULL, 6, 0);
     e->buf = test_alloc(e->h, END_BUF, 4096);
-    e->mr = tv_reg_mr(e->h, e->pd, e->buf, END_BUF, RNIC_ACCESS_ALL, 0, NULL);
+    e->mr = tv_reg_mr(e->h, e->pd, e->buf, END_BUF, TV_ACCESS_ALL, 0, NULL);
 }
 
 static void end_connect(End *e, const End *peer, uint8_t peer_host)
@@ -732,7 +732,7 @@ static void perf_case(uint32_t nmr, uint32_t nqp, uint32_t pages)
     tv_gid_bytes(gid, p->ctx, 2);
     for (i = 0; i < nmr; i++) {
         tv_reg_mr(p->d, p->pd, p->bufa + 4096 * (i % 64), pages * 4096,
-                  RNIC_ACCESS_ALL, 0, NULL);
+                  TV_ACCESS_ALL, 0, NULL);
     }
     for (i = 0; i < nqp; i++) {
         TvQp *qp = tv_qp(p->d, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0);

@@ -37,9 +37,9 @@ static void test_stag_allocation(void)
     int i;
 
     for (i = 0; i < 200; i++) {
-        uint32_t s = tv_reg_mr(p->d, p->pd, p->bufa, 4096, RNIC_ACCESS_ALL, 0,
+        uint32_t s = tv_reg_mr(p->d, p->pd, p->bufa, 4096, TV_ACCESS_ALL, 0,
                                NULL);
-        uint32_t t = tv_reg_mr(q->d, q->pd, q->bufa, 4096, RNIC_ACCESS_ALL, 0,
+        uint32_t t = tv_reg_mr(q->d, q->pd, q->bufa, 4096, TV_ACCESS_ALL, 0,
                                NULL);
 
         g_assert_cmphex(RNIC_STAG_KEY(s), ==, TV_MR_KEY);
@@ -153,7 +153,7 @@ static void test_level2_scattered(TvFixture *f, gconstpointer cfg)
     }
     ((uint64_t *)test_ptr(h, dir))[0] = GUINT64_TO_LE(leaf[0]);
     ((uint64_t *)test_ptr(h, dir))[1] = GUINT64_TO_LE(leaf[1]);
-    c = reg_cmd(p->pd, iova, len, dir, npages, 2, RNIC_ACCESS_ALL);
+    c = reg_cmd(p->pd, iova, len, dir, npages, 2, TV_ACCESS_ALL);
     stag = tv_cmd_ok(h, &c);
     src = test_ptr(h, p->bufa);
     for (i = 0; i < 10000; i++) {
@@ -183,7 +183,7 @@ static void test_level0_contiguous(TvFixture *f, gconstpointer cfg)
     TestHost *h = p->d;
     uint64_t region = test_alloc(h, 3 * 4096, 4096);
     struct rnic_admin_cmd c = reg_cmd(p->pd, 0x1000 + 5, 3 * 4096 - 5, region,
-                                      3, 0, RNIC_ACCESS_ALL);
+                                      3, 0, TV_ACCESS_ALL);
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
     struct rnic_sge s = tv_sge(p->bufa, 3 * 4096 - 5, p->mra);
     uint32_t stag = tv_cmd_ok(h, &c);
@@ -210,11 +210,11 @@ static void test_bad_registrations(TvFixture *f, gconstpointer cfg)
     for (i = 0; i < 4; i++) {
         pages[i] = GUINT64_TO_LE(p->bufb + i * 4096);
     }
-    c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, RNIC_ACCESS_ALL);
+    c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, TV_ACCESS_ALL);
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_OK);
 
 #define EXPECT_REG(st, ...) do { \
-        c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, RNIC_ACCESS_ALL); \
+        c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, TV_ACCESS_ALL); \
         __VA_ARGS__; \
         errors = h->guest_errors; \
         g_assert_cmpuint(tv_cmd(h, &c).status, ==, (st)); \
@@ -230,7 +230,11 @@ static void test_bad_registrations(TvFixture *f, gconstpointer cfg)
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.page_shift = 11);
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.page_shift = 31);
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.levels = 3);
-    EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.access = 0x100);
+    EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.access = 0x400);
+    /* guest RAM is volatile: persistence is refused, not a mistake */
+    c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1,
+                RNIC_ACCESS_FLUSH_PERSISTENT);
+    g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.access = RNIC_ACCESS_REMOTE_WRITE);
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.access = RNIC_ACCESS_REMOTE_ATOMIC);
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.pbl_addr = pbl + 4);   /* misaligned */
@@ -255,7 +259,7 @@ static void test_bad_registrations(TvFixture *f, gconstpointer cfg)
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.npages = RNIC_MR_MAX_PAGES + 1;
                c.mr.length = (uint64_t)(RNIC_MR_MAX_PAGES + 1) * 4096);
     /* reserved kinds */
-    c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, RNIC_ACCESS_ALL);
+    c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, TV_ACCESS_ALL);
     c.mr.kind = RNIC_MR_KIND_SCM;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
 #undef EXPECT_REG
@@ -287,7 +291,7 @@ static void test_dereg(TvFixture *f, gconstpointer cfg)
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
     struct rnic_admin_cmd d = { .opcode = RNIC_CMD_DEALLOC_PD };
     uint32_t pd2 = tv_pd(h, p->ctx, 0);
-    uint32_t stag = tv_reg_mr(h, pd2, p->bufb, 4096, RNIC_ACCESS_ALL, 0, NULL);
+    uint32_t stag = tv_reg_mr(h, pd2, p->bufb, 4096, TV_ACCESS_ALL, 0, NULL);
     struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
     struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
 
@@ -391,7 +395,7 @@ static void test_fast_reg_kernel_only(TvFixture *f, gconstpointer cfg)
     tv_gid_bytes(gid, p->ctx, 2);
     tv_rc_connect(h, uqp, 0, gid, p->b->qpn);
     w = tv_fast_reg_wqe(h, 9, RNIC_STAG(RNIC_STAG_INDEX(kstag), 0x22),
-                        0x9000, p->bufa, 1, RNIC_ACCESS_ALL);
+                        0x9000, p->bufa, 1, TV_ACCESS_ALL);
     tv_post_send(h, uqp, &w, NULL, NULL);
     cqe = tv_poll_one(h, ucq);
     g_assert_cmphex(cqe.wr_id, ==, 9);

@@ -44,7 +44,7 @@ static void dev_init_host(Dev *d, TestHost *h)
     d->mpd = tv_pd(h, RNIC_PD_MULTI_NET, 0);
     d->cq = tv_cq(h, 7, RNIC_HANDLE_NONE, 0);
     d->buf = test_alloc(h, BUF_SIZE, 4096);
-    d->mr = tv_reg_mr(h, d->mpd, d->buf, BUF_SIZE, RNIC_ACCESS_ALL, 0, NULL);
+    d->mr = tv_reg_mr(h, d->mpd, d->buf, BUF_SIZE, TV_ACCESS_ALL, 0, NULL);
     g_assert_cmpuint(d->mr, !=, 0);
 }
 
@@ -120,7 +120,7 @@ static struct rnic_sq_wqe fast_reg_wqe(uint64_t wr_id, uint32_t stag,
     w.reg.length = 4 * 4096;
     w.reg.pbl_addr = pbl;
     w.reg.stag = stag;
-    w.reg.access = RNIC_ACCESS_ALL;
+    w.reg.access = TV_ACCESS_ALL;
     w.reg.npages = 4;
     w.reg.page_shift = 12;
     return w;
@@ -174,7 +174,7 @@ static void test_bind_replicates(void)
                      RNIC_WC_SUCCESS);
     g_assert_cmpuint(*(uint8_t *)test_ptr(d.h, d.buf + 4096 + 63), ==, 0x5a);
     /* a registration after the binding is replicated at once */
-    mr2 = tv_reg_mr(d.h, d.mpd, d.buf, 8192, RNIC_ACCESS_ALL, 0, NULL);
+    mr2 = tv_reg_mr(d.h, d.mpd, d.buf, 8192, TV_ACCESS_ALL, 0, NULL);
     g_assert_cmpint(resolve(&d, 1, mr2, d.buf), ==, RNIC_XLATE_OK);
     g_assert_cmpint(resolve(&d, 2, mr2, d.buf), ==, RNIC_XLATE_NO_ENTRY);
     /* x-tables shows the replica in VLAN 10 and the original */
@@ -226,8 +226,8 @@ static void test_isolation(void)
     pd20 = tv_pd(d.h, d.ctx[2], 0);
     pd0 = tv_pd(d.h, d.ctx[0], 0);
     buf2 = test_alloc(d.h, 8192, 4096);
-    mr20 = tv_reg_mr(d.h, pd20, buf2, 8192, RNIC_ACCESS_ALL, 0, NULL);
-    mr0 = tv_reg_mr(d.h, pd0, buf2, 8192, RNIC_ACCESS_ALL, 0, NULL);
+    mr20 = tv_reg_mr(d.h, pd20, buf2, 8192, TV_ACCESS_ALL, 0, NULL);
+    mr0 = tv_reg_mr(d.h, pd0, buf2, 8192, TV_ACCESS_ALL, 0, NULL);
     memset(test_ptr(d.h, buf2), 0xee, 64);
     memset(test_ptr(d.h, d.buf + 8192), 0, 64);
     /* VLAN 10 (bound): fine */
@@ -420,9 +420,9 @@ static void test_ud_gsi_all_nets(void)
     tv_ud_ready(d.h, peer20, 0x1111);
     {
         uint64_t rb = test_alloc(d.h, 8192, 4096);
-        uint32_t k10 = tv_reg_mr(d.h, pd10, rb, 4096, RNIC_ACCESS_ALL, 0,
+        uint32_t k10 = tv_reg_mr(d.h, pd10, rb, 4096, TV_ACCESS_ALL, 0,
                                  NULL);
-        uint32_t k20 = tv_reg_mr(d.h, pd20, rb + 4096, 4096, RNIC_ACCESS_ALL,
+        uint32_t k20 = tv_reg_mr(d.h, pd20, rb + 4096, 4096, TV_ACCESS_ALL,
                                  0, NULL);
 
         tv_post_recv(d.h, peer10, 10, &(struct rnic_sge){ rb, 4096, k10 }, 1);

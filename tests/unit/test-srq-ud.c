@@ -173,7 +173,7 @@ static void ud_init(UdFixture *f, uint8_t type)
     tv_ud_ready(f->h, f->x, type == RNIC_QPT_GSI ? RNIC_ROCE_GSI_QKEY : 0x1234);
     tv_ud_ready(f->h, f->y, type == RNIC_QPT_GSI ? RNIC_ROCE_GSI_QKEY : 0x5678);
     f->buf = test_alloc(f->h, 65536, 4096);
-    f->mr = tv_reg_mr(f->h, f->pd, f->buf, 65536, RNIC_ACCESS_ALL, 0, NULL);
+    f->mr = tv_reg_mr(f->h, f->pd, f->buf, 65536, TV_ACCESS_ALL, 0, NULL);
 }
 
 static void ud_fini(UdFixture *f)

@@ -238,7 +238,7 @@ static TvPair *busy_device(uint32_t *fr_stag, uint32_t *l0_stag,
     c.mr.pbl_addr = *l0_region;
     c.mr.pd = p->pd;
     c.mr.npages = 2;
-    c.mr.access = RNIC_ACCESS_ALL;
+    c.mr.access = TV_ACCESS_ALL;
     c.mr.page_shift = 12;
     c.mr.levels = 0;
     *l0_stag = tv_cmd_ok(h, &c);

@@ -58,7 +58,7 @@ static void fix_init(Fix *f)
     f->qp = tv_qp(f->h, RNIC_QPT_RC, f->pd, f->cq, f->cq, NULL, 5, 0);
     tv_rc_connect(f->h, f->qp, 0, f->remote, PEER_QPN);
     f->buf = test_alloc(f->h, 1u << 20, 4096);
-    f->mr = tv_reg_mr(f->h, f->pd, f->buf, 1u << 20, RNIC_ACCESS_ALL, 0, NULL);
+    f->mr = tv_reg_mr(f->h, f->pd, f->buf, 1u << 20, TV_ACCESS_ALL, 0, NULL);
 }
 
 static void fix_fini(Fix *f)
@@ -899,7 +899,7 @@ static uint32_t reg_mr_aliased(Fix *f, uint64_t len)
     c.mr.pbl_addr = pbl;
     c.mr.pd = f->pd;
     c.mr.npages = npages;
-    c.mr.access = RNIC_ACCESS_ALL;
+    c.mr.access = TV_ACCESS_ALL;
     c.mr.page_shift = 21;
     c.mr.levels = 1;
     c.mr.key = TV_MR_KEY;

@@ -31,8 +31,8 @@ static const uint8_t ops_all[] = {
     RNIC_ROCE_RC_RDMA_READ_RESPONSE_ONLY, RNIC_ROCE_RC_ACKNOWLEDGE,
     RNIC_ROCE_RC_ATOMIC_ACKNOWLEDGE, RNIC_ROCE_RC_COMPARE_SWAP,
     RNIC_ROCE_RC_FETCH_ADD, RNIC_ROCE_RC_SEND_LAST_WITH_INVALIDATE,
-    RNIC_ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
-    RNIC_ROCE_UD_SEND_ONLY, RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE,
+    RNIC_ROCE_RC_SEND_ONLY_WITH_INVALIDATE, RNIC_ROCE_RC_FLUSH,
+    RNIC_ROCE_RC_ATOMIC_WRITE, RNIC_ROCE_UD_SEND_ONLY, RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE,
 };
 
 static void make_packet(RnicPacket *p, uint8_t op, bool ipv6, uint16_t vlan,
@@ -81,6 +81,8 @@ static void make_packet(RnicPacket *p, uint8_t op, bool ipv6, uint16_t vlan,
     p->deth.qkey = 0x80010000;
     p->deth.src_qp = 0x123456;
     p->ieth.rkey = 0x0badf00d;
+    p->feth.sel = 1;
+    p->feth.plt = 3;
     /* immediate data as the WQE holds it: the wire bytes 01 02 03 04 */
     p->immdt = 0x01020304;
     if (rnic_roce_ops[op].flags & RNIC_ROCE_OPF_PAYLOAD) {
@@ -139,6 +141,10 @@ static void test_adapter(void)
             if (p.ext & RNIC_ROCE_EXT_RETH) {
                 g_assert_cmpmem(&q.reth, sizeof(q.reth), &p.reth,
                                 sizeof(p.reth));
+            }
+            if (p.ext & RNIC_ROCE_EXT_FETH) {
+                g_assert_cmpuint(q.feth.sel, ==, 1);
+                g_assert_cmpuint(q.feth.plt, ==, 3);
             }
             if (p.ext & RNIC_ROCE_EXT_AETH) {
                 g_assert_cmphex(q.aeth.syndrome, ==, p.aeth.syndrome);
@@ -233,7 +239,7 @@ static void node_init(Node *n, uint8_t host)
         n->pd[i] = tv_pd(n->h, n->ctx[i], 0);
         n->buf[i] = test_alloc(n->h, NODE_BUF, 4096);
         n->mr[i] = tv_reg_mr(n->h, n->pd[i], n->buf[i], NODE_BUF,
-                             RNIC_ACCESS_ALL, 0, NULL);
+                             TV_ACCESS_ALL, 0, NULL);
     }
     n->cq = tv_cq(n->h, 12, RNIC_HANDLE_NONE, 0);
 }
@@ -797,20 +803,23 @@ static void test_ud_gsi(void)
 }
 
 /*
- * RC over a lossy wire: hundreds of WRITE/READ/SEND/atomic WQEs, multi-
- * packet, complete exactly once, in order, with the data right; every
- * corrupted frame is caught by the ICRC.
+ * RC over a lossy wire: hundreds of WRITE/READ/SEND/atomic/ATOMIC WRITE/
+ * FLUSH WQEs, multi-packet, complete exactly once, in order, with the data
+ * right (a duplicate ATOMIC WRITE replayed, never executed again, else a
+ * late one would undo a later value); every corrupted frame is caught by
+ * the ICRC.
  */
+#define LOSSY_KINDS 7
 static void do_lossy(double drop, double dup, double reorder, double corr,
                      uint8_t mtu, unsigned nops)
 {
     Wire w;
     QpPair p;
     Node *a, *b;
-    uint64_t sum = 0, cas = 0;
+    uint64_t sum = 0, cas = 0, aw = 0;
     unsigned k, posted = 0, done = 0, recvd = 0;
     const unsigned window = 32;
-    uint64_t *ctr, *cas_word;
+    uint64_t *ctr, *cas_word, *aw_word;
     GArray *sends = g_array_new(FALSE, TRUE, sizeof(uint32_t));
 
     wire_init(&w);
@@ -823,6 +832,8 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
     p = rc_pair(&w, 0, mtu, 8, 7, 7);
     ctr = test_ptr(b->h, b->buf[0] + NODE_BUF - 16);
     cas_word = test_ptr(b->h, b->buf[0] + NODE_BUF - 8);
+    aw_word = test_ptr(b->h, b->buf[0] + NODE_BUF - 24);
+    *aw_word = 0;
     fill(a->h, a->buf[0], NODE_BUF / 2, 11);
     fill(b->h, b->buf[0], NODE_BUF / 2, 12);
 
@@ -838,7 +849,7 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
             struct rnic_sge s, r;
 
             k = posted;
-            switch (k % 5) {
+            switch (k % LOSSY_KINDS) {
             case 0:         /* WRITE A[off] -> B[1 MiB + off] */
                 s = tv_sge(a->buf[0] + off, len, a->mr[0]);
                 q = tv_wqe(k, RNIC_WR_RDMA_WRITE, 1);
@@ -871,6 +882,25 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
                 q.atomic.compare_add = k;
                 tv_write_send(a->h, p.a, &q, &r, NULL);
                 break;
+            case 5:         /* ATOMIC WRITE k to B's word */
+                q = tv_wqe(k, RNIC_WR_ATOMIC_WRITE, 0);
+                q.atomic_write.remote_addr = b->buf[0] + NODE_BUF - 24;
+                q.atomic_write.rkey = b->mr[0];
+                aw = GUINT64_TO_LE(k);
+                memcpy(q.atomic_write.data, &aw, 8);
+                aw = k;
+                tv_write_send(a->h, p.a, &q, NULL, NULL);
+                break;
+            case 6:         /* FLUSH the range the last WRITE placed */
+                q = tv_wqe(k, RNIC_WR_FLUSH, 0);
+                q.flush.remote_addr = b->buf[0] + NODE_BUF / 2 +
+                                      (uint64_t)((k - 6) % 64) * 8192;
+                q.flush.rkey = b->mr[0];
+                q.flush.length = len;
+                q.flush.type = RNIC_FLUSH_GLOBAL;
+                q.flush.level = k % 2 ? RNIC_FLUSH_MR : RNIC_FLUSH_RANGE;
+                tv_write_send(a->h, p.a, &q, NULL, NULL);
+                break;
             default:        /* CMP_SWP: k-1 -> k, succeeds only in order */
                 r = tv_sge(a->buf[0] + NODE_BUF / 2 + 901000 + (k % 64) * 8,
                            8, a->mr[0]);
@@ -897,7 +927,7 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
             g_assert_cmpuint(c[i].wr_id, ==, kk);
             g_assert_cmpuint(c[i].status, ==, RNIC_WC_SUCCESS);
             len = 1 + (kk * 2654435761u) % 5000;
-            switch (kk % 5) {
+            switch (kk % LOSSY_KINDS) {
             case 0:
                 g_assert_cmpmem(test_ptr(b->h, b->buf[0] + NODE_BUF / 2 + off),
                                 len, test_ptr(a->h, a->buf[0] + off), len);
@@ -917,7 +947,14 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
                                             901000 + (kk % 64) * 8);
                 /* the original value: the previous CMP_SWP's swap */
                 g_assert_cmpuint(GUINT64_FROM_LE(got), ==,
-                                 kk >= 9 ? kk - 5 : 0);
+                                 kk >= 4 + LOSSY_KINDS ? kk - LOSSY_KINDS :
+                                 0);
+                break;
+            case 5:
+                g_assert_cmpuint(c[i].opcode, ==, RNIC_WC_ATOMIC_WRITE);
+                break;
+            case 6:
+                g_assert_cmpuint(c[i].opcode, ==, RNIC_WC_FLUSH);
                 break;
             }
             done++;
@@ -942,6 +979,7 @@ static void do_lossy(double drop, double dup, double reorder, double corr,
     g_assert_cmpuint(recvd, ==, sends->len);
     g_assert_cmpuint(GUINT64_FROM_LE(*ctr), ==, sum);
     g_assert_cmpuint(GUINT64_FROM_LE(*cas_word), ==, cas);
+    g_assert_cmpuint(GUINT64_FROM_LE(*aw_word), ==, aw);
     /* every corrupted frame was rejected by the ICRC, nothing else */
     g_assert_cmpuint(rnic_engine_stat(b->h->engine, RNIC_STAT_RX_ERR_ICRC), ==,
                      w.corrupted[1]);

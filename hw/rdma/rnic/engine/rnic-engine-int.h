@@ -400,11 +400,14 @@ typedef struct RnicSqSlot {
     uint8_t state;              /* enum rnic_slot_state */
 } RnicSqSlot;
 
-/* Responder resources for RDMA READ and atomics (duplicate replay). */
+/* Responder resources: READ, atomics, FLUSH, ATOMIC WRITE (duplicate replay). */
 enum rnic_res_kind {
     RNIC_RES_FREE = 0,
     RNIC_RES_READ,
     RNIC_RES_ATOMIC,
+    RNIC_RES_FLUSH,             /* answered by a zero-length READ response */
+    RNIC_RES_ATOMIC_WRITE,      /* likewise */
+    RNIC_RES_KIND_COUNT
 };
 
 typedef struct RnicRespRes {
@@ -1023,8 +1026,8 @@ uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget);
 
 /*
  * The opcodes the transport implements: the codec's table (rnic-roce.h)
- * less what it knows and the transport does not do yet (UC, FLUSH,
- * ATOMIC WRITE; a CNP is not a transport packet). NULL for any other.
+ * less what it knows and the transport does not do yet (UC; a CNP is not
+ * a transport packet). NULL for any other.
  */
 static inline const RnicRoceOpInfo *rnic_transport_op(uint8_t opcode)
 {
@@ -1032,8 +1035,7 @@ static inline const RnicRoceOpInfo *rnic_transport_op(uint8_t opcode)
 
     if (!info ||
         (opcode & RNIC_ROCE_TRANSPORT_MASK) == RNIC_ROCE_TRANSPORT_UC ||
-        (info->flags & (RNIC_ROCE_OPF_FLUSH | RNIC_ROCE_OPF_ATOMIC_WRITE |
-                        RNIC_ROCE_OPF_CNP))) {
+        (info->flags & RNIC_ROCE_OPF_CNP)) {
         return NULL;
     }
     return info;

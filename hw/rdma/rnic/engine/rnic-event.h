@@ -51,6 +51,7 @@ typedef enum RnicEventClass {
     X(QP_BIND, TRACE, "handle qpn net_ctx")                                   \
     X(PD_BIND, TRACE, "pd net_ctx mrs")                                       \
     X(PD_UNBIND, TRACE, "pd net_ctx")                                         \
+    X(FLUSH, TRACE, "qpn psn type level length")                              \
     X(ERR_ADMIN, ERR, "opcode cmd_id status")                                 \
     X(ERR_MEM_BUDGET, ERR, "bytes budget_mib used")                           \
     X(ERR_WIRE_TX, ERR, "opcode dest_qp psn count")                           \

@@ -112,6 +112,9 @@ static uint64_t rnic_pages_for(uint64_t iova, uint64_t length, uint8_t shift)
     return ((iova & pgmask) + length + pgmask) >> shift;
 }
 
+/* Guest RAM is volatile: nothing the device does makes it durable. */
+static const char rnic_mr_volatile[] = "FLUSH persistence on volatile memory";
+
 /* Checks shared by REG_MR, fast-register and log replay; NULL when fine. */
 static const char *rnic_mr_check_region(uint64_t iova, uint64_t length,
                                         uint32_t access, uint8_t shift,
@@ -123,6 +126,9 @@ static const char *rnic_mr_check_region(uint64_t iova, uint64_t length,
     if ((access & (RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_ATOMIC)) &&
         !(access & RNIC_ACCESS_LOCAL_WRITE)) {
         return "remote write/atomic access needs local write access";
+    }
+    if (access & RNIC_ACCESS_FLUSH_PERSISTENT) {
+        return rnic_mr_volatile;
     }
     if (!length || length > RNIC_MR_MAX_SIZE) {
         return "length is zero or beyond the maximum region size";
@@ -837,7 +843,9 @@ void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     }
     why = rnic_mr_check_region(iova, length, access, shift, npages);
     if (why) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+        /* a persistence the memory cannot give: valid, not supported */
+        rnic_admin_fail(e, res, why == rnic_mr_volatile ?
+                        RNIC_ST_NOT_SUPPORTED : RNIC_ST_BAD_PARAM,
                         "REG_MR: %s (iova 0x%" G_GINT64_MODIFIER "x length %"
                         G_GINT64_MODIFIER "u shift %u npages %u)", why, iova,
                         length, shift, npages);

@@ -914,6 +914,8 @@ static uint8_t rnic_wc_opcode_of(uint8_t wr_opcode)
         [RNIC_WR_ATOMIC_FETCH_ADD] = RNIC_WC_FETCH_ADD,
         [RNIC_WR_LOCAL_INV] = RNIC_WC_LOCAL_INV,
         [RNIC_WR_REG_MR] = RNIC_WC_REG_MR,
+        [RNIC_WR_FLUSH] = RNIC_WC_FLUSH,
+        [RNIC_WR_ATOMIC_WRITE] = RNIC_WC_ATOMIC_WRITE,
     };
 
     return wr_opcode < RNIC_WR_OPCODE_COUNT ? map[wr_opcode] : RNIC_WC_SEND;

@@ -4,7 +4,8 @@
  * opcodes, PSNs, segmentation to the path MTU), executes local work
  * requests (fast-register, local invalidate), and completes WQEs in order
  * from the responses: ACK (cumulative), NAK (sequence error, RNR, fatal),
- * READ responses and atomic acknowledgements. Reliability (RC): a single
+ * READ responses (also the empty ones that answer FLUSH and ATOMIC WRITE)
+ * and atomic acknowledgements. Reliability (RC): a single
  * retransmission timer per QP (local ACK timeout, retry_cnt), RNR waits
  * (rnr_retry, 7 = forever), go-back-N from the first unacknowledged PSN.
  *
@@ -37,10 +38,22 @@
  */
 #define RNIC_MAX_UNACKED 512
 
+/*
+ * The requests that take a responder resource and are answered by a
+ * response, not an ACK: READ and atomics, and since IBTA 1.5 FLUSH and
+ * ATOMIC WRITE. They count against max_rd_atomic and wait for a fence.
+ */
 static inline bool rnic_wr_is_rd_atomic(uint8_t op)
 {
     return op == RNIC_WR_RDMA_READ || op == RNIC_WR_ATOMIC_CMP_SWP ||
-           op == RNIC_WR_ATOMIC_FETCH_ADD;
+           op == RNIC_WR_ATOMIC_FETCH_ADD || op == RNIC_WR_FLUSH ||
+           op == RNIC_WR_ATOMIC_WRITE;
+}
+
+/* FLUSH and ATOMIC WRITE: what they need is in the WQE header, no SGEs. */
+static inline bool rnic_wr_is_placement(uint8_t op)
+{
+    return op == RNIC_WR_FLUSH || op == RNIC_WR_ATOMIC_WRITE;
 }
 
 static inline bool rnic_wr_is_local(uint8_t op)
@@ -163,6 +176,10 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                     "more SGEs than the QP allows");
         }
+        if (w->num_sge && rnic_wr_is_placement(w->opcode)) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "SGEs on a FLUSH/ATOMIC WRITE");
+        }
         wqe->nsge = w->num_sge;
         for (i = 0; i < wqe->nsge; i++) {
             wqe->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
@@ -188,6 +205,17 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
          w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) && wqe->length != 8) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
                                 "atomic result buffer is not 8 bytes");
+    }
+    if (w->opcode == RNIC_WR_FLUSH &&
+        (!w->flush.type || w->flush.level > RNIC_FLUSH_MR ||
+         (w->flush.type & ~(RNIC_FLUSH_GLOBAL | RNIC_FLUSH_PERSISTENT)))) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "FLUSH type or level not defined");
+    }
+    if (w->opcode == RNIC_WR_ATOMIC_WRITE) {
+        /* the 8 bytes travel as the packet's payload, from here */
+        memcpy(wqe->inline_data, w->atomic_write.data, 8);
+        wqe->length = 8;
     }
     if (qp->type != RNIC_QPT_RC) {
         const RnicGid *g = rnic_gid_get(e, w->ud.av.sgid_index);
@@ -270,6 +298,8 @@ static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *wqe)
         return 0;
     case RNIC_WR_ATOMIC_CMP_SWP:
     case RNIC_WR_ATOMIC_FETCH_ADD:
+    case RNIC_WR_FLUSH:
+    case RNIC_WR_ATOMIC_WRITE:
         return 1;
     default:
         return wqe->length ? (wqe->length + pmtu - 1) / pmtu : 1;
@@ -376,7 +406,7 @@ static void rnic_req_local_error(RnicEngine *e, RnicQp *qp, RnicSqSlot *s,
     RNIC_ROCE_RC_##op##_MIDDLE, RNIC_ROCE_RC_##op##_LAST_WITH_##with }
 #define RNIC_RC_ONE(op) { op, op, op, op }
 
-static const uint8_t rnic_req_rc_ops[RNIC_WR_ATOMIC_FETCH_ADD + 1][4] = {
+static const uint8_t rnic_req_rc_ops[RNIC_WR_OPCODE_COUNT][4] = {
     [RNIC_WR_SEND] = RNIC_RC_MSG(SEND),
     [RNIC_WR_SEND_IMM] = RNIC_RC_MSG_WITH(SEND, IMMEDIATE),
     [RNIC_WR_SEND_INV] = RNIC_RC_MSG_WITH(SEND, INVALIDATE),
@@ -385,12 +415,14 @@ static const uint8_t rnic_req_rc_ops[RNIC_WR_ATOMIC_FETCH_ADD + 1][4] = {
     [RNIC_WR_RDMA_READ] = RNIC_RC_ONE(RNIC_ROCE_RC_RDMA_READ_REQUEST),
     [RNIC_WR_ATOMIC_CMP_SWP] = RNIC_RC_ONE(RNIC_ROCE_RC_COMPARE_SWAP),
     [RNIC_WR_ATOMIC_FETCH_ADD] = RNIC_RC_ONE(RNIC_ROCE_RC_FETCH_ADD),
+    [RNIC_WR_FLUSH] = RNIC_RC_ONE(RNIC_ROCE_RC_FLUSH),
+    [RNIC_WR_ATOMIC_WRITE] = RNIC_RC_ONE(RNIC_ROCE_RC_ATOMIC_WRITE),
 };
 
 static uint8_t rnic_req_rc_opcode(uint8_t wr, bool first, bool last)
 {
     /* only the opcodes that send: rnic_req_decode() let no other through */
-    g_assert(wr < G_N_ELEMENTS(rnic_req_rc_ops));
+    g_assert(wr < G_N_ELEMENTS(rnic_req_rc_ops) && !rnic_wr_is_local(wr));
     return rnic_req_rc_ops[wr][rnic_msg_pos(first, last)];
 }
 
@@ -465,6 +497,22 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
         pkt.atomic_eth.swap_add = op == RNIC_WR_ATOMIC_CMP_SWP ?
                               GUINT64_FROM_LE(wqe->hdr.atomic.swap) :
                               GUINT64_FROM_LE(wqe->hdr.atomic.compare_add);
+        pkt.ack_req = true;
+        break;
+    case RNIC_WR_FLUSH:
+        pkt.feth.plt = wqe->hdr.flush.type;
+        pkt.feth.sel = wqe->hdr.flush.level;
+        pkt.reth.va = GUINT64_FROM_LE(wqe->hdr.flush.remote_addr);
+        pkt.reth.rkey = GUINT32_FROM_LE(wqe->hdr.flush.rkey);
+        pkt.reth.dma_len = GUINT32_FROM_LE(wqe->hdr.flush.length);
+        pkt.ack_req = true;
+        break;
+    case RNIC_WR_ATOMIC_WRITE:
+        pkt.reth.va = GUINT64_FROM_LE(wqe->hdr.atomic_write.remote_addr);
+        pkt.reth.rkey = GUINT32_FROM_LE(wqe->hdr.atomic_write.rkey);
+        pkt.reth.dma_len = 8;
+        pkt.payload.len = 8;
+        pkt.payload.data = wqe->inline_data;
         pkt.ack_req = true;
         break;
     default:
@@ -913,7 +961,8 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
     rnic_req_ack(e, qp, psn, false);
     rnic_req_complete(e, qp);
     s = rnic_req_oldest(qp, &index);
-    if (!s || s->opcode != RNIC_WR_RDMA_READ) {
+    if (!s || (s->opcode != RNIC_WR_RDMA_READ &&
+               !rnic_wr_is_placement(s->opcode))) {
         return;                     /* stale or duplicate */
     }
     expect = rnic_psn_add(s->first_psn, s->recv_psn);
@@ -935,8 +984,8 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
     }
     k = s->recv_psn;
     want = MIN(pmtu, s->length - k * pmtu);
-    if (s->length == 0) {
-        want = 0;
+    if (s->length == 0 || s->opcode != RNIC_WR_RDMA_READ) {
+        want = 0;                   /* FLUSH, ATOMIC WRITE: an empty answer */
     }
     if (!(flags & RNIC_ROCE_OPF_FIRST) != (k != 0) ||
         !(flags & RNIC_ROCE_OPF_LAST) != (k + 1 != s->npsn) ||

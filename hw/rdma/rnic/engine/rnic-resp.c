@@ -4,6 +4,7 @@
  * (sequence error NAK, duplicates re-acknowledged or replayed), opcode
  * sequence, receive-WQE consumption (RNR NAK when there is none), rkey
  * validation through the QP's network context, placement, atomics,
+ * FLUSH and ATOMIC WRITE (IBTA 1.5 Memory Placement Extensions),
  * RDMA READ responses (streamed, bounded per run), ACK/NAK generation,
  * receive completions. UD receives (Q_Key, GRH) are here too.
  */
@@ -589,6 +590,38 @@ static RnicRespRes *rnic_resp_res_new(RnicResp *resp)
     return rnic_resp_res_take(resp, NULL);
 }
 
+/*
+ * The region 'rkey' names for [va, va + len) with 'access', or NULL after
+ * the remote access error NAK that moves the QP to ERR.
+ */
+static RnicMr *rnic_resp_rkey(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
+                              uint32_t rkey, uint64_t va, uint64_t len,
+                              uint32_t access)
+{
+    RnicXlateErr err;
+    RnicMr *mr;
+
+    err = rnic_mr_resolve(qp->ctx, rkey, qp->pd, va, len, access, &mr);
+    if (err) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
+                       RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
+        return NULL;
+    }
+    return mr;
+}
+
+/* A free responder resource for a READ-like request, or a fatal NAK. */
+static bool rnic_resp_res_room(RnicEngine *e, RnicQp *qp,
+                               const RnicPacket *pkt)
+{
+    if (qp->resp.res_pending < qp->resp.nres) {
+        return true;
+    }
+    rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ, RNIC_EQE_QP_REQ_ERR,
+                   0, "more outstanding READ/atomic than max_dest_rd_atomic");
+    return false;
+}
+
 static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     RnicResp *resp = &qp->resp;
@@ -645,7 +678,6 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     RnicResp *resp = &qp->resp;
     const RnicRoceAtomicEth *a = &pkt->atomic_eth;
     RnicRespRes *res;
-    RnicXlateErr err;
     uint64_t orig, val;
     RnicMr *mr;
 
@@ -661,18 +693,9 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
                        "atomic address not 8-byte aligned");
         return;
     }
-    err = rnic_mr_resolve(qp->ctx, a->rkey, qp->pd, a->va, 8,
-                          RNIC_ACCESS_REMOTE_ATOMIC, &mr);
-    if (err) {
-        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
-                       RNIC_EQE_QP_ACCESS_ERR,
-                       0, rnic_xlate_err_str(err));
-        return;
-    }
-    if (resp->res_pending >= resp->nres) {
-        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
-                       RNIC_EQE_QP_REQ_ERR, 0,
-                       "more outstanding READ/atomic than max_dest_rd_atomic");
+    mr = rnic_resp_rkey(e, qp, pkt, a->rkey, a->va, 8,
+                        RNIC_ACCESS_REMOTE_ATOMIC);
+    if (!mr || !rnic_resp_res_room(e, qp, pkt)) {
         return;
     }
     /* atomic with respect to every other device access (one thread) */
@@ -712,6 +735,131 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     rnic_resp_stream(e, qp, 64);
 }
 
+/*
+ * FLUSH and ATOMIC WRITE take a responder resource like a READ and are
+ * answered like a READ of nothing: one READ RESPONSE ONLY without payload
+ * (IBTA 1.5 oA19; rxe answers the same). The caller made sure there is a
+ * free resource before executing the request; a duplicate replays the
+ * answer without executing again.
+ */
+static void rnic_resp_answer_empty(RnicEngine *e, RnicQp *qp,
+                                   const RnicPacket *pkt, uint8_t kind)
+{
+    RnicResp *resp = &qp->resp;
+    RnicRespRes *res;
+
+    rnic_resp_flush_owed_ack(e, qp);
+    res = rnic_resp_res_new(resp);
+    res->kind = kind;
+    res->psn = pkt->psn;
+    res->npsn = 1;
+    res->va = pkt->reth.va;
+    res->rkey = pkt->reth.rkey;
+    res->len = 0;
+    resp->epsn = rnic_psn_add(resp->epsn, 1);
+    resp->msn++;
+    rnic_resp_stream(e, qp, 64);
+}
+
+/*
+ * RDMA FLUSH: make what earlier requests placed in [va, va + len) of the
+ * region (or all of it) globally visible or persistent, then answer.
+ * Every earlier write is already in memory when this runs (requests are
+ * executed in order, placed by DMA before they are acknowledged): global
+ * visibility needs nothing more. Persistence needs memory that persists,
+ * which a region must have been registered for (RNIC_ACCESS_FLUSH_
+ * PERSISTENT is refused on guest RAM), so an rkey without it is a remote
+ * access error, as IBTA 1.5 oA19-13 says for any placement type the
+ * region does not allow.
+ */
+static void rnic_resp_flush(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    const RnicRoceFeth *f = &pkt->feth;
+    uint32_t access = 0;
+    uint64_t len = pkt->reth.dma_len;
+
+    if (f->sel > RNIC_FLUSH_MR || !f->plt ||
+        (f->plt & ~(RNIC_FLUSH_GLOBAL | RNIC_FLUSH_PERSISTENT))) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
+                       "FLUSH placement type or selectivity not defined");
+        return;
+    }
+    if (f->plt & RNIC_FLUSH_GLOBAL) {
+        access |= RNIC_ACCESS_FLUSH_GLOBAL;
+    }
+    if (f->plt & RNIC_FLUSH_PERSISTENT) {
+        access |= RNIC_ACCESS_FLUSH_PERSISTENT;
+    }
+    /* the whole region: no range to check, only key, PD, rights, state */
+    if (!rnic_resp_rkey(e, qp, pkt, pkt->reth.rkey, pkt->reth.va,
+                        f->sel == RNIC_FLUSH_MR ? 0 : len, access) ||
+        !rnic_resp_res_room(e, qp, pkt)) {
+        return;
+    }
+    rnic_event(e, FLUSH, NULL, qp->qpn, pkt->psn, f->plt, f->sel, len);
+    rnic_resp_answer_empty(e, qp, pkt, RNIC_RES_FLUSH);
+}
+
+/*
+ * ATOMIC WRITE: 8 bytes placed in one access (no other device access can
+ * see half of them: the engine is one thread), needing remote write
+ * rights on the QP and the region, like rxe.
+ */
+static void rnic_resp_atomic_write(RnicEngine *e, RnicQp *qp,
+                                   const RnicPacket *pkt)
+{
+    RnicMr *mr;
+
+    if (!(qp->access & RNIC_ACCESS_REMOTE_WRITE)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
+                       RNIC_EQE_QP_ACCESS_ERR, 0,
+                       "QP does not allow remote writes");
+        return;
+    }
+    if (pkt->payload.len != 8 || pkt->reth.dma_len != 8) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
+                       "ATOMIC WRITE of other than 8 bytes");
+        return;
+    }
+    if (pkt->reth.va & 7) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
+                       RNIC_EQE_QP_REQ_ERR, 0,
+                       "ATOMIC WRITE address not 8-byte aligned");
+        return;
+    }
+    mr = rnic_resp_rkey(e, qp, pkt, pkt->reth.rkey, pkt->reth.va, 8,
+                        RNIC_ACCESS_REMOTE_WRITE);
+    if (!mr || !rnic_resp_res_room(e, qp, pkt)) {
+        return;
+    }
+    if (rnic_mr_place(e, mr, pkt->reth.va, &pkt->payload, 0, 8)) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP, RNIC_EQE_QP_FATAL,
+                       0, "ATOMIC WRITE target not writable");
+        return;
+    }
+    rnic_resp_answer_empty(e, qp, pkt, RNIC_RES_ATOMIC_WRITE);
+}
+
+/* The responder resource kind of a READ-like request's flags. */
+static uint8_t rnic_resp_res_kind(uint16_t flags)
+{
+    if (flags & RNIC_ROCE_OPF_READ) {
+        return RNIC_RES_READ;
+    }
+    if (flags & RNIC_ROCE_OPF_ATOMIC) {
+        return RNIC_RES_ATOMIC;
+    }
+    if (flags & RNIC_ROCE_OPF_FLUSH) {
+        return RNIC_RES_FLUSH;
+    }
+    if (flags & RNIC_ROCE_OPF_ATOMIC_WRITE) {
+        return RNIC_RES_ATOMIC_WRITE;
+    }
+    return RNIC_RES_FREE;           /* SEND, WRITE: no resource */
+}
+
 /* A request we have seen before (PSN behind the expected one). */
 static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
                                 const RnicPacket *pkt)
@@ -719,19 +867,16 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
     RnicResp *resp = &qp->resp;
     uint32_t psn = pkt->psn;
     uint16_t flags = rnic_roce_ops[pkt->opcode].flags;
+    uint8_t kind = rnic_resp_res_kind(flags);
     uint32_t i;
 
-    if ((flags & RNIC_ROCE_OPF_REQUEST) &&
-        (flags & (RNIC_ROCE_OPF_READ | RNIC_ROCE_OPF_ATOMIC))) {
-        bool read = flags & RNIC_ROCE_OPF_READ;
-
+    if ((flags & RNIC_ROCE_OPF_REQUEST) && kind != RNIC_RES_FREE) {
         for (i = 0; i < resp->nres; i++) {
             RnicRespRes *old = &resp->res[i];
             int32_t d = rnic_psn_diff(psn, old->psn);
             RnicRespRes *res;
 
-            if (old->kind != (read ? RNIC_RES_READ : RNIC_RES_ATOMIC) ||
-                d < 0 || d >= (int32_t)old->npsn) {
+            if (old->kind != kind || d < 0 || d >= (int32_t)old->npsn) {
                 continue;
             }
             if (old->pending) {
@@ -739,7 +884,8 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
             }
             /*
              * replay: READ re-reads memory from that PSN on, an atomic
-             * returns its original result without executing again
+             * returns its original result, FLUSH and ATOMIC WRITE their
+             * empty answer, without executing again
              */
             res = rnic_resp_res_take(resp, old);  /* moved, evicts nothing */
             if (!res) {
@@ -922,6 +1068,10 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_resp_read(e, qp, pkt);
     } else if (info->flags & RNIC_ROCE_OPF_ATOMIC) {
         rnic_resp_atomic(e, qp, pkt);
+    } else if (info->flags & RNIC_ROCE_OPF_FLUSH) {
+        rnic_resp_flush(e, qp, pkt);
+    } else if (info->flags & RNIC_ROCE_OPF_ATOMIC_WRITE) {
+        rnic_resp_atomic_write(e, qp, pkt);
     } else if (info->flags & RNIC_ROCE_OPF_WRITE) {
         rnic_resp_write(e, qp, pkt, first, last);
     } else {

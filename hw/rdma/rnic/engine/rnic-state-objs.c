@@ -1122,7 +1122,7 @@ static bool rnic_qp_load_resp(RnicEngine *e, RnicImageReader *rd,
         res = &r->res[i];
         rnic_image_get_fields(rd, rnic_resp_res_fields, res, NULL);
         LOAD_CHECK(res->kind != RNIC_RES_FREE &&
-                   res->kind <= RNIC_RES_ATOMIC && res->next <= res->npsn &&
+                   res->kind < RNIC_RES_KIND_COUNT && res->next <= res->npsn &&
                    res->npsn <= (1u << 23) && res->len <= RNIC_MAX_MSG_SIZE,
                    "QP %u: bad responder resource %u", h, i);
     }
