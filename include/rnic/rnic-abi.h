@@ -40,10 +40,14 @@
 #define RNIC_PCI_CLASS          0x020000 /* Ethernet controller */
 
 /* BARs */
-#define RNIC_BAR_REGS           0   /* registers, RNIC_REGS_SIZE */
+#define RNIC_BAR_REGS           0   /* registers, MSI-X table and PBA */
 #define RNIC_BAR_DOORBELLS      2   /* doorbell pages, 64-bit */
-#define RNIC_BAR_MSIX           4   /* MSI-X table and PBA */
-#define RNIC_REGS_SIZE          0x1000
+#define RNIC_BAR_SCM            4   /* persistent memory window (RNIC_CAP_SCM) */
+#define RNIC_BAR_MSIX           RNIC_BAR_REGS
+#define RNIC_REGS_SIZE          0x1000  /* the registers: BAR0 [0, 4 KiB) */
+#define RNIC_MSIX_PBA_OFFSET    0x1000  /* in BAR0 */
+#define RNIC_MSIX_TABLE_OFFSET  0x8000  /* in BAR0, up to 2048 entries */
+#define RNIC_BAR0_SIZE          0x10000
 #define RNIC_DB_PAGE_SIZE       0x1000
 #define RNIC_DB_PAGES_MAX       1024
 
@@ -75,6 +79,8 @@ enum rnic_reg {
     RNIC_REG_MAX_MTU        = 0x044, /* Ethernet MTU in bytes */
     RNIC_REG_MAX_GID        = 0x048, /* GID table entries */
     RNIC_REG_MAX_RD_ATOMIC  = 0x04c, /* outstanding READ/atomic per QP */
+    RNIC_REG_SCM_SIZE_LO    = 0x050, /* bytes of the BAR4 window (RNIC_CAP_SCM) */
+    RNIC_REG_SCM_SIZE_HI    = 0x054,
 
     /* control and status */
     RNIC_REG_DEV_CTRL       = 0x080, /* RW: enum rnic_dev_ctrl */
@@ -196,8 +202,14 @@ enum rnic_cap {
      */
     RNIC_CAP_FLUSH_GLOBAL   = 1u << 13,
     RNIC_CAP_ATOMIC_WRITE   = 1u << 14,
-    /* FLUSH with placement type persistence: the device has persistent memory */
+    /* FLUSH with placement type persistence: the SCM window persists */
     RNIC_CAP_FLUSH_PERSISTENT = 1u << 15,
+    /*
+     * ABI 1.2: a device-owned memory window (BAR4, RNIC_REG_SCM_SIZE) that
+     * regions of kind RNIC_MR_KIND_SCM map, with storage semantics in the
+     * STag key (enum rnic_scm_sem). Persistent when RNIC_CAP_FLUSH_PERSISTENT.
+     */
+    RNIC_CAP_SCM            = 1u << 16,
 };
 
 enum rnic_dev_ctrl {
@@ -427,14 +439,80 @@ enum rnic_flush_level {
 };
 
 /*
- * Kind of a mapping-table entry. Only MEM is implemented in ABI 1.0; the
- * others are reserved for storage-class-memory semantics in the STag key
- * (patent b) and mapped STags over a set of buffers (patent f).
+ * Kind of a mapping-table entry: guest memory through a page list (MEM),
+ * a range of the device's memory window (SCM, ABI 1.2, RNIC_CAP_SCM), or
+ * reserved for mapped STags over a set of buffers (MAPPED, patent f).
  */
 enum rnic_mr_kind {
     RNIC_MR_KIND_MEM = 0,
     RNIC_MR_KIND_SCM = 1,
     RNIC_MR_KIND_MAPPED = 2,
+};
+
+/*
+ * Storage semantics in the STag key (patent US 10,019,409): the key byte
+ * of an RNIC_MR_KIND_SCM region's STag is sem[7:5] | tag[4:0]. The tag is
+ * the registration's; the semantic is the request's, chosen by whoever
+ * sends it (any standard requester: it is part of the rkey it was given).
+ * REG_MR says in mr.sems (bit n = semantic n) which the region allows; a
+ * request with another is a remote access error. docs/spec.md "Storage
+ * semantics" says what each one does.
+ */
+#define RNIC_SCM_KEY_SEM_SHIFT  5
+#define RNIC_SCM_KEY_TAG_MASK   0x1f
+enum rnic_scm_sem {
+    RNIC_SCM_SEM_PLAIN = 0,     /* ordinary RDMA on the window */
+    RNIC_SCM_SEM_DURABLE = 1,   /* persisted before acknowledged */
+    RNIC_SCM_SEM_VISIBLE = 2,   /* globally visible before acknowledged */
+    RNIC_SCM_SEM_ATOMIC8 = 3,   /* 8-byte aligned 8-byte writes, atomic */
+    RNIC_SCM_SEM_READONLY = 4,  /* a read-only view */
+    RNIC_SCM_SEM_MGMT = 5,      /* writes are struct rnic_scm_mgmt */
+    RNIC_SCM_SEM_COUNT
+};
+
+/* The rkey with semantic 'sem' of an SCM region's STag. */
+#define RNIC_SCM_STAG(stag, sem) \
+    (((stag) & ~(0x7u << RNIC_SCM_KEY_SEM_SHIFT)) | \
+     ((uint32_t)(sem) << RNIC_SCM_KEY_SEM_SHIFT))
+
+/*
+ * A management request: an RDMA WRITE of this through the MGMT rkey of a
+ * region, at offset 0 of the region, runs 'op' on [offset, offset +
+ * length) of the same region (offsets from the region's first byte) and
+ * completes before the WRITE is acknowledged. An RDMA READ of struct
+ * rnic_scm_status through the MGMT rkey reports the last one.
+ */
+enum rnic_scm_mgmt_op {
+    RNIC_SCM_MGMT_PERSIST = 1,  /* make the range durable */
+    RNIC_SCM_MGMT_ZERO = 2,     /* zero the range and make it durable */
+    RNIC_SCM_MGMT_STATUS = 3,   /* only refresh the status */
+};
+
+struct rnic_scm_mgmt {
+    uint32_t op;                /* enum rnic_scm_mgmt_op */
+    uint32_t rsvd;
+    uint64_t offset;
+    uint64_t length;
+    uint64_t cookie;            /* echoed in the status */
+};
+
+enum rnic_scm_mgmt_status {
+    RNIC_SCM_ST_OK = 0,
+    RNIC_SCM_ST_BAD_OP = 1,     /* unknown op or reserved bits */
+    RNIC_SCM_ST_RANGE = 2,      /* range outside the region */
+    RNIC_SCM_ST_NOT_PERSISTENT = 3, /* the window does not persist */
+    RNIC_SCM_ST_IO = 4,         /* the host could not persist */
+};
+
+struct rnic_scm_status {
+    uint64_t cookie;            /* of the last request */
+    uint32_t op;                /* of the last request, 0: none yet */
+    uint32_t status;            /* enum rnic_scm_mgmt_status */
+    uint64_t region_length;
+    uint64_t persists;          /* persist operations the device ran */
+    uint64_t persisted_bytes;
+    uint32_t persistent;        /* 1: the window persists */
+    uint32_t rsvd[3];
 };
 
 /*
@@ -538,6 +616,12 @@ struct rnic_admin_cmd {
             uint8_t  levels;    /* page-list levels, 0..2 */
             uint8_t  key;       /* requested consumer key */
             uint8_t  kind;      /* enum rnic_mr_kind */
+            /*
+             * SCM (ABI 1.2): enum rnic_scm_sem bits the region allows; the
+             * region is [pbl_addr, pbl_addr + length) of the window, seen
+             * at iova; npages, page_shift and levels are 0. MEM: 0.
+             */
+            uint32_t sems;
         } mr;
         struct {                /* DESTROY_*, DEALLOC_PD, FREE_UCTX, DEREG_MR */
             uint32_t handle;    /* DEREG_MR: STag */
@@ -924,6 +1008,8 @@ static inline unsigned rnic_eth_mc_hash_index(const uint8_t *mac)
 #define RNIC_ABI_ASSERT_SIZE(type, size) \
     _Static_assert(sizeof(type) == (size), #type " size is ABI")
 RNIC_ABI_ASSERT_SIZE(struct rnic_admin_cmd, 64);
+RNIC_ABI_ASSERT_SIZE(struct rnic_scm_mgmt, 32);
+RNIC_ABI_ASSERT_SIZE(struct rnic_scm_status, 56);
 RNIC_ABI_ASSERT_SIZE(struct rnic_admin_cqe, 16);
 RNIC_ABI_ASSERT_SIZE(struct rnic_device_attr, 128);
 RNIC_ABI_ASSERT_SIZE(struct rnic_port_attr, 40);

@@ -192,6 +192,35 @@ static inline struct rnic_sq_wqe tv_wqe(uint64_t wr_id, uint8_t opcode,
     return tv_wqe_flags(wr_id, opcode, RNIC_WQE_SIGNALED, num_sge);
 }
 
+/* A signaled FLUSH of [addr, addr + len) or of the whole region. */
+static inline struct rnic_sq_wqe tv_flush_wqe(uint64_t wr_id, uint64_t addr,
+                                              uint32_t rkey, uint32_t len,
+                                              uint8_t type, uint8_t level)
+{
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_FLUSH, 0);
+
+    w.flush.remote_addr = addr;
+    w.flush.rkey = rkey;
+    w.flush.length = len;
+    w.flush.type = type;
+    w.flush.level = level;
+    return w;
+}
+
+/* A signaled ATOMIC WRITE of 'value' (host order, placed as is). */
+static inline struct rnic_sq_wqe tv_atomic_write_wqe(uint64_t wr_id,
+                                                     uint64_t addr,
+                                                     uint32_t rkey,
+                                                     uint64_t value)
+{
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_ATOMIC_WRITE, 0);
+
+    w.atomic_write.remote_addr = addr;
+    w.atomic_write.rkey = rkey;
+    memcpy(w.atomic_write.data, &value, 8);
+    return w;
+}
+
 /* The next CQE of 'cq' is there now (tv_poll_one): check it, return it. */
 struct rnic_cqe tv_expect_status(RvDev *d, TvCq *cq, uint64_t wr_id,
                                  uint8_t status);

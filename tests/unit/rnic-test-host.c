@@ -5,28 +5,60 @@
 #include <string.h>
 #include "rnic-test-host.h"
 
+/*
+ * Host bytes of DMA range [addr, addr + len): guest RAM, or the memory
+ * window at RNIC_SCM_DMA_BASE; NULL outside both.
+ */
+static uint8_t *th_mem(TestHost *h, uint64_t addr, uint64_t len)
+{
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        addr -= RNIC_SCM_DMA_BASE;
+        if (addr > h->scm_size || len > h->scm_size - addr) {
+            return NULL;
+        }
+        return h->scm + addr;
+    }
+    if (addr > h->ram_size || len > h->ram_size - addr) {
+        return NULL;
+    }
+    return h->ram + addr;
+}
+
 static int th_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
     TestHost *h = opaque;
+    uint8_t *p = th_mem(h, addr, len);
 
-    if (addr > h->ram_size || len > h->ram_size - addr) {
+    if (!p) {
         return -1;
     }
     h->dma_read_bytes += len;
-    memcpy(buf, h->ram + addr, len);
+    memcpy(buf, p, len);
     return 0;
 }
 
 static int th_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
 {
     TestHost *h = opaque;
+    uint8_t *p = th_mem(h, addr, len);
 
-    if (addr > h->ram_size || len > h->ram_size - addr) {
+    if (!p) {
         return -1;
     }
     h->dma_write_bytes += len;
-    memcpy(h->ram + addr, buf, len);
+    memcpy(p, buf, len);
     return 0;
+}
+
+/* The window's durable image follows what the engine persists. */
+static void th_persist(void *opaque, uint64_t off, uint64_t len)
+{
+    TestHost *h = opaque;
+
+    g_assert_cmpuint(off, <=, h->scm_size);
+    g_assert_cmpuint(len, <=, h->scm_size - off);
+    memcpy(h->scm_durable + off, h->scm + off, len);
+    h->persists++;
 }
 
 static void th_raise_irq(void *opaque, unsigned vector)
@@ -113,18 +145,22 @@ static void *th_dma_map(void *opaque, uint64_t addr, uint64_t *len,
                         bool is_write)
 {
     TestHost *h = opaque;
+    uint64_t limit = addr >= RNIC_SCM_DMA_BASE ?
+                     RNIC_SCM_DMA_BASE + h->scm_size : h->ram_size;
+    uint8_t *p;
 
-    if (h->map_disabled || addr >= h->ram_size) {
+    if (h->map_disabled || addr >= limit) {
         return NULL;
     }
-    *len = MIN(*len, h->ram_size - addr);
+    *len = MIN(*len, limit - addr);
+    p = th_mem(h, addr, *len);
     if (is_write) {
         h->dma_write_bytes += *len;
     } else {
         h->dma_read_bytes += *len;
     }
     h->maps++;
-    return h->ram + addr;
+    return p;
 }
 
 static void th_dma_unmap(void *opaque, void *ptr, uint64_t len, bool is_write,
@@ -157,6 +193,7 @@ static const RnicHostOps test_host_ops = {
     .rx_ready = th_rx_ready,
     .dma_map = th_dma_map,
     .dma_unmap = th_dma_unmap,
+    .persist = th_persist,
 };
 
 TestHost *test_host_new(const RnicEngineConfig *cfg)
@@ -180,6 +217,9 @@ TestHost *test_host_new_sized(const RnicEngineConfig *cfg, uint64_t ram_size)
     h->now_ns = 1000000000ull;
     h->frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
     h->log = g_ptr_array_new_with_free_func(g_free);
+    h->scm_size = (uint64_t)h->cfg.scm_pages << 12;
+    h->scm = g_malloc0(h->scm_size);
+    h->scm_durable = g_malloc0(h->scm_size);
     h->engine = rnic_engine_new(&h->cfg, &test_host_ops, h);
     return h;
 }
@@ -190,7 +230,36 @@ void test_host_free(TestHost *h)
     g_ptr_array_free(h->frames, TRUE);
     g_ptr_array_free(h->log, TRUE);
     g_free(h->ram);
+    g_free(h->scm);
+    g_free(h->scm_durable);
     g_free(h);
+}
+
+void *test_scm_ptr(TestHost *h, uint64_t off)
+{
+    g_assert_cmpuint(off, <, h->scm_size);
+    return h->scm + off;
+}
+
+void test_host_copy_guest(TestHost *dst, const TestHost *src)
+{
+    g_assert_cmpuint(dst->ram_size, ==, src->ram_size);
+    g_assert_cmpuint(dst->scm_size, ==, src->scm_size);
+    memcpy(dst->ram, src->ram, src->ram_size);
+    memcpy(dst->scm, src->scm, src->scm_size);
+    memcpy(dst->scm_durable, src->scm_durable, src->scm_size);
+    dst->aq = src->aq;
+    dst->acq = src->acq;
+    dst->aq_log2 = src->aq_log2;
+    dst->aq_tail = src->aq_tail;
+    dst->acq_head = src->acq_head;
+    dst->next_cmd_id = src->next_cmd_id;
+    dst->alloc_next = src->alloc_next;
+}
+
+void test_host_power_cut(TestHost *h)
+{
+    memcpy(h->scm, h->scm_durable, h->scm_size);
 }
 
 uint64_t test_alloc(TestHost *h, uint64_t size, uint64_t align)

@@ -50,6 +50,15 @@ typedef struct TestHost {
     uint32_t aq_log2, aq_tail, acq_head;
     uint16_t next_cmd_id;
     uint64_t modify_attr;       /* tv_modify's staging buffer, 0: none */
+    /*
+     * The memory window (cfg.scm_pages): its bytes, and its durable image,
+     * which follows what the engine persists; test_host_power_cut() makes
+     * the window what power loss would leave of it.
+     */
+    uint8_t *scm;
+    uint8_t *scm_durable;
+    uint64_t scm_size;
+    unsigned persists;          /* RnicHostOps.persist calls */
 } TestHost;
 
 TestHost *test_host_new(const RnicEngineConfig *cfg);  /* NULL: defaults */
@@ -59,6 +68,15 @@ void test_host_free(TestHost *h);
 /* Guest RAM helpers. */
 uint64_t test_alloc(TestHost *h, uint64_t size, uint64_t align);
 void *test_ptr(TestHost *h, uint64_t addr);
+/* Window byte 'off' (cfg.scm_pages). */
+void *test_scm_ptr(TestHost *h, uint64_t off);
+/*
+ * What a migration carries besides the device state: guest RAM, the
+ * window (and its durable image), the test driver's admin queue state.
+ */
+void test_host_copy_guest(TestHost *dst, const TestHost *src);
+/* Power loss: the window keeps only what was persisted. */
+void test_host_power_cut(TestHost *h);
 
 /* Run the engine until it stops asking to be scheduled. */
 void test_host_run(TestHost *h);

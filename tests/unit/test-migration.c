@@ -190,15 +190,8 @@ static void migrate_side0(Net *n, End *a)
     char *err = NULL;
 
     rnic_engine_save(src->engine, img);
-    memcpy(dst->ram, src->ram, src->ram_size);
+    test_host_copy_guest(dst, src);
     dst->now_ns = src->now_ns + 123456789;      /* another host's clock */
-    dst->aq = src->aq;
-    dst->acq = src->acq;
-    dst->aq_log2 = src->aq_log2;
-    dst->aq_tail = src->aq_tail;
-    dst->acq_head = src->acq_head;
-    dst->next_cmd_id = src->next_cmd_id;
-    dst->alloc_next = src->alloc_next;
     net_attach(n, 0, dst);
     g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
     g_assert_null(err);

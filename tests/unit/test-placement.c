@@ -13,31 +13,6 @@
 #include <string.h>
 #include "rnic-test-verbs.h"
 
-static struct rnic_sq_wqe flush_wqe(uint64_t wr_id, uint64_t addr,
-                                    uint32_t rkey, uint32_t len, uint8_t type,
-                                    uint8_t level)
-{
-    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_FLUSH, 0);
-
-    w.flush.remote_addr = addr;
-    w.flush.rkey = rkey;
-    w.flush.length = len;
-    w.flush.type = type;
-    w.flush.level = level;
-    return w;
-}
-
-static struct rnic_sq_wqe atomic_write_wqe(uint64_t wr_id, uint64_t addr,
-                                           uint32_t rkey, uint64_t value)
-{
-    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_ATOMIC_WRITE, 0);
-
-    w.atomic_write.remote_addr = addr;
-    w.atomic_write.rkey = rkey;
-    memcpy(w.atomic_write.data, &value, 8);
-    return w;
-}
-
 static void expect_done(TestHost *h, TvCq *cq, uint64_t wr_id, uint8_t opcode,
                         uint32_t byte_len)
 {
@@ -56,7 +31,7 @@ static void test_atomic_write(TvFixture *f, gconstpointer cfg)
 
     *target = 0;
     tv_fill(h, p->bufb + 4096, 64, 7);
-    w = atomic_write_wqe(1, p->bufb + 4088, p->mrb, 0x0123456789abcdefull);
+    w = tv_atomic_write_wqe(1, p->bufb + 4088, p->mrb, 0x0123456789abcdefull);
     tv_post_send(h, p->a, &w, NULL, NULL);
     expect_done(h, p->cqa, 1, RNIC_WC_ATOMIC_WRITE, 8);
     g_assert_cmphex(*target, ==, 0x0123456789abcdefull);
@@ -71,7 +46,7 @@ static void test_atomic_write(TvFixture *f, gconstpointer cfg)
     tv_fill(h, p->bufa, 256, 3);
     tv_post_send(h, p->a, &w, (struct rnic_sge[]) {
                      tv_sge(p->bufa, 256, p->mra) }, NULL);
-    w = atomic_write_wqe(3, p->bufb + 8, p->mrb, 42);
+    w = tv_atomic_write_wqe(3, p->bufb + 8, p->mrb, 42);
     tv_post_send(h, p->a, &w, NULL, NULL);
     tv_expect_cqe(h, p->cqa, 2, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
     expect_done(h, p->cqa, 3, RNIC_WC_ATOMIC_WRITE, 8);
@@ -92,25 +67,25 @@ static void test_flush(TvFixture *f, gconstpointer cfg)
     tv_post_send(h, p->a, &w, &s, NULL);
     tv_expect_cqe(h, p->cqa, 1, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
 
-    w = flush_wqe(2, p->bufb, p->mrb, 4096, RNIC_FLUSH_GLOBAL,
+    w = tv_flush_wqe(2, p->bufb, p->mrb, 4096, RNIC_FLUSH_GLOBAL,
                   RNIC_FLUSH_RANGE);
     tv_post_send(h, p->a, &w, NULL, NULL);
     expect_done(h, p->cqa, 2, RNIC_WC_FLUSH, 0);
     tv_assert_same(h, p->bufa, p->bufb, 4096);
 
     /* zero-length range, and the whole region whatever the length says */
-    w = flush_wqe(3, p->bufb + 100, p->mrb, 0, RNIC_FLUSH_GLOBAL,
+    w = tv_flush_wqe(3, p->bufb + 100, p->mrb, 0, RNIC_FLUSH_GLOBAL,
                   RNIC_FLUSH_RANGE);
     tv_post_send(h, p->a, &w, NULL, NULL);
     expect_done(h, p->cqa, 3, RNIC_WC_FLUSH, 0);
-    w = flush_wqe(4, 0, p->mrb, 12345678, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_MR);
+    w = tv_flush_wqe(4, 0, p->mrb, 12345678, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_MR);
     tv_post_send(h, p->a, &w, NULL, NULL);
     expect_done(h, p->cqa, 4, RNIC_WC_FLUSH, 0);
     tv_expect_no_cqe(h, p->cqb);
 
     /* several outstanding: each takes a responder resource */
     for (int i = 0; i < 6; i++) {
-        w = flush_wqe(10 + i, p->bufb + i * 64, p->mrb, 64,
+        w = tv_flush_wqe(10 + i, p->bufb + i * 64, p->mrb, 64,
                       RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE);
         tv_write_send(h, p->a, &w, NULL, NULL);
     }
@@ -188,9 +163,9 @@ static void test_refused(void)
         }
         memset(test_ptr(h, p->bufb), 0, 64);
         if (r->opcode == RNIC_WR_FLUSH) {
-            w = flush_wqe(1, addr, rkey, r->len, r->type, r->level);
+            w = tv_flush_wqe(1, addr, rkey, r->len, r->type, r->level);
         } else {
-            w = atomic_write_wqe(1, addr, rkey, UINT64_MAX);
+            w = tv_atomic_write_wqe(1, addr, rkey, UINT64_MAX);
         }
         w.num_sge = r->num_sge;
         tv_post_send(h, p->a, &w, r->num_sge ? &s : NULL, NULL);

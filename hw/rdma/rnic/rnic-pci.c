@@ -274,6 +274,12 @@ static void rnic_host_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
     case RNIC_EV_FLUSH:
         trace_rnic_flush(v[0], v[1], v[2], v[3], v[4], why);
         break;
+    case RNIC_EV_SCM_PERSIST:
+        trace_rnic_scm_persist(v[0], v[1], why);
+        break;
+    case RNIC_EV_SCM_MGMT:
+        trace_rnic_scm_mgmt(v[0], v[1], v[2], why);
+        break;
     case RNIC_EV_ERR_ADMIN:
         trace_rnic_err_admin(v[0], v[1], v[2], why);
         break;

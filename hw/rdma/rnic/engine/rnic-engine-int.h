@@ -281,7 +281,26 @@ struct RnicMr {
     uint64_t length;
     uint32_t max_pages;         /* fast-reg: page list capacity */
     RnicPbl *pbl;               /* NULL while a fast-reg MR is unregistered */
+    struct rnic_scm_status *scm_status; /* SCM: after its first MGMT write */
 };
+
+/*
+ * An SCM region's rights word (RnicMr.access) holds the storage semantics
+ * it allows from this bit on, so that the registration log and the state
+ * image carry them with the rights.
+ */
+#define RNIC_MR_SEMS_SHIFT 16
+
+static inline uint32_t rnic_mr_sems(const RnicMr *mr)
+{
+    return mr->access >> RNIC_MR_SEMS_SHIFT;
+}
+
+/* The semantic a request asks for in the key of an SCM region's STag. */
+static inline uint8_t rnic_stag_sem(uint32_t stag)
+{
+    return (stag >> RNIC_SCM_KEY_SEM_SHIFT) & 0x7;
+}
 
 /* Registration log (patent a'): what the migration replays. */
 enum rnic_reglog_op {
@@ -576,6 +595,19 @@ typedef struct RnicRegs {
 
 #define RNIC_BOUNCE_SIZE        (64 * 1024)
 
+/* What durable writes of this engine call still have to persist. */
+typedef struct RnicScmRange {
+    uint64_t off;               /* in the window */
+    uint64_t len;
+} RnicScmRange;
+
+typedef struct RnicScm {
+    RnicScmRange pending[8];
+    uint32_t npending;
+    uint64_t persists;          /* host persist calls, since the start */
+    uint64_t persisted_bytes;
+} RnicScm;
+
 struct RnicEngine {
     RnicEngineConfig cfg;
     const RnicHostOps *ops;
@@ -640,6 +672,7 @@ struct RnicEngine {
     uint64_t timer_armed;       /* deadline given to the host, or UINT64_MAX */
 
     uint8_t *bounce;            /* RNIC_BOUNCE_SIZE, guest-to-guest copies */
+    RnicScm scm;                /* rnic-scm.c */
 
     /*
      * Test seam: packets for the wire go here when set (unit tests that
@@ -850,6 +883,7 @@ typedef enum RnicXlateErr {
     RNIC_XLATE_PD,              /* entry in another PD */
     RNIC_XLATE_BOUNDS,          /* range outside the region */
     RNIC_XLATE_ACCESS,          /* missing access right */
+    RNIC_XLATE_SEMANTIC,        /* SCM: semantic not allowed, or its rules */
 } RnicXlateErr;
 
 const char *rnic_xlate_err_str(RnicXlateErr err);
@@ -1017,6 +1051,37 @@ void rnic_resp_prompt(RnicEngine *e, RnicQp *qp);
 void rnic_req_complete(RnicEngine *e, RnicQp *qp);
 
 /* rnic-resp.c: the responder */
+/*
+ * rnic-scm.c: the memory window and storage semantics in the STag key.
+ * rnic_scm_region: an SCM REG_MR's page list (one run of the window) and
+ * rights word, or NULL with an admin status and why.
+ */
+uint64_t rnic_scm_caps(const RnicEngine *e);
+uint64_t rnic_scm_window_size(const RnicEngine *e);
+RnicPbl *rnic_scm_region(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         uint32_t *access, uint8_t *status, const char **why);
+const char *rnic_scm_check_replay(const RnicEngine *e,
+                                  const RnicRegLogRec *rec);
+/* The key and semantic rules of an access to an SCM region. */
+RnicXlateErr rnic_scm_check_key(const RnicMr *mr, uint32_t stag, uint64_t va,
+                                uint64_t len, uint32_t access);
+bool rnic_scm_is_mgmt(const RnicMr *mr, uint32_t stag);
+/* After a remote write placed [va, va + len): durable ones are collected. */
+void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,
+                      uint64_t va, uint64_t len);
+/* Before a READ through 'stag' is answered (DURABLE: persist first). */
+void rnic_scm_before_read(RnicEngine *e, const RnicMr *mr, uint32_t stag,
+                          uint64_t va, uint64_t len);
+/* Persist [va, va + len) of a region now (FLUSH, management). */
+void rnic_scm_persist(RnicEngine *e, const RnicMr *mr, uint64_t va,
+                      uint64_t len);
+/* Persist what was collected: before any responder packet leaves. */
+void rnic_scm_persist_pending(RnicEngine *e);
+/* A management request written through the MGMT key; false: fatal. */
+bool rnic_scm_mgmt(RnicEngine *e, RnicMr *mr, const RnicPayload *pl);
+/* The region's status bytes from region byte 'va' (MGMT reads). */
+const uint8_t *rnic_scm_status_bytes(RnicMr *mr, uint64_t va);
+
 void rnic_resp_reset_qp(RnicQp *qp);
 void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt);
 /* Stream pending READ responses; returns packets sent. */

@@ -67,6 +67,8 @@ char *rnic_engine_config_check(const RnicEngineConfig *cfg)
         { "max-rd-atomic", cfg->max_rd_atomic, 1, 128 },
         { "memory-budget-mib", cfg->mem_budget_mib,
           RNIC_CFG_MIN_MEM_BUDGET_MIB, RNIC_CFG_MAX_MEM_BUDGET_MIB },
+        { "scm size in pages", cfg->scm_pages, 0, RNIC_CFG_MAX_SCM_PAGES },
+        { "scm persistence", cfg->scm_persistent, 0, 1 },
     };
     char *msg;
     size_t i;
@@ -88,6 +90,13 @@ char *rnic_engine_config_check(const RnicEngineConfig *cfg)
     }
     if (cfg->mac[0] & 1) {
         return g_strdup("mac is a multicast address");
+    }
+    if (cfg->scm_pages & (cfg->scm_pages - 1)) {
+        return g_strdup_printf("scm window of %u pages is not a power of two",
+                               cfg->scm_pages);
+    }
+    if (cfg->scm_persistent && !cfg->scm_pages) {
+        return g_strdup("scm persistence without a window");
     }
     /* one network context's mapping table must fit, with room to spare */
     if (rnic_mrt_bytes(cfg) > ((uint64_t)cfg->mem_budget_mib << 20) / 4) {

@@ -77,7 +77,22 @@ typedef struct RnicHostOps {
      * bounded amount (RNIC_DB_INLINE_BUDGET); the rest goes to schedule().
      */
     bool (*run_now)(void *opaque);
+    /*
+     * The memory window (RnicEngineConfig.scm_pages): the engine reaches
+     * byte 'off' of it at DMA address RNIC_SCM_DMA_BASE + off, through
+     * dma_read, dma_write and dma_map like guest memory; the host routes
+     * [RNIC_SCM_DMA_BASE, + scm_pages * 4 KiB) to the window. No guest
+     * address is that high (page lists reaching it are refused).
+     *
+     * Optional (NULL when scm_persistent is false): make window bytes
+     * [off, off + len) durable before returning (QEMU: memory_region_msync
+     * of the backend). The engine calls it before it acknowledges what
+     * needs persistence, batched per run.
+     */
+    void (*persist)(void *opaque, uint64_t off, uint64_t len);
 } RnicHostOps;
+
+#define RNIC_SCM_DMA_BASE   (1ull << 63)
 
 /* Static configuration: the limits the device advertises. */
 typedef struct RnicEngineConfig {
@@ -101,6 +116,14 @@ typedef struct RnicEngineConfig {
     uint8_t mac[6];
     uint32_t vendor_id;
     uint32_t device_id;
+    /*
+     * The device-owned memory window regions of kind SCM map: 4 KiB pages,
+     * a power of two (the BAR), 0 for none; scm_persistent (0 or 1): the
+     * host can make it durable (RnicHostOps.persist). Set by the host from
+     * its memory backend, not by a property of their own.
+     */
+    uint32_t scm_pages;
+    uint32_t scm_persistent;
 } RnicEngineConfig;
 
 /* Limits of the configuration values (checked by rnic_engine_config_check). */
@@ -118,6 +141,7 @@ typedef struct RnicEngineConfig {
 #define RNIC_CFG_MAX_INLINE     960
 #define RNIC_CFG_MAX_MTU        9000
 #define RNIC_CFG_MAX_GID        256
+#define RNIC_CFG_MAX_SCM_PAGES  (1u << 28)  /* 1 TiB */
 
 /* Defaults (also the QEMU properties' defaults). */
 #define RNIC_DEFAULT_MAX_NET_CTX    16

@@ -52,6 +52,8 @@ typedef enum RnicEventClass {
     X(PD_BIND, TRACE, "pd net_ctx mrs")                                       \
     X(PD_UNBIND, TRACE, "pd net_ctx")                                         \
     X(FLUSH, TRACE, "qpn psn type level length")                              \
+    X(SCM_PERSIST, TRACE, "offset length")                                    \
+    X(SCM_MGMT, TRACE, "mr_index op status")                                  \
     X(ERR_ADMIN, ERR, "opcode cmd_id status")                                 \
     X(ERR_MEM_BUDGET, ERR, "bytes budget_mib used")                           \
     X(ERR_WIRE_TX, ERR, "opcode dest_qp psn count")                           \

@@ -157,14 +157,15 @@ static const char *rnic_pbl_check(const RnicPbl *pbl)
         if (a & pgmask) {
             return "page address not aligned to the page size";
         }
+        /* the top half of the DMA space is the device's window */
         if (pbl->contiguous) {
             uint64_t size = (uint64_t)pbl->npages << pbl->page_shift;
 
-            if (a + size < a && a + size != 0) {
-                return "contiguous region wraps the address space";
+            if (a >= RNIC_SCM_DMA_BASE || size > RNIC_SCM_DMA_BASE - a) {
+                return "contiguous region beyond guest memory";
             }
-        } else if (a + pgmask < a) {
-            return "page wraps the address space";
+        } else if (a >= RNIC_SCM_DMA_BASE - pgmask) {
+            return "page beyond guest memory";
         }
     }
     return NULL;
@@ -403,6 +404,10 @@ static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
 
 static void rnic_mr_free(RnicEngine *e, RnicMr *mr)
 {
+    if (mr->scm_status) {
+        rnic_mem_release(e, sizeof(*mr->scm_status));
+        g_free(mr->scm_status);
+    }
     rnic_pbl_unref(e, mr->pbl);
     rnic_mem_release(e, sizeof(*mr));
     g_free(mr);
@@ -807,19 +812,44 @@ static RnicPd *rnic_mr_cmd_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!pd) {
         return NULL;
     }
-    if (cmd->mr.kind == RNIC_MR_KIND_SCM ||
-        cmd->mr.kind == RNIC_MR_KIND_MAPPED) {
+    if (cmd->mr.kind == RNIC_MR_KIND_MAPPED ||
+        (cmd->mr.kind == RNIC_MR_KIND_SCM &&
+         cmd->opcode != RNIC_CMD_REG_MR)) {
         rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
                         "%s: MR kind %u is reserved",
                         rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
         return NULL;
     }
-    if (cmd->mr.kind != RNIC_MR_KIND_MEM) {
+    if (cmd->mr.kind != RNIC_MR_KIND_MEM && cmd->mr.kind != RNIC_MR_KIND_SCM) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "%s: unknown MR kind %u",
                         rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
         return NULL;
     }
     return pd;
+}
+
+/* The entry of a REG_MR whose page list is read: takes 'pbl'. */
+static void rnic_reg_mr_insert(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                               RnicAdminResult *res, RnicPd *pd, RnicPbl *pbl,
+                               uint32_t access)
+{
+    RnicMr *mr = rnic_mr_insert(e, pd, pd->owner, 0, cmd->mr.key);
+
+    if (!mr) {
+        rnic_pbl_unref(e, pbl);
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "REG_MR: mapping table full or no free STag index");
+        return;
+    }
+    mr->kind = cmd->mr.kind;
+    mr->state = RNIC_MR_VALID;
+    mr->access = access;
+    mr->iova = GUINT64_FROM_LE(cmd->mr.iova);
+    mr->length = GUINT64_FROM_LE(cmd->mr.length);
+    mr->pbl = pbl;
+    rnic_reglog_append(e, RNIC_REGLOG_REG, mr);
+    rnic_reglog_compact(e, false);
+    res->result0 = mr->stag;
 }
 
 void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
@@ -835,13 +865,24 @@ void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     uint8_t status;
     RnicPbl *pbl;
     RnicPd *pd;
-    RnicMr *mr;
 
     pd = rnic_mr_cmd_pd(e, cmd, res);
     if (!pd) {
         return;
     }
-    why = rnic_mr_check_region(iova, length, access, shift, npages);
+    if (cmd->mr.kind == RNIC_MR_KIND_SCM) {
+        pbl = rnic_scm_region(e, cmd, &access, &status, &why);
+        if (!pbl) {
+            rnic_admin_fail(e, res, status, "REG_MR: SCM: %s (offset 0x%"
+                            G_GINT64_MODIFIER "x length %" G_GINT64_MODIFIER
+                            "u)", why, pbl_addr, length);
+            return;
+        }
+        rnic_reg_mr_insert(e, cmd, res, pd, pbl, access);
+        return;
+    }
+    why = cmd->mr.sems ? "storage semantics on a region of guest memory" :
+        rnic_mr_check_region(iova, length, access, shift, npages);
     if (why) {
         /* a persistence the memory cannot give: valid, not supported */
         rnic_admin_fail(e, res, why == rnic_mr_volatile ?
@@ -863,22 +904,7 @@ void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         rnic_admin_fail(e, res, status, "REG_MR: %s", why);
         return;
     }
-    mr = rnic_mr_insert(e, pd, pd->owner, 0, cmd->mr.key);
-    if (!mr) {
-        rnic_pbl_unref(e, pbl);
-        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                        "REG_MR: no free STag index");
-        return;
-    }
-    mr->kind = cmd->mr.kind;
-    mr->state = RNIC_MR_VALID;
-    mr->access = access;
-    mr->iova = iova;
-    mr->length = length;
-    mr->pbl = pbl;
-    rnic_reglog_append(e, RNIC_REGLOG_REG, mr);
-    rnic_reglog_compact(e, false);
-    res->result0 = mr->stag;
+    rnic_reg_mr_insert(e, cmd, res, pd, pbl, access);
 }
 
 void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
@@ -1068,6 +1094,8 @@ const char *rnic_xlate_err_str(RnicXlateErr err)
         return "outside the region";
     case RNIC_XLATE_ACCESS:
         return "access right missing";
+    case RNIC_XLATE_SEMANTIC:
+        return "storage semantic not allowed, or its rules broken";
     }
     return "?";
 }
@@ -1104,10 +1132,16 @@ RnicXlateErr rnic_mrt_resolve(const RnicMrTable *t, uint32_t stag,
         return RNIC_XLATE_NO_ENTRY;
     }
     /*
-     * the key byte is checked on every access (patent b will give it
-     * storage semantics for RNIC_MR_KIND_SCM entries)
+     * the key byte is checked on every access; in an SCM region's it
+     * carries the request's storage semantic (rnic-scm.c)
      */
-    if (mr->stag != stag) {
+    if (mr->kind == RNIC_MR_KIND_SCM) {
+        RnicXlateErr err = rnic_scm_check_key(mr, stag, va, len, access);
+
+        if (err) {
+            return err;
+        }
+    } else if (mr->stag != stag) {
         return RNIC_XLATE_KEY;
     }
     if (mr->state != RNIC_MR_VALID) {
@@ -1293,12 +1327,18 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
                                    rec->pd);
             return false;
         }
-        if (rec->kind != RNIC_MR_KIND_MEM) {
+        if (rec->kind == RNIC_MR_KIND_SCM) {
+            why = rnic_scm_check_replay(e, rec);
+            if (why) {
+                *err = g_strdup_printf("registration log: SCM STag 0x%x: %s",
+                                       rec->stag, why);
+                return false;
+            }
+        } else if (rec->kind != RNIC_MR_KIND_MEM) {
             *err = g_strdup_printf("registration log: STag 0x%x of kind %u",
                                    rec->stag, rec->kind);
             return false;
-        }
-        if (rec->op == RNIC_REGLOG_REG) {
+        } else if (rec->op == RNIC_REGLOG_REG) {
             if (!rec->pbl) {
                 *err = g_strdup("registration log: REG without page list");
                 return false;

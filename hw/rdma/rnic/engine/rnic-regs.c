@@ -9,13 +9,13 @@
 
 #define RNIC_CTRL_WRITABLE (RNIC_CTRL_ENABLE | RNIC_CTRL_RESET | RNIC_CTRL_AQ_IRQ)
 
-static uint64_t rnic_caps(void)
+static uint64_t rnic_caps(const RnicEngine *e)
 {
     return RNIC_CAP_RC | RNIC_CAP_UD | RNIC_CAP_SRQ | RNIC_CAP_ATOMIC |
            RNIC_CAP_FAST_REG | RNIC_CAP_INLINE | RNIC_CAP_NET_CTX |
            RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2 |
            RNIC_CAP_ETH | RNIC_CAP_PD_MULTI_NET | RNIC_CAP_DEREG_ANY_KEY |
-           RNIC_CAP_FLUSH_GLOBAL | RNIC_CAP_ATOMIC_WRITE;
+           RNIC_CAP_FLUSH_GLOBAL | RNIC_CAP_ATOMIC_WRITE | rnic_scm_caps(e);
 }
 
 void rnic_regs_reset(RnicEngine *e)
@@ -35,8 +35,8 @@ static bool rnic_identity_read(RnicEngine *e, uint32_t offset, uint32_t *v)
     switch (offset) {
     case RNIC_REG_MAGIC:         *v = RNIC_MAGIC; break;
     case RNIC_REG_ABI_VERSION:   *v = RNIC_ABI_VERSION; break;
-    case RNIC_REG_CAPS_LO:       *v = (uint32_t)rnic_caps(); break;
-    case RNIC_REG_CAPS_HI:       *v = (uint32_t)(rnic_caps() >> 32); break;
+    case RNIC_REG_CAPS_LO:       *v = (uint32_t)rnic_caps(e); break;
+    case RNIC_REG_CAPS_HI:       *v = (uint32_t)(rnic_caps(e) >> 32); break;
     case RNIC_REG_MAX_NET_CTX:   *v = cfg->max_net_ctx; break;
     case RNIC_REG_MAX_QP:        *v = cfg->max_qp; break;
     case RNIC_REG_MAX_CQ:        *v = cfg->max_cq; break;
@@ -53,6 +53,8 @@ static bool rnic_identity_read(RnicEngine *e, uint32_t offset, uint32_t *v)
     case RNIC_REG_MAX_MTU:       *v = cfg->max_mtu; break;
     case RNIC_REG_MAX_GID:       *v = cfg->max_gid; break;
     case RNIC_REG_MAX_RD_ATOMIC: *v = cfg->max_rd_atomic; break;
+    case RNIC_REG_SCM_SIZE_LO:   *v = (uint32_t)rnic_scm_window_size(e); break;
+    case RNIC_REG_SCM_SIZE_HI:   *v = rnic_scm_window_size(e) >> 32; break;
     default:
         return false;
     }
@@ -62,7 +64,7 @@ static bool rnic_identity_read(RnicEngine *e, uint32_t offset, uint32_t *v)
 static bool rnic_is_read_only_block(uint32_t offset)
 {
     /* identity/limits and statistics: every aligned offset is defined */
-    return offset <= RNIC_REG_MAX_RD_ATOMIC ||
+    return offset <= RNIC_REG_SCM_SIZE_HI ||
            (offset >= RNIC_REG_STAT_BASE &&
             offset < RNIC_REG_STAT_BASE + 8 * RNIC_STAT_COUNT);
 }
@@ -223,6 +225,9 @@ static RnicAccessResult rnic_aq_config_write(RnicEngine *e, uint32_t offset,
 
 void rnic_engine_leave(RnicEngine *e)
 {
+    if (e->depth == 1 && e->scm.npending) {
+        rnic_scm_persist_pending(e);   /* durable writes: not past the call */
+    }
     if (--e->depth == 0 && e->ctrl_deferred) {
         e->ctrl_deferred = false;
         rnic_ctrl_write(e, e->ctrl_value);

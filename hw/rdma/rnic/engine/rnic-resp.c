@@ -68,6 +68,7 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
 {
     RNIC_UNINIT RnicPacket pkt;
 
+    rnic_scm_persist_pending(e);    /* what the ACK covers is durable first */
     rnic_resp_packet(e, qp, &pkt, RNIC_ROCE_RC_ACKNOWLEDGE, psn);
     pkt.aeth.syndrome = syndrome;
     if ((syndrome & RNIC_ROCE_AETH_TYPE_MASK) != RNIC_ROCE_AETH_ACK) {
@@ -125,9 +126,13 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
                                                    &mr);
 
                 pkt.payload.segs = segs;
-                if (err || !rnic_mr_segs(mr, res->va + off, len, segs,
-                                         &pkt.payload.nsegs,
-                                         RNIC_PKT_MAX_SEGS)) {
+                if (!err && rnic_scm_is_mgmt(mr, res->rkey)) {
+                    /* a management key reads the region's status */
+                    pkt.payload.data = rnic_scm_status_bytes(mr,
+                                                             res->va + off);
+                } else if (err || !rnic_mr_segs(mr, res->va + off, len, segs,
+                                                &pkt.payload.nsegs,
+                                                RNIC_PKT_MAX_SEGS)) {
                     rnic_event(e, UB_READ_SOURCE, rnic_xlate_err_str(err),
                                qp->qpn, res->psn + k);
                     resp->res_pending = 0;
@@ -149,6 +154,7 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
             resp->res_send++;
             resp->res_pending--;
         }
+        rnic_scm_persist_pending(e);
         rnic_xmit(e, qp, &pkt);
         sent++;
         if (qp->state == RNIC_QPS_ERR) {
@@ -371,6 +377,26 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
     return true;
 }
 
+/*
+ * The region 'rkey' names for [va, va + len) with 'access', or NULL after
+ * the remote access error NAK that moves the QP to ERR.
+ */
+static RnicMr *rnic_resp_rkey(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
+                              uint32_t rkey, uint64_t va, uint64_t len,
+                              uint32_t access)
+{
+    RnicXlateErr err;
+    RnicMr *mr;
+
+    err = rnic_mr_resolve(qp->ctx, rkey, qp->pd, va, len, access, &mr);
+    if (err) {
+        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
+                       RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
+        return NULL;
+    }
+    return mr;
+}
+
 static bool rnic_resp_len_ok(const RnicQp *qp, const RnicPacket *pkt,
                              bool first, bool last)
 {
@@ -500,16 +526,21 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
         return;
     }
     if (len) {
-        err = rnic_mr_resolve(qp->ctx, resp->w_rkey, qp->pd,
-                              resp->w_va + resp->w_done,
-                              len, RNIC_ACCESS_REMOTE_WRITE, &mr);
-        if (err) {
-            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
-                           RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
+        uint64_t va = resp->w_va + resp->w_done;
+        bool placed;
+
+        mr = rnic_resp_rkey(e, qp, pkt, resp->w_rkey, va, len,
+                            RNIC_ACCESS_REMOTE_WRITE);
+        if (!mr) {
             return;
         }
-        if (rnic_mr_place(e, mr, resp->w_va + resp->w_done, &pkt->payload, 0,
-                          len)) {
+        if (rnic_scm_is_mgmt(mr, resp->w_rkey)) {
+            placed = rnic_scm_mgmt(e, mr, &pkt->payload);
+        } else {
+            placed = !rnic_mr_place(e, mr, va, &pkt->payload, 0, len);
+            rnic_scm_written(e, mr, resp->w_rkey, va, len);
+        }
+        if (!placed) {
             rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_OP,
                            RNIC_EQE_QP_FATAL, 0,
                            "target memory not writable");
@@ -590,26 +621,6 @@ static RnicRespRes *rnic_resp_res_new(RnicResp *resp)
     return rnic_resp_res_take(resp, NULL);
 }
 
-/*
- * The region 'rkey' names for [va, va + len) with 'access', or NULL after
- * the remote access error NAK that moves the QP to ERR.
- */
-static RnicMr *rnic_resp_rkey(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
-                              uint32_t rkey, uint64_t va, uint64_t len,
-                              uint32_t access)
-{
-    RnicXlateErr err;
-    RnicMr *mr;
-
-    err = rnic_mr_resolve(qp->ctx, rkey, qp->pd, va, len, access, &mr);
-    if (err) {
-        rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
-                       RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
-        return NULL;
-    }
-    return mr;
-}
-
 /* A free responder resource for a READ-like request, or a fatal NAK. */
 static bool rnic_resp_res_room(RnicEngine *e, RnicQp *qp,
                                const RnicPacket *pkt)
@@ -628,7 +639,6 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     uint32_t pmtu = rnic_qp_pmtu(qp);
     uint32_t len = pkt->reth.dma_len;
     RnicRespRes *res;
-    RnicXlateErr err;
     RnicMr *mr;
 
     if (!(qp->access & RNIC_ACCESS_REMOTE_READ)) {
@@ -644,13 +654,12 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         return;
     }
     if (len) {
-        err = rnic_mr_resolve(qp->ctx, pkt->reth.rkey, qp->pd, pkt->reth.va,
-                              len, RNIC_ACCESS_REMOTE_READ, &mr);
-        if (err) {
-            rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
-                           RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
+        mr = rnic_resp_rkey(e, qp, pkt, pkt->reth.rkey, pkt->reth.va, len,
+                            RNIC_ACCESS_REMOTE_READ);
+        if (!mr) {
             return;
         }
+        rnic_scm_before_read(e, mr, pkt->reth.rkey, pkt->reth.va, len);
     }
     rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(resp);
@@ -720,6 +729,7 @@ static void rnic_resp_atomic(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
                            "atomic target not writable");
             return;
         }
+        rnic_scm_written(e, mr, a->rkey, a->va, 8);
     }
     rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(resp);
@@ -777,6 +787,7 @@ static void rnic_resp_flush(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     const RnicRoceFeth *f = &pkt->feth;
     uint32_t access = 0;
     uint64_t len = pkt->reth.dma_len;
+    RnicMr *mr;
 
     if (f->sel > RNIC_FLUSH_MR || !f->plt ||
         (f->plt & ~(RNIC_FLUSH_GLOBAL | RNIC_FLUSH_PERSISTENT))) {
@@ -792,12 +803,19 @@ static void rnic_resp_flush(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         access |= RNIC_ACCESS_FLUSH_PERSISTENT;
     }
     /* the whole region: no range to check, only key, PD, rights, state */
-    if (!rnic_resp_rkey(e, qp, pkt, pkt->reth.rkey, pkt->reth.va,
-                        f->sel == RNIC_FLUSH_MR ? 0 : len, access) ||
-        !rnic_resp_res_room(e, qp, pkt)) {
+    mr = rnic_resp_rkey(e, qp, pkt, pkt->reth.rkey, pkt->reth.va,
+                        f->sel == RNIC_FLUSH_MR ? 0 : len, access);
+    if (!mr || !rnic_resp_res_room(e, qp, pkt)) {
         return;
     }
     rnic_event(e, FLUSH, NULL, qp->qpn, pkt->psn, f->plt, f->sel, len);
+    if (f->plt & RNIC_FLUSH_PERSISTENT) {
+        if (f->sel == RNIC_FLUSH_MR) {
+            rnic_scm_persist(e, mr, mr->iova, mr->length);
+        } else {
+            rnic_scm_persist(e, mr, pkt->reth.va, len);
+        }
+    }
     rnic_resp_answer_empty(e, qp, pkt, RNIC_RES_FLUSH);
 }
 
@@ -839,6 +857,7 @@ static void rnic_resp_atomic_write(RnicEngine *e, RnicQp *qp,
                        0, "ATOMIC WRITE target not writable");
         return;
     }
+    rnic_scm_written(e, mr, pkt->reth.rkey, pkt->reth.va, 8);
     rnic_resp_answer_empty(e, qp, pkt, RNIC_RES_ATOMIC_WRITE);
 }
 
