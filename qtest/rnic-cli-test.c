@@ -15,6 +15,7 @@
 typedef struct BadOption {
     const char *opts;
     const char *message;
+    const char *objects;        /* more arguments, before -device */
 } BadOption;
 
 static const BadOption bad_options[] = {
@@ -34,6 +35,18 @@ static const BadOption bad_options[] = {
     { "memory-budget-mib=8", "memory-budget-mib=8 is out of range" },
     { "max-mrs=4000000,memory-budget-mib=64",
       "memory-budget-mib=64 is too small for max-mrs=4000000" },
+    /* the memory window: "@" in a path is the test's temporary file */
+    { "scm=nothere", "nothere" },
+    { "scm=m", "must be a power of two",
+      "memory-backend-file,id=m,size=3M,mem-path=@,share=on" },
+    { "scm=m", "must be a power of two",
+      "memory-backend-ram,id=m,size=2K" },
+    { "scm=m", "needs share=on", "memory-backend-file,id=m,size=1M,mem-path=@" },
+    { "scm-powerfail=on", "needs a window" },
+    { "scm=m,scm-powerfail=on", "needs a window that persists",
+      "memory-backend-ram,id=m,size=1M" },
+    { "scm=m,id=a -device rnic,scm=m,id=b", "already in use",
+      "memory-backend-file,id=m,size=1M,mem-path=@,share=on" },
 };
 
 /* Start QEMU with a bad -device rnic; it must exit 1 with the message. */
@@ -41,17 +54,33 @@ static void test_bad_option(gconstpointer data)
 {
     const BadOption *b = data;
     const char *qemu = g_getenv("QTEST_QEMU_BINARY");
-    g_autofree char *dev = g_strdup_printf("rnic,%s", b->opts);
-    const char *argv[] = { qemu, "-M", "q35", "-display", "none", "-S",
-                           "-nodefaults", "-device", dev, NULL };
+    g_autofree char *file = NULL;
+    g_autofree char *obj = NULL;
+    g_autofree char *cmd = NULL;
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
     g_autoptr(GError) gerr = NULL;
+    g_auto(GStrv) argv = NULL;
     int status;
 
     g_assert(qemu);
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL,
+    if (b->objects) {
+        g_auto(GStrv) parts = g_strsplit(b->objects, "@", -1);
+        int fd = g_file_open_tmp("rnic-cli-XXXXXX", &file, NULL);
+
+        g_assert(fd >= 0);
+        close(fd);
+        obj = g_strjoinv(file, parts);
+    }
+    cmd = g_strdup_printf("%s -M q35 -display none -S -nodefaults%s%s "
+                          "-device rnic,%s", qemu, obj ? " -object " : "",
+                          obj ? obj : "", b->opts);
+    argv = g_strsplit(cmd, " ", -1);
+    g_assert_true(g_spawn_sync(NULL, argv, NULL, 0, NULL, NULL,
                                &out, &err, &status, &gerr));
+    if (file) {
+        unlink(file);
+    }
     g_assert_true(WIFEXITED(status));       /* not a signal: no crash */
     g_assert_cmpint(WEXITSTATUS(status), ==, 1);
     if (!strstr(err, b->message)) {
@@ -150,17 +179,42 @@ static void test_hotplug(void)
     qtest_quit(qts);
 }
 
+/* power-cut is a test mode's: refused with a reason, the VM goes on */
+static void test_power_cut_off(void)
+{
+    g_autofree char *file = NULL;
+    int fd = g_file_open_tmp("rnic-cli-XXXXXX", &file, NULL);
+    QTestState *qts;
+    QDict *r;
+
+    g_assert(fd >= 0);
+    close(fd);
+    qts = qtest_initf("-M q35 -nodefaults -object memory-backend-file,id=m,"
+                      "size=1M,mem-path=%s,share=on -device rnic,scm=m,id=r",
+                      file);
+    r = qtest_qmp(qts, "{ 'execute': 'qom-set', 'arguments': { 'path': "
+                  "'/machine/peripheral/r', 'property': 'power-cut', "
+                  "'value': true } }");
+    g_assert_true(qdict_haskey(r, "error"));
+    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(r, "error"),
+                                          "desc"), "scm-powerfail=on"));
+    qobject_unref(r);
+    qtest_quit(qts);
+    unlink(file);
+}
+
 int main(int argc, char **argv)
 {
     size_t i;
 
     g_test_init(&argc, &argv, NULL);
     for (i = 0; i < G_N_ELEMENTS(bad_options); i++) {
-        g_autofree char *path = g_strdup_printf("/rnic/cli/bad/%s",
+        g_autofree char *path = g_strdup_printf("/rnic/cli/bad/%zu/%s", i,
                                                 bad_options[i].opts);
 
         qtest_add_data_func(path, &bad_options[i], test_bad_option);
     }
+    qtest_add_func("/rnic/cli/power-cut-without-powerfail", test_power_cut_off);
     qtest_add_func("/rnic/q35/root-bus", test_q35_root_bus);
     qtest_add_func("/rnic/q35/root-port", test_q35_root_port);
     qtest_add_func("/rnic/q35/hotplug", test_hotplug);

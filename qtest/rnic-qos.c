@@ -23,7 +23,9 @@ static void rnic_map(QRnic *d, QPCIBus *bus, QPCIAddress *addr,
 static void rnic_enable(QRnic *d)
 {
     qpci_device_enable(&d->dev);
+    /* the MSI-X table is in BAR0, which this maps again: follow it */
     qpci_msix_enable(&d->dev);
+    d->regs = d->dev.msix_table_bar;
 }
 
 void rnic_attach(QRnic *d, QPCIBus *bus, int devfn, QGuestAllocator *alloc)
@@ -37,6 +39,7 @@ void rnic_remap(QRnic *d)
     qpci_device_enable(&d->dev);
     d->regs = qpci_iomap(&d->dev, RNIC_BAR_REGS, NULL);
     d->db = qpci_iomap(&d->dev, RNIC_BAR_DOORBELLS, NULL);
+    d->dev.msix_table_bar = d->dev.msix_pba_bar = d->regs;
 }
 
 QPCIBar rnic_bar_programmed(QPCIDevice *dev, int bar)
@@ -54,6 +57,7 @@ QPCIBus *rnic_attach_migrated(QRnic *d, QTestState *qts)
     d->dev.bus = bus;
     d->regs = rnic_bar_programmed(&d->dev, RNIC_BAR_REGS);
     d->db = rnic_bar_programmed(&d->dev, RNIC_BAR_DOORBELLS);
+    d->dev.msix_table_bar = d->dev.msix_pba_bar = d->regs;
     return bus;
 }
 

@@ -77,8 +77,10 @@ static void test_ids(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(cap, !=, 0);
     g_assert_cmpuint((qpci_config_readw(&d->dev, cap + PCI_MSIX_FLAGS) &
                       PCI_MSIX_FLAGS_QSIZE) + 1, ==, 8);
-    g_assert_cmpuint(qpci_config_readl(&d->dev, cap + PCI_MSIX_TABLE) &
-                     PCI_MSIX_FLAGS_BIRMASK, ==, RNIC_BAR_MSIX);
+    g_assert_cmpuint(qpci_config_readl(&d->dev, cap + PCI_MSIX_TABLE), ==,
+                     RNIC_MSIX_TABLE_OFFSET | RNIC_BAR_MSIX);
+    g_assert_cmpuint(qpci_config_readl(&d->dev, cap + PCI_MSIX_PBA), ==,
+                     RNIC_MSIX_PBA_OFFSET | RNIC_BAR_MSIX);
     g_assert_cmpuint(qpci_find_capability(&d->dev, PCI_CAP_ID_EXP, 0), !=, 0);
 }
 
@@ -109,8 +111,10 @@ static void test_bars(void *obj, void *data, QGuestAllocator *alloc)
     QPCIBar bar;
 
     bar = qpci_iomap(&d->dev, RNIC_BAR_REGS, &size);
-    g_assert_cmpuint(size, ==, RNIC_REGS_SIZE);
+    g_assert_cmpuint(size, ==, RNIC_BAR0_SIZE);     /* registers + MSI-X */
     qpci_iounmap(&d->dev, bar);
+    /* no window without scm= */
+    g_assert_cmpuint(qpci_config_readl(&d->dev, PCI_BASE_ADDRESS_4), ==, 0);
     g_assert_cmpuint(d->db_size, ==, 64 * RNIC_DB_PAGE_SIZE);
     g_assert_cmpuint(qpci_config_readl(&d->dev, PCI_BASE_ADDRESS_0) &
                      PCI_BASE_ADDRESS_MEM_TYPE_MASK, ==, PCI_BASE_ADDRESS_MEM_TYPE_64);

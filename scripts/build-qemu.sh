@@ -78,10 +78,15 @@ grep -qxF "subdir('rdma/rnic')" "$src/hw/meson.build" || echo "subdir('rdma/rnic
 add_line_before meson.build "trace_events_subdirs += have_system ? ['hw/rdma/rnic'] : []" "^subdir\\('trace'\\)$"
 add_line_before tests/qtest/meson.build "subdir('rnic')" '^qtests = \{$'
 # generic-fuzz configurations (qemu-fuzz-x86_64 --fuzz-target=generic-fuzz-NAME):
-# one rnic alone on a hub (its frames go nowhere), and two rnics on one hub
-# (each one's frames are the other's receive path, and F9's re-entry).
+# one rnic alone on a hub (its frames go nowhere), the same with a memory
+# window (a shared file in /dev/shm: regions of kind SCM, persistence), and
+# two rnics on one hub (each one's frames are the other's receive path, and
+# F9's re-entry).
 add_line_after tests/qtest/fuzz/generic_fuzz_configs.h \
     '    {.name = "rnic", .args = "-machine q35 -nodefaults -device rnic,netdev=n0 -netdev hubport,id=n0,hubid=0", .objects = "rnic*"},' \
+    '^const generic_fuzz_config predefined_configs\[\] = \{$'
+add_line_after tests/qtest/fuzz/generic_fuzz_configs.h \
+    '    {.name = "rnic-scm", .args = "-machine q35 -nodefaults -object memory-backend-file,id=w0,size=1M,mem-path=/dev/shm,share=on -device rnic,netdev=n0,scm=w0 -netdev hubport,id=n0,hubid=0", .objects = "rnic*"},' \
     '^const generic_fuzz_config predefined_configs\[\] = \{$'
 add_line_after tests/qtest/fuzz/generic_fuzz_configs.h \
     '    {.name = "rnic-pair", .args = "-machine q35 -nodefaults -device rnic,netdev=n0 -netdev hubport,id=n0,hubid=0 -device rnic,netdev=n1 -netdev hubport,id=n1,hubid=0", .objects = "rnic*"},' \

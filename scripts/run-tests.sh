@@ -93,7 +93,7 @@ for suite in $suites; do
         step "fuzz: generic-fuzz on the rnic, the engine's libFuzzer targets"
         # the fuzzer is printed as missing by the script's TAP if the build failed
         asan_qemu
-        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_FUZZ_SECONDS:-30}" rnic |
+        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_FUZZ_SECONDS:-30}" rnic rnic-scm |
             tee "$logs/fuzz-generic.tap"
         summary+=(--tap "$logs/fuzz-generic.tap")
         if [ -x tests/fuzz/run-fuzz.sh ]; then

@@ -331,6 +331,27 @@ static inline struct rnic_ucontext *rnic_udata_ucontext(struct ib_udata *udata)
 	return rdma_udata_to_drv_context(udata, struct rnic_ucontext, ibuc);
 }
 
+/*
+ * The device access bits of an IB access mask (the same positions: the
+ * FLUSH placement bits of ABI 1.2 are IB_ACCESS_FLUSH_*), for MRs: a
+ * placement type the device does not do is refused, -EOPNOTSUPP, as the
+ * core's ib_check_mr_access() refuses it for user MRs.
+ */
+static inline int rnic_mr_access(struct rnic_dev *rdev, int access)
+{
+	BUILD_BUG_ON((int)IB_ACCESS_FLUSH_GLOBAL !=
+		     (int)RNIC_ACCESS_FLUSH_GLOBAL ||
+		     (int)IB_ACCESS_FLUSH_PERSISTENT !=
+		     (int)RNIC_ACCESS_FLUSH_PERSISTENT ||
+		     (int)IB_ACCESS_MW_BIND != (int)RNIC_ACCESS_MW_BIND);
+	if (((access & IB_ACCESS_FLUSH_GLOBAL) &&
+	     !(rdev->caps.caps & RNIC_CAP_FLUSH_GLOBAL)) ||
+	    ((access & IB_ACCESS_FLUSH_PERSISTENT) &&
+	     !(rdev->caps.caps & RNIC_CAP_FLUSH_PERSISTENT)))
+		return -EOPNOTSUPP;
+	return access & RNIC_ACCESS_ALL;
+}
+
 /* Debug messages per object, over ibdev_dbg (dynamic debug). */
 #define rnic_dbg(rdev, fmt, ...) \
 	dev_dbg(&(rdev)->pdev->dev, fmt, ##__VA_ARGS__)

@@ -40,6 +40,10 @@ static enum ib_wc_opcode rnic_wc_opcode(u8 opcode)
 		return IB_WC_LOCAL_INV;
 	case RNIC_WC_REG_MR:
 		return IB_WC_REG_MR;
+	case RNIC_WC_FLUSH:
+		return IB_WC_FLUSH;
+	case RNIC_WC_ATOMIC_WRITE:
+		return IB_WC_ATOMIC_WRITE;
 	case RNIC_WC_RECV_RDMA_WITH_IMM:
 		return IB_WC_RECV_RDMA_WITH_IMM;
 	case RNIC_WC_RECV:

@@ -96,16 +96,19 @@ static int rnic_reg_mr_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
 {
 	struct rnic_admin_cmd cmd = { .opcode = opcode };
 	struct rnic_admin_cqe cqe;
+	int dev_access = rnic_mr_access(rdev, access);
 	u32 stag;
 	int ret;
 
+	if (dev_access < 0)
+		return dev_access;
 	cmd.uctx = cpu_to_le32(pd->uctx);
 	cmd.mr.iova = cpu_to_le64(iova);
 	cmd.mr.length = cpu_to_le64(length);
 	cmd.mr.pbl_addr = cpu_to_le64(pbl_addr);
 	cmd.mr.pd = cpu_to_le32(pd->handle);
 	cmd.mr.npages = cpu_to_le32(npages);
-	cmd.mr.access = cpu_to_le32(access & RNIC_ACCESS_ALL);
+	cmd.mr.access = cpu_to_le32(dev_access);
 	cmd.mr.page_shift = page_shift;
 	cmd.mr.levels = levels;
 	cmd.mr.key = rnic_next_key(rdev);
@@ -158,9 +161,15 @@ struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	u32 npages;
 	int ret;
 
+	/*
+	 * FLUSH placement types: the device refuses what it cannot give
+	 * (persistence on guest RAM: NOT_SUPPORTED, -EOPNOTSUPP), as does
+	 * rnic_mr_access() for a device without them.
+	 */
 	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
-		       IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING |
+		       IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL |
+		       IB_ACCESS_FLUSH_PERSISTENT | IB_ACCESS_RELAXED_ORDERING |
 		       IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (length > rdev->caps.max_mr_size)

@@ -7,10 +7,14 @@
  * Ring geometry: entries are powers of two, the WQE stride is 1 << shift.
  * An SQ WQE is a 64-byte header followed by SGEs or inline data, an RQ WQE
  * a 16-byte header followed by SGEs (include/rnic/rnic-abi.h).
+ *
+ * FLUSH and ATOMIC WRITE (IBTA 1.5) from kernel ULPs follow the convention
+ * of rnic-kernel.h: struct ib_send_wr has no fields for them.
  */
 #include <rdma/ib_cache.h>
 
 #include "rnic.h"
+#include "rnic-kernel.h"
 
 static int rnic_qp_type(enum ib_qp_type type)
 {
@@ -268,6 +272,20 @@ int rnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 /* IB_QP_* bits the device takes (the RNIC_QP_* mask has their positions). */
 #define RNIC_QP_ATTR_MASK_ALL (IB_QP_DEST_QPN * 2 - 1)
 
+/*
+ * QP access flags the device knows. Bits it does not know are dropped, not
+ * refused, as always (rdma-core's tests set the FLUSH bits on every RC
+ * QP); the FLUSH bits (ABI 1.2) only for a device that does FLUSH.
+ */
+static u32 rnic_qp_access(struct rnic_dev *rdev, int access)
+{
+	u32 known = RNIC_ACCESS_ALL;
+
+	if (!(rdev->caps.caps & RNIC_CAP_FLUSH_GLOBAL))
+		known &= ~RNIC_ACCESS_FLUSH;
+	return access & known;
+}
+
 int rnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_udata *udata)
 {
@@ -304,8 +322,8 @@ int rnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	a.qp_state = next;
 	a.cur_qp_state = cur;
 	if (mask & IB_QP_ACCESS_FLAGS)
-		a.qp_access_flags = cpu_to_le32(attr->qp_access_flags &
-						RNIC_ACCESS_ALL);
+		a.qp_access_flags = cpu_to_le32(rnic_qp_access(rdev,
+							attr->qp_access_flags));
 	if (mask & IB_QP_PKEY_INDEX)
 		a.pkey_index = cpu_to_le16(attr->pkey_index);
 	if (mask & IB_QP_PORT)
@@ -463,6 +481,10 @@ static int rnic_wr_opcode(enum ib_wr_opcode op)
 		return RNIC_WR_LOCAL_INV;
 	case IB_WR_REG_MR:
 		return RNIC_WR_REG_MR;
+	case IB_WR_FLUSH:
+		return RNIC_WR_FLUSH;
+	case IB_WR_ATOMIC_WRITE:
+		return RNIC_WR_ATOMIC_WRITE;
 	default:
 		return -EINVAL;
 	}
@@ -507,6 +529,54 @@ static int rnic_copy_inline(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	return 0;
 }
 
+static bool rnic_wr_is_placement(int op)
+{
+	return op == RNIC_WR_FLUSH || op == RNIC_WR_ATOMIC_WRITE;
+}
+
+/*
+ * FLUSH and ATOMIC WRITE (rnic-kernel.h): a struct ib_rdma_wr; the SGE
+ * list carries the ATOMIC WRITE's 8 bytes (one inline SGE of 8 bytes) or
+ * the FLUSH's range (none: the whole region). Neither puts an SGE into
+ * the WQE, and neither is inline for the device.
+ */
+static int rnic_build_placement(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
+				const struct ib_send_wr *wr)
+{
+	u64 caps = to_rdev(qp->ibqp.device)->caps.caps;
+	const struct ib_rdma_wr *rwr = rdma_wr(wr);
+
+	if (wqe->opcode == RNIC_WR_ATOMIC_WRITE) {
+		if (!(caps & RNIC_CAP_ATOMIC_WRITE))
+			return -EOPNOTSUPP;
+		if (!(wr->send_flags & IB_SEND_INLINE) || wr->num_sge != 1 ||
+		    wr->sg_list[0].length != sizeof(wqe->atomic_write.data))
+			return -EINVAL;
+		wqe->atomic_write.remote_addr = cpu_to_le64(rwr->remote_addr);
+		wqe->atomic_write.rkey = cpu_to_le32(rwr->rkey);
+		memcpy(wqe->atomic_write.data,
+		       (void *)(uintptr_t)wr->sg_list[0].addr,
+		       sizeof(wqe->atomic_write.data));
+		return 0;
+	}
+	if (!(caps & RNIC_CAP_FLUSH_GLOBAL))
+		return -EOPNOTSUPP;
+	if ((wr->send_flags & IB_SEND_INLINE) || wr->num_sge > 1)
+		return -EINVAL;
+	wqe->flush.remote_addr = cpu_to_le64(rwr->remote_addr);
+	wqe->flush.rkey = cpu_to_le32(rwr->rkey);
+	/* whether the region allows it is the responder's to say */
+	wqe->flush.type = (wr->send_flags & RNIC_SEND_FLUSH_PERSISTENT) ?
+			  RNIC_FLUSH_PERSISTENT : RNIC_FLUSH_GLOBAL;
+	if (wr->num_sge) {
+		wqe->flush.level = RNIC_FLUSH_RANGE;
+		wqe->flush.length = cpu_to_le32(wr->sg_list[0].length);
+	} else {
+		wqe->flush.level = RNIC_FLUSH_MR;
+	}
+	return 0;
+}
+
 static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 			       const struct ib_send_wr *wr, u32 idx)
 {
@@ -517,7 +587,7 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	if (qp->type != RNIC_QPT_RC && op != RNIC_WR_SEND &&
 	    op != RNIC_WR_SEND_IMM)
 		return -EINVAL;
-	if (wr->num_sge > qp->sq.max_sge)
+	if (wr->num_sge > qp->sq.max_sge && !rnic_wr_is_placement(op))
 		return -EINVAL;
 
 	memset(wqe, 0, sizeof(*wqe));
@@ -529,6 +599,8 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 		wqe->flags |= RNIC_WQE_SOLICITED;
 	if (wr->send_flags & IB_SEND_FENCE)
 		wqe->flags |= RNIC_WQE_FENCE;
+	if (rnic_wr_is_placement(op))
+		return rnic_build_placement(qp, wqe, wr);
 
 	switch (op) {
 	case RNIC_WR_SEND_IMM:
@@ -568,12 +640,16 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	case RNIC_WR_REG_MR: {
 		const struct ib_reg_wr *reg = reg_wr(wr);
 		struct rnic_mr *mr = to_rmr(reg->mr);
+		int access = rnic_mr_access(to_rdev(qp->ibqp.device),
+					    reg->access);
 
+		if (access < 0)
+			return access;
 		wqe->reg.iova = cpu_to_le64(mr->ibmr.iova);
 		wqe->reg.length = cpu_to_le64(mr->ibmr.length);
 		wqe->reg.pbl_addr = cpu_to_le64(mr->pbl.dma);
 		wqe->reg.stag = cpu_to_le32(reg->key);
-		wqe->reg.access = cpu_to_le32(reg->access & RNIC_ACCESS_ALL);
+		wqe->reg.access = cpu_to_le32(access);
 		wqe->reg.npages = cpu_to_le32(mr->npages);
 		wqe->reg.page_shift = ilog2(mr->ibmr.page_size);
 		rnic_mr_posted_key(mr, reg->key);

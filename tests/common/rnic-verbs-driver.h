@@ -143,6 +143,15 @@ uint32_t tv_reg_mr(RvDev *d, uint32_t pd, uint64_t addr, uint64_t len,
 /* ALLOC_MR: a fast-reg MR of 'pd' for 'npages' pages, key 'key'; its STag. */
 uint32_t tv_alloc_mr(RvDev *d, uint32_t pd, uint32_t npages, uint8_t key);
 /*
+ * REG_MR of window bytes [off, off + len) seen at 'iova' (kind SCM) with
+ * storage semantics 'sems' (bits of enum rnic_scm_sem) and key byte 'key'
+ * (sem << 5 | tag); returns the STag, or 0 with *status on failure
+ * (status NULL: failure asserts).
+ */
+uint32_t tv_reg_scm(RvDev *d, uint32_t pd, uint64_t iova, uint64_t off,
+                    uint64_t len, uint32_t access, uint32_t sems, uint8_t key,
+                    uint8_t *status);
+/*
  * A signaled REG_MR work request: 'npages' 4 KiB pages of guest memory
  * from 'base' on (listed in a new page list) as [iova, iova + npages *
  * 4096) under 'stag' with 'access'.

@@ -8,8 +8,9 @@
 # TARGET is a configuration that scripts/build-qemu.sh adds to QEMU's
 # tests/qtest/fuzz/generic_fuzz_configs.h: 'rnic' (one device alone on a
 # hub: BAR0 registers, BAR2 doorbells, the MSI-X table, DMA into guest
-# memory, clock steps) or 'rnic-pair' (two devices on one hub, each one's
-# frames are the other's receive path). Default: rnic.
+# memory, clock steps), 'rnic-scm' (the same with a memory window) or
+# 'rnic-pair' (two devices on one hub, each one's frames are the other's
+# receive path). Default: rnic.
 #
 # Needs the clang ASan/UBSan/libFuzzer QEMU build (QEMU_SANITIZE=1
 # scripts/build-qemu.sh: build/qemu/build-asan/qemu-fuzz-x86_64).

@@ -189,7 +189,8 @@ dmesg | grep rnic_ktest
 """ + DMESG_CHECK.replace("{", "{{").replace("}", "}}")
 
 KTEST_TESTS = ["connect", "send_recv", "send_imm", "write", "write_imm", "read",
-               "atomic", "fastreg_inv", "bad_cmd", "ud_cq_resize", "inv_enforced"]
+               "atomic", "placement", "fastreg_inv", "bad_cmd", "ud_cq_resize",
+               "inv_enforced"]
 
 
 def check_ktest(out: str) -> None:
@@ -197,6 +198,9 @@ def check_ktest(out: str) -> None:
     for test in KTEST_TESTS:
         assert re.search(rf"rnic_ktest: {test}: PASS \(\d+ operations", out), \
             f"{test} did not pass:\n{out}"
+    # the device has FLUSH and ATOMIC WRITE: placement ran, skipped nothing
+    assert not re.search(r"rnic_ktest: placement: .*skipped", out), out
+    assert not re.search(r"rnic_ktest: placement: PASS \(0 operations", out), out
     assert "FAIL" not in out, out
     assert values(out, "ktest_status")[0] == "0", out
 

@@ -31,33 +31,13 @@ static const RnicEngineConfig *win_cfg(bool persistent)
     return &cfg[persistent];
 }
 
-static struct rnic_admin_cmd scm_cmd(uint32_t pd, uint64_t iova, uint64_t off,
-                                     uint64_t len, uint32_t access,
-                                     uint32_t sems, uint8_t key)
-{
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_REG_MR };
-
-    c.mr.kind = RNIC_MR_KIND_SCM;
-    c.mr.pd = pd;
-    c.mr.iova = iova;
-    c.mr.pbl_addr = off;
-    c.mr.length = len;
-    c.mr.access = access;
-    c.mr.sems = sems;
-    c.mr.key = key;
-    return c;
-}
-
 /* The region [REG_OFF, + REG_LEN) of the window, zero-based, every right. */
 static uint32_t scm_region(TvPair *p, uint32_t sems)
 {
-    struct rnic_admin_cmd c = scm_cmd(p->pd, 0, REG_OFF, REG_LEN,
-                                      TV_ACCESS_ALL |
-                                      (p->d->cfg.scm_persistent ?
+    return tv_reg_scm(p->d, p->pd, 0, REG_OFF, REG_LEN,
+                      TV_ACCESS_ALL | (p->d->cfg.scm_persistent ?
                                        RNIC_ACCESS_FLUSH_PERSISTENT : 0),
-                                      sems, KEY(RNIC_SCM_SEM_PLAIN));
-
-    return tv_cmd_ok(p->d, &c);
+                      sems, KEY(RNIC_SCM_SEM_PLAIN), NULL);
 }
 
 /* One RDMA WRITE of bufa[0, len) to region byte 'va' through 'rkey'; the
@@ -165,26 +145,23 @@ static void test_register(void)
         { "plain on a volatile window", v, 0, 0, 4096,
           rw | RNIC_ACCESS_FLUSH_GLOBAL, 1, KEY(0), RNIC_ST_OK },
     };
-    struct rnic_admin_cmd c;
-    struct rnic_admin_cqe r;
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
+    uint32_t stag;
+    uint8_t st;
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_test_message("%s", cases[i].what);
-        c = scm_cmd(cases[i].p->pd, cases[i].iova, cases[i].off, cases[i].len,
-                    cases[i].access, cases[i].sems, cases[i].key);
-        r = tv_cmd(cases[i].p->d, &c);
-        g_assert_cmpuint(r.status, ==, cases[i].status);
-        if (r.status == RNIC_ST_OK) {
-            g_assert_cmpuint(r.result0 & 0xff, ==, cases[i].key);
+        stag = tv_reg_scm(cases[i].p->d, cases[i].p->pd, cases[i].iova,
+                          cases[i].off, cases[i].len, cases[i].access,
+                          cases[i].sems, cases[i].key, &st);
+        g_assert_cmpuint(st, ==, cases[i].status);
+        if (st == RNIC_ST_OK) {
+            g_assert_cmpuint(stag & 0xff, ==, cases[i].key);
         }
     }
-    /* a page list; ALLOC_MR of the kind; no window at all */
-    c = scm_cmd(p->pd, 0, 0, 4096, rw, 1, KEY(0));
-    c.mr.npages = 1;
-    c.mr.page_shift = 12;
-    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_BAD_PARAM);
-    c = scm_cmd(p->pd, 0, 0, 4096, rw, 1, KEY(0));
-    c.opcode = RNIC_CMD_ALLOC_MR;
+    /* ALLOC_MR of the kind */
+    c.mr.kind = RNIC_MR_KIND_SCM;
+    c.mr.pd = p->pd;
     c.mr.npages = 1;
     g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
     tv_pair_free(p);

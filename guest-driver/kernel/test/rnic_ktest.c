@@ -19,6 +19,13 @@
  *   write_imm    RDMA WRITE with immediate
  *   read         RDMA READ of a pattern the server wrote
  *   atomic       compare-and-swap (hit and miss) and fetch-and-add
+ *   placement    (IBTA 1.5, rnic-kernel.h's convention) ATOMIC WRITEs read
+ *                back by the server; RDMA WRITE then FLUSH of its range and
+ *                of the whole region (global visibility), checked by the
+ *                server; the convention's refusals; a FLUSH asking for
+ *                persistence of a region without it fails with a remote
+ *                access error (on two QPs of the client's own, connected
+ *                through the device's loopback: it moves them to ERR)
  *   fastreg_inv  server fast-registers a region (REG_MR work request), the
  *                client writes it and sends SEND_WITH_INV; the server checks
  *                the invalidated rkey; the client also sends from a local
@@ -43,6 +50,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "rnic/rnic-abi.h"
+#include "rnic-kernel.h"
 
 MODULE_AUTHOR("qemu-rnic project");
 MODULE_DESCRIPTION("Kernel verbs test for the qemu-rnic RDMA device");
@@ -75,6 +83,8 @@ MODULE_PARM_DESC(destructive, "Run inv_enforced (leaves the QP in error)");
 #define KT_FR_OFFSET	(512 * 1024)	/* fast-reg test area in the region */
 #define KT_FR_SIZE	(64 * 1024)
 #define KT_WRITE_IMM_LEN 5000		/* write_imm: bytes at region offset 0 */
+#define KT_PL_OFFSET	(768 * 1024)	/* placement test area in the region */
+#define KT_PL_LEN	(64 * 1024)	/* WRITE + FLUSH; then ATOMIC WRITEs */
 
 #define kt_info(fmt, ...) pr_info("rnic_ktest: " fmt, ##__VA_ARGS__)
 #define kt_err(fmt, ...) pr_err("rnic_ktest: " fmt, ##__VA_ARGS__)
@@ -88,7 +98,8 @@ enum kt_op {
 	KT_OP_FR_PREPARE,	/* fast-register a region: reply addr/rkey/len */
 	KT_OP_FR_CHECK,		/* (SEND_WITH_INV) fr region holds pattern(seed) */
 	KT_OP_DONE,
-	KT_OP_HELLO,		/* server -> client: the region's addr/rkey/len */
+	KT_OP_HELLO,		/* server -> client: the region's addr/rkey/len,
+				 * value: its access flags */
 	KT_OP_LAST,		/* a bad WRITE follows: the QP error ends it */
 	KT_OP_REPLY = 0x100,
 };
@@ -111,6 +122,7 @@ struct kt_conn_info {		/* the server's region */
 	__le64 addr;
 	__le32 rkey;
 	__le32 len;
+	u32 access;		/* IB_ACCESS_* it was registered with */
 };
 
 struct kt_side {
@@ -394,6 +406,36 @@ static int kt_fast_reg(struct kt_side *s, struct ib_mr *mr, u32 offset,
 	wr.access = access;
 	n = kt_post_send(s, &wr.wr);
 	return n ?: kt_wait_wc(s, IB_WC_REG_MR, NULL);
+}
+
+/*
+ * The address of this device's own RoCE GID, the one the RC connection
+ * uses, with its MAC (a kernel user gives RC QPs a resolved address): for
+ * QPs of one side talking to each other through the device's loopback.
+ */
+static int kt_self_ah(struct kt_side *s, struct rdma_ah_attr *ah)
+{
+	const struct ib_gid_attr *gattr;
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+	union ib_gid gid;
+	int ret;
+
+	ret = ib_query_qp(s->qp, &attr, IB_QP_AV, &init);
+	if (ret)
+		return ret;
+	gattr = rdma_get_gid_attr(s->dev, 1,
+				  rdma_ah_read_grh(&attr.ah_attr)->sgid_index);
+	if (IS_ERR(gattr))
+		return PTR_ERR(gattr);
+	gid = gattr->gid;
+	memset(ah, 0, sizeof(*ah));
+	ah->type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(ah, 1);
+	rdma_ah_set_grh(ah, &gid, 0, gattr->index, 64, 0);
+	ret = rdma_read_gid_l2_fields(gattr, NULL, ah->roce.dmac);
+	rdma_put_gid_attr(gattr);
+	return ret;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -727,13 +769,35 @@ send:
 	return kt_send(s, reply_len, IB_WR_SEND, 0, false);
 }
 
+/* Add IB_ACCESS_FLUSH_GLOBAL to the connected QP's access flags. */
+static int kt_qp_allow_flush(struct kt_side *s)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+	int ret;
+
+	ret = ib_query_qp(s->qp, &attr, IB_QP_ACCESS_FLAGS, &init);
+	if (ret)
+		return ret;
+	attr.qp_access_flags |= IB_ACCESS_FLUSH_GLOBAL;
+	ret = ib_modify_qp(s->qp, &attr, IB_QP_ACCESS_FLAGS);
+	if (!ret)
+		ret = ib_query_qp(s->qp, &attr, IB_QP_ACCESS_FLAGS, &init);
+	if (!ret && !(attr.qp_access_flags & IB_ACCESS_FLUSH_GLOBAL))
+		ret = -EIO;
+	if (ret)
+		kt_err("server: QP access flags with FLUSH_GLOBAL: %d (0x%x)\n",
+		       ret, attr.qp_access_flags);
+	return ret;
+}
+
 static int kt_server_session(struct kt_server *srv)
 {
 	struct kt_side *s = &srv->s;
 	struct rdma_conn_param param = {};
 	struct kt_msg *hello;
 	bool done = false;
-	int ret;
+	int access, ret;
 
 	ret = kt_cm_wait(s, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ret)
@@ -763,11 +827,19 @@ static int kt_server_session(struct kt_server *srv)
 		s->qp->qp_num, s->srq ? ", SRQ" : "");
 	/*
 	 * The region, fast-registered for remote access (a REG_MR work request
-	 * needs a connected QP), announced to the client in a HELLO message.
+	 * needs a connected QP), announced to the client in a HELLO message;
+	 * FLUSHes of global visibility too when the device does them (and the
+	 * QP lets them in: responders like rxe check the QP's access flags).
 	 */
-	ret = kt_fast_reg(s, s->region_mr, 0, KT_REGION_SIZE,
-			  IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
-			  IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC,
+	access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+		 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
+	if (s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) {
+		access |= IB_ACCESS_FLUSH_GLOBAL;
+		ret = kt_qp_allow_flush(s);
+		if (ret)
+			goto out;
+	}
+	ret = kt_fast_reg(s, s->region_mr, 0, KT_REGION_SIZE, access,
 			  &s->fr_key);
 	if (ret)
 		goto out;
@@ -777,6 +849,7 @@ static int kt_server_session(struct kt_server *srv)
 	hello->addr = cpu_to_le64(s->region_mr->iova);
 	hello->rkey = cpu_to_le32(s->region_mr->rkey);
 	hello->len = cpu_to_le32(KT_REGION_SIZE);
+	hello->value = cpu_to_le64(access);
 	ret = kt_send(s, sizeof(*hello), IB_WR_SEND, 0, false);
 	if (ret)
 		goto out;
@@ -1010,12 +1083,24 @@ static int kt_rdma(struct kt_side *s, enum ib_wr_opcode op, u32 loff,
 	return ret;
 }
 
+/* Does the server's region[roff, roff + len) hold pattern(seed)? */
+static int kt_server_check(struct kt_side *s, u32 roff, u32 len, u32 seed)
+{
+	struct kt_msg req = {
+		.op = cpu_to_le32(KT_OP_CHECK),
+		.addr = cpu_to_le64(roff),
+		.len = cpu_to_le32(len),
+		.seed = cpu_to_le32(seed),
+	}, reply;
+
+	return kt_request(s, &req, &reply);
+}
+
 static const u32 kt_rdma_sizes[] = { 1, 8, 1024, 4096, 4097, 65536 + 123,
 				     KT_REGION_SIZE / 2 };
 
 static int kt_test_write(struct kt_side *s, u32 *ops)
 {
-	struct kt_msg req = {}, reply;
 	u32 it, k;
 	int ret;
 
@@ -1028,11 +1113,7 @@ static int kt_test_write(struct kt_side *s, u32 *ops)
 			ret = kt_rdma(s, IB_WR_RDMA_WRITE, 0, roff, len, 0);
 			if (ret)
 				return ret;
-			req.op = cpu_to_le32(KT_OP_CHECK);
-			req.addr = cpu_to_le64(roff);
-			req.len = cpu_to_le32(len);
-			req.seed = cpu_to_le32(seed);
-			ret = kt_request(s, &req, &reply);
+			ret = kt_server_check(s, roff, len, seed);
 			if (ret) {
 				kt_err("write: %u bytes at %u not as written\n",
 				       len, roff);
@@ -1184,6 +1265,311 @@ static int kt_test_atomic(struct kt_side *s, u32 *ops)
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* placement: FLUSH and ATOMIC WRITE (IBTA 1.5), rnic-kernel.h            */
+/* ---------------------------------------------------------------------- */
+
+/* Post one work request on 'qp' (whose CQ is s->cq), wait for 'want'. */
+static int kt_post_wait(struct kt_side *s, struct ib_qp *qp,
+			const struct ib_send_wr *wr, enum ib_wc_opcode want,
+			struct ib_wc *wc)
+{
+	int ret = ib_post_send(qp, wr, NULL);
+
+	if (ret) {
+		kt_err("%s: post_send opcode %d failed (%d)\n", s->name,
+		       wr->opcode, ret);
+		return ret;
+	}
+	return kt_wait_wc(s, want, wc);
+}
+
+/* ATOMIC WRITE of 'value' at the server region's offset 'roff'. */
+static int kt_atomic_write(struct kt_side *s, u64 roff, u64 value)
+{
+	struct ib_sge sge = {
+		.addr = (uintptr_t)&value,	/* inline: a kernel address */
+		.length = sizeof(value),
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = IB_WR_ATOMIC_WRITE,
+			.send_flags = IB_SEND_SIGNALED | IB_SEND_INLINE,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = le64_to_cpu(s->peer_info.addr) + roff,
+		.rkey = le32_to_cpu(s->peer_info.rkey),
+	};
+
+	return kt_post_wait(s, s->qp, &wr.wr, IB_WC_ATOMIC_WRITE, NULL);
+}
+
+/*
+ * FLUSH of [addr, addr + len) of the region 'rkey' names, or of all of it
+ * (len 0), on 'qp'; 'flags' may ask for persistence. Returns the
+ * completion's result, with its status in *wc.
+ */
+static int kt_flush(struct kt_side *s, struct ib_qp *qp, u64 addr, u32 rkey,
+		    u32 len, int flags, struct ib_wc *wc)
+{
+	struct ib_sge range = { .length = len };
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_id = 0xf1,
+			.opcode = IB_WR_FLUSH,
+			.send_flags = IB_SEND_SIGNALED | flags,
+			.sg_list = len ? &range : NULL,
+			.num_sge = len ? 1 : 0,
+		},
+		.remote_addr = addr,
+		.rkey = rkey,
+	};
+
+	return kt_post_wait(s, qp, &wr.wr, IB_WC_FLUSH, wc);
+}
+
+static int kt_get64(struct kt_side *s, u64 roff, u64 *value)
+{
+	struct kt_msg req = {
+		.op = cpu_to_le32(KT_OP_GET64),
+		.addr = cpu_to_le64(roff),
+	}, reply;
+	int ret = kt_request(s, &req, &reply);
+
+	*value = le64_to_cpu(reply.value);
+	return ret;
+}
+
+/* What rnic-kernel.h refuses is refused at post time, nothing posted. */
+static int kt_placement_refusals(struct kt_side *s, u32 *ops)
+{
+	u64 value = 0;
+	struct ib_sge sge[2] = {
+		{ .addr = (uintptr_t)&value, .length = 8 },
+		{ .addr = (uintptr_t)&value, .length = 8 },
+	};
+	struct ib_rdma_wr wr = {
+		.remote_addr = le64_to_cpu(s->peer_info.addr) + KT_PL_OFFSET,
+		.rkey = le32_to_cpu(s->peer_info.rkey),
+	};
+	static const struct {
+		const char *what;
+		enum ib_wr_opcode opcode;
+		int send_flags;
+		int num_sge;
+		u32 length;
+	} cases[] = {
+		{ "ATOMIC WRITE not inline", IB_WR_ATOMIC_WRITE, 0, 1, 8 },
+		{ "ATOMIC WRITE of 4 bytes", IB_WR_ATOMIC_WRITE, IB_SEND_INLINE,
+		  1, 4 },
+		{ "ATOMIC WRITE of two SGEs", IB_WR_ATOMIC_WRITE, IB_SEND_INLINE,
+		  2, 8 },
+		{ "FLUSH with two SGEs", IB_WR_FLUSH, 0, 2, 8 },
+		{ "FLUSH inline", IB_WR_FLUSH, IB_SEND_INLINE, 1, 8 },
+	};
+	const struct ib_send_wr *bad;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		wr.wr.opcode = cases[i].opcode;
+		wr.wr.send_flags = IB_SEND_SIGNALED | cases[i].send_flags;
+		wr.wr.sg_list = sge;
+		wr.wr.num_sge = cases[i].num_sge;
+		sge[0].length = cases[i].length;
+		bad = NULL;
+		ret = ib_post_send(s->qp, &wr.wr, &bad);
+		if (ret != -EINVAL || bad != &wr.wr) {
+			kt_err("placement: %s: post_send returned %d\n",
+			       cases[i].what, ret);
+			return -EIO;
+		}
+		(*ops)++;
+	}
+	return 0;
+}
+
+/* Two RC QPs of this side on s->cq, connected to each other. */
+static int kt_rc_pair(struct kt_side *s, struct ib_qp *qp[2])
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr a;
+	struct rdma_ah_attr self;
+	int i, ret;
+
+	ret = kt_self_ah(s, &self);
+	if (ret)
+		return ret;
+	for (i = 0; i < 2; i++) {
+		qp[i] = ib_create_qp(s->pd, &init);
+		if (IS_ERR(qp[i])) {
+			ret = PTR_ERR(qp[i]);
+			qp[i] = NULL;
+			return ret;
+		}
+	}
+	for (i = 0; i < 2 && !ret; i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IB_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = IB_ACCESS_REMOTE_WRITE |
+				    IB_ACCESS_FLUSH_GLOBAL;
+		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+				   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+		if (ret)
+			break;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IB_QPS_RTR;
+		a.ah_attr = self;
+		a.path_mtu = IB_MTU_1024;
+		a.dest_qp_num = qp[!i]->qp_num;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_AV |
+				   IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+				   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+				   IB_QP_MIN_RNR_TIMER);
+		if (ret)
+			break;
+		a.qp_state = IB_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_TIMEOUT |
+				   IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+				   IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+	}
+	return ret;
+}
+
+/*
+ * A FLUSH asking for persistence of a region registered for global
+ * visibility only: the responder answers with a remote access error
+ * (IBTA 1.5 oA19-13), which moves both QPs to ERR, so on two QPs of the
+ * client's own, to the client's region (registered here, with
+ * FLUSH_GLOBAL). A FLUSH of global visibility goes through first.
+ */
+static int kt_flush_persist_refused(struct kt_side *s, u32 *ops)
+{
+	struct ib_qp *qp[2] = {};
+	struct ib_wc wc = {};
+	u8 key = 0x70;
+	int i, ret;
+
+	ret = kt_fast_reg(s, s->region_mr, 0, KT_PL_LEN,
+			  IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			  IB_ACCESS_FLUSH_GLOBAL, &key);
+	if (!ret)
+		ret = kt_rc_pair(s, qp);
+	if (ret) {
+		kt_err("placement: loopback QP pair: %d\n", ret);
+		goto out;
+	}
+	ret = kt_flush(s, qp[0], s->region_mr->iova, s->region_mr->rkey,
+		       KT_PL_LEN, 0, NULL);
+	if (ret)
+		goto out;
+	(*ops)++;
+	ret = kt_flush(s, qp[0], s->region_mr->iova, s->region_mr->rkey,
+		       KT_PL_LEN, RNIC_SEND_FLUSH_PERSISTENT, &wc);
+	if (ret != -EIO || wc.status != IB_WC_REM_ACCESS_ERR ||
+	    wc.wr_id != 0xf1) {
+		kt_err("placement: FLUSH persistence of a region without it: %s (%d)\n",
+		       ret ? ib_wc_status_msg(wc.status) : "succeeded", ret);
+		ret = -EIO;
+		goto out;
+	}
+	ret = 0;
+	(*ops)++;
+out:
+	for (i = 0; i < 2; i++)
+		if (qp[i])
+			ib_destroy_qp(qp[i]);
+	return ret;
+}
+
+static int kt_test_placement(struct kt_side *s, u32 *ops)
+{
+	u64 base = le64_to_cpu(s->peer_info.addr), aw = KT_PL_OFFSET + KT_PL_LEN;
+	u32 rkey = le32_to_cpu(s->peer_info.rkey);
+	bool rnic = !strncmp(dev_name(&s->dev->dev), "rnic", 4);
+	struct kt_msg req = {}, reply;
+	u64 value, got, around[3];
+	u32 it, seed;
+	int k, ret;
+
+	if (!(s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) ||
+	    !(s->dev->attrs.device_cap_flags & IB_DEVICE_ATOMIC_WRITE)) {
+		kt_info("placement: %s has no FLUSH/ATOMIC WRITE, skipped\n",
+			dev_name(&s->dev->dev));
+		return 0;
+	}
+	if (!(s->peer_info.access & IB_ACCESS_FLUSH_GLOBAL)) {
+		kt_info("placement: the server's region takes no FLUSH, skipped\n");
+		return 0;
+	}
+	for (it = 0; it < iters; it++) {
+		/* ATOMIC WRITE into a zeroed word; its neighbours stay */
+		value = 0x0123456789abcdefull ^ ((u64)it << 56 | it);
+		req.op = cpu_to_le32(KT_OP_FILL);
+		req.addr = cpu_to_le64(aw);
+		req.len = cpu_to_le32(24);
+		req.seed = cpu_to_le32(4000 + it);
+		ret = kt_request(s, &req, &reply) ?:
+		      kt_atomic_write(s, aw + 8, value) ?:
+		      kt_get64(s, aw + 8, &got);
+		if (ret || got != value) {
+			kt_err("placement: ATOMIC WRITE of 0x%llx: server holds 0x%llx (%d)\n",
+			       value, got, ret);
+			return ret ?: -EIO;
+		}
+		/* the words around it: pattern(seed) still */
+		kt_pattern((u8 *)around, sizeof(around), 4000 + it);
+		for (k = 0; k < 3; k += 2) {
+			ret = kt_get64(s, aw + 8 * k, &got);
+			if (ret || got != around[k]) {
+				kt_err("placement: ATOMIC WRITE changed the word at %+d\n",
+				       8 * (k - 1));
+				return ret ?: -EIO;
+			}
+		}
+		(*ops)++;
+
+		/* WRITE, FLUSH of its range, FLUSH of the region, CHECK */
+		seed = 3000 + it;
+		kt_pattern(s->region, KT_PL_LEN, seed);
+		ret = kt_rdma(s, IB_WR_RDMA_WRITE, 0, KT_PL_OFFSET, KT_PL_LEN,
+			      0) ?:
+		      kt_flush(s, s->qp, base + KT_PL_OFFSET, rkey, KT_PL_LEN,
+			       0, NULL) ?:
+		      kt_flush(s, s->qp, base, rkey, 0, 0, NULL);
+		if (ret)
+			return ret;
+		ret = kt_server_check(s, KT_PL_OFFSET, KT_PL_LEN, seed);
+		if (ret) {
+			kt_err("placement: %u bytes written and flushed not there\n",
+			       KT_PL_LEN);
+			return ret;
+		}
+		*ops += 3;
+	}
+	if (!rnic) {
+		kt_info("placement: not an rnic device: refusals and persistence skipped\n");
+		return 0;
+	}
+	return kt_placement_refusals(s, ops) ?:
+	       kt_flush_persist_refused(s, ops);
+}
+
 static u64 kt_fr_addr;
 static u32 kt_fr_rkey;
 
@@ -1332,6 +1718,13 @@ static int kt_test_inv_enforced(struct kt_side *s, u32 *ops)
 	return 0;
 }
 
+/* A REG_MR (page list outside RAM) asking for FLUSH persistence. */
+static void kt_bad_cmd_persistent(struct rnic_admin_cmd *c)
+{
+	c->mr.access = cpu_to_le32(RNIC_ACCESS_LOCAL_WRITE |
+				   RNIC_ACCESS_FLUSH_PERSISTENT);
+}
+
 /* Malformed admin commands and doorbells: refused, device still works. */
 static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
 {
@@ -1340,6 +1733,7 @@ static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
 		u8 opcode;
 		u8 expect;
 		void (*fill)(struct rnic_admin_cmd *c);
+		bool placement;		/* needs a device of ABI 1.2's FLUSH */
 	} cases[] = {
 		{ "unknown opcode", 0xee, RNIC_ST_BAD_OPCODE, NULL },
 		{ "CQ ring at address 0x10", RNIC_CMD_CREATE_CQ, RNIC_ST_BAD_PARAM,
@@ -1347,6 +1741,9 @@ static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
 		{ "QUERY_QP of no QP", RNIC_CMD_QUERY_QP, RNIC_ST_BAD_HANDLE, NULL },
 		{ "REG_MR page list outside RAM", RNIC_CMD_REG_MR,
 		  RNIC_ST_DMA_ERROR, NULL },
+		/* valid, but guest RAM does not persist: -EOPNOTSUPP */
+		{ "REG_MR with FLUSH persistence of guest RAM", RNIC_CMD_REG_MR,
+		  RNIC_ST_NOT_SUPPORTED, kt_bad_cmd_persistent, true },
 		{ "DEREG_MR of a foreign STag", RNIC_CMD_DEREG_MR,
 		  RNIC_ST_BAD_HANDLE, NULL },
 		{ "user context in a kernel-only command", RNIC_CMD_CREATE_NET_CTX,
@@ -1362,6 +1759,10 @@ static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct rnic_admin_cmd c = { .opcode = cases[i].opcode };
 		u8 status = 0xff;
+
+		if (cases[i].placement &&
+		    !(s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL))
+			continue;
 
 		switch (cases[i].opcode) {
 		case RNIC_CMD_CREATE_CQ:
@@ -1393,8 +1794,11 @@ static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
 			c.net_ctx.net_id = cpu_to_le32(99);
 			break;
 		}
+		if (cases[i].fill)
+			cases[i].fill(&c);
 		ret = rnic_test_raw_cmd(s->dev, &c, &status);
-		if (status != cases[i].expect) {
+		if (status != cases[i].expect ||
+		    (status == RNIC_ST_NOT_SUPPORTED && ret != -EOPNOTSUPP)) {
 			kt_err("bad_cmd: %s: status %u (%d), expected %u\n",
 			       cases[i].what, status, ret, cases[i].expect);
 			return -EIO;
@@ -1474,23 +1878,16 @@ static int kt_test_ud_cq_resize(struct kt_side *s, u32 *ops)
 {
 	struct ib_cq_init_attr cq_attr = { .cqe = 2 * KT_UD_MSGS };
 	struct ib_qp *qa = NULL, *qb = NULL;
-	struct ib_qp_attr rc_attr;
-	struct ib_qp_init_attr rc_init;
-	struct rdma_ah_attr ah_attr = {};
+	struct rdma_ah_attr ah_attr;
 	struct ib_ah *ah = NULL;
 	struct ib_cq *cq;
-	union ib_gid gid;
 	u8 *buf;
 	u64 dma;
 	u32 i, sends = 0, recvs = 0;
 	int ret;
 
 	/* the GID the RC connection uses: send to ourselves */
-	ret = ib_query_qp(s->qp, &rc_attr, IB_QP_AV, &rc_init);
-	if (ret)
-		return ret;
-	ret = rdma_query_gid(s->dev, 1, rdma_ah_read_grh(&rc_attr.ah_attr)->sgid_index,
-			     &gid);
+	ret = kt_self_ah(s, &ah_attr);
 	if (ret)
 		return ret;
 	buf = kzalloc(2 * KT_UD_MSGS * (KT_GRH_LEN + KT_UD_LEN), GFP_KERNEL);
@@ -1511,10 +1908,6 @@ static int kt_test_ud_cq_resize(struct kt_side *s, u32 *ops)
 		qb = NULL;
 		goto out;
 	}
-	ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
-	rdma_ah_set_port_num(&ah_attr, 1);
-	rdma_ah_set_grh(&ah_attr, &gid, 0,
-			rdma_ah_read_grh(&rc_attr.ah_attr)->sgid_index, 64, 0);
 	ah = rdma_create_ah(s->pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
 	if (IS_ERR(ah)) {
 		ret = PTR_ERR(ah);
@@ -1641,6 +2034,7 @@ static const struct kt_test kt_tests[] = {
 	{ "write_imm", kt_test_write_imm },
 	{ "read", kt_test_read },
 	{ "atomic", kt_test_atomic },
+	{ "placement", kt_test_placement },
 	{ "fastreg_inv", kt_test_fastreg_inv },
 	{ "bad_cmd", kt_test_bad_cmd },
 	{ "ud_cq_resize", kt_test_ud_cq_resize },
@@ -1722,6 +2116,7 @@ static int kt_client(const char *dst)
 		s->peer_info.addr = hello->addr;
 		s->peer_info.rkey = hello->rkey;
 		s->peer_info.len = hello->len;
+		s->peer_info.access = le64_to_cpu(hello->value);
 		kt_post_recv(s, i);
 	}
 	kt_report(s, "connect", 0, 1, start);

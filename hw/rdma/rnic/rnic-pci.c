@@ -55,10 +55,23 @@ static inline PCIDevice *rnic_pci(RnicState *s)
     return &s->parent_obj;
 }
 
+/*
+ * Guest memory through the PCI function's address space; the engine's
+ * window range (RNIC_SCM_DMA_BASE and up) is the device's own memory.
+ */
 static int rnic_host_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
     RnicState *s = opaque;
+    void *p;
 
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        p = rnic_window_ptr(s, addr, len);
+        if (!p) {
+            return -1;
+        }
+        memcpy(buf, p, len);
+        return 0;
+    }
     return pci_dma_read(rnic_pci(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
@@ -66,7 +79,21 @@ static int rnic_host_dma_write(void *opaque, uint64_t addr, const void *buf,
                                size_t len)
 {
     RnicState *s = opaque;
+    void *p;
 
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        p = rnic_window_ptr(s, addr, len);
+        if (!p) {
+            return -1;
+        }
+        if (len == 8 && QEMU_IS_ALIGNED(addr, 8)) {
+            /* ATOMIC WRITE, ATOMIC8: one store, never seen half done */
+            qatomic_set((uint64_t *)p, ldq_he_p(buf));
+        } else {
+            memcpy(p, buf, len);
+        }
+        return 0;
+    }
     return pci_dma_write(rnic_pci(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
@@ -85,6 +112,17 @@ static void *rnic_host_dma_map(void *opaque, uint64_t addr, uint64_t *len,
     dma_addr_t plen = *len;
     void *p;
 
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        /* the window: RAM of the device itself, nothing to unmap */
+        RnicWindow *w = &((RnicState *)opaque)->window;
+        uint64_t off = addr - RNIC_SCM_DMA_BASE;
+
+        if (!w->mr || off >= w->size) {
+            return NULL;
+        }
+        *len = MIN(*len, w->size - off);
+        return w->host + off;
+    }
     /* unassigned or faulting ranges go the checked way (errors reported) */
     if (!dma_memory_valid(pci_get_address_space(pci_dev), addr, plen, dir,
                           MEMTXATTRS_UNSPECIFIED)) {
@@ -98,6 +136,12 @@ static void *rnic_host_dma_map(void *opaque, uint64_t addr, uint64_t *len,
 static void rnic_host_dma_unmap(void *opaque, void *ptr, uint64_t len,
                                 bool is_write, uint64_t access_len)
 {
+    RnicWindow *w = &((RnicState *)opaque)->window;
+
+    if (w->mr && (uint8_t *)ptr >= w->host &&
+        (uint8_t *)ptr < w->host + w->size) {
+        return;
+    }
     pci_dma_unmap(rnic_pci(opaque), ptr, len,
                   is_write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
                   access_len);
@@ -397,6 +441,7 @@ static const RnicHostOps rnic_host_ops = {
     .event_enabled = rnic_host_event_enabled,
     .rx_ready = rnic_host_rx_ready,
     .run_now = rnic_host_run_now,
+    .persist = rnic_window_persist,
 };
 
 /*
@@ -692,6 +737,9 @@ static bool rnic_check_params(RnicState *s, Error **errp)
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
+    if (!rnic_window_setup(s, errp)) {
+        return false;
+    }
     /*
      * '-nic …,model=rnic' sets every NIC's "vectors" property to 0 (QEMU
      * 10.0's net_param_nic leaves NICInfo.nvectors 0, not "unspecified",
@@ -797,11 +845,14 @@ static bool rnic_init_pci(RnicState *s, Error **errp)
     pci_set_word(conf + PCI_SUBSYSTEM_ID, RNIC_PCI_SUBSYS_ID);
     conf[PCI_INTERRUPT_PIN] = 0;    /* MSI-X only */
 
+    /* BAR0: the registers, then MSI-X (BAR4 is the memory window's) */
+    memory_region_init(&s->bar0, OBJECT(s), "rnic-bar0", RNIC_BAR0_SIZE);
     memory_region_init_io(&s->regs, OBJECT(s), &rnic_regs_ops, s,
                           "rnic-regs", RNIC_REGS_SIZE);
+    memory_region_add_subregion(&s->bar0, 0, &s->regs);
     pci_register_bar(pci_dev, RNIC_BAR_REGS,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
-                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar0);
 
     memory_region_init_io(&s->doorbells, OBJECT(s), &rnic_db_ops, s,
                           "rnic-doorbells",
@@ -814,7 +865,17 @@ static bool rnic_init_pci(RnicState *s, Error **errp)
         error_setg(errp, "rnic: cannot add the PCIe capability");
         return false;
     }
-    if (msix_init_exclusive_bar(pci_dev, s->cfg.msix_vectors, RNIC_BAR_MSIX, errp)) {
+    QEMU_BUILD_BUG_ON(RNIC_MSIX_TABLE_OFFSET + RNIC_CFG_MAX_VECTORS *
+                      PCI_MSIX_ENTRY_SIZE > RNIC_BAR0_SIZE ||
+                      RNIC_MSIX_PBA_OFFSET + RNIC_CFG_MAX_VECTORS / 8 >
+                      RNIC_MSIX_TABLE_OFFSET);
+    if (msix_init(pci_dev, s->cfg.msix_vectors, &s->bar0, RNIC_BAR_MSIX,
+                  RNIC_MSIX_TABLE_OFFSET, &s->bar0, RNIC_BAR_MSIX,
+                  RNIC_MSIX_PBA_OFFSET, 0, errp)) {
+        return false;
+    }
+    if (!rnic_window_realize(s, errp)) {
+        msix_uninit(pci_dev, &s->bar0, &s->bar0);
         return false;
     }
     for (i = 0; i < s->cfg.msix_vectors; i++) {
@@ -879,7 +940,8 @@ static void rnic_exit(PCIDevice *pci_dev)
 
     qemu_del_nic(s->nic);
     msix_unuse_all_vectors(pci_dev);
-    msix_uninit_exclusive_bar(pci_dev);
+    msix_uninit(pci_dev, &s->bar0, &s->bar0);
+    rnic_window_exit(s);
     rnic_free_state(s);
     g_free(s->state_buf);
     s->state_buf = NULL;
@@ -1157,6 +1219,10 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("device-id", RnicState, cfg.device_id, RNIC_PCI_DEVICE_ID),
     /* off: doorbell work only in the bottom half (for comparisons) */
     DEFINE_PROP_BOOL("x-doorbell-inline", RnicState, doorbell_inline, true),
+    /* the memory window (BAR4, regions of kind SCM): docs/usage.md */
+    DEFINE_PROP_LINK("scm", RnicState, window.backend, TYPE_MEMORY_BACKEND,
+                     HostMemoryBackend *),
+    DEFINE_PROP_BOOL("scm-powerfail", RnicState, window.powerfail, false),
 };
 
 /*
@@ -1193,6 +1259,7 @@ static void rnic_class_init(ObjectClass *oc, void *data)
     object_class_property_add_str(oc, "x-tables", rnic_get_tables, NULL);
     object_class_property_set_description(oc, "x-tables",
         "per-network-context mapping tables and QPs (read-only)");
+    rnic_window_class_init(oc);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

@@ -9,6 +9,7 @@
 #define HW_RDMA_RNIC_H
 
 #include "hw/pci/pci_device.h"
+#include "system/hostmem.h"
 #include "net/net.h"
 #include "qom/object.h"
 #include "hw/rdma/rnic/engine/rnic-engine.h"
@@ -16,11 +17,26 @@
 #define TYPE_RNIC "rnic"
 OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
 
+/* The memory window, BAR4 (rnic-window.c). */
+typedef struct RnicWindow {
+    HostMemoryBackend *backend; /* property scm, NULL: no window */
+    bool powerfail;             /* property scm-powerfail: power-cut works */
+    MemoryRegion *mr;           /* the backend's, once set up */
+    uint8_t *host;
+    uint64_t size;
+    bool persistent;            /* a shared memory-backend-file */
+    bool pmem;                  /* ... with pmem=on: pmem_persist, no msync */
+    uint8_t *durable;           /* scm-powerfail: the bytes as persisted */
+    Error *blocker;             /* scm-powerfail: no migration */
+} RnicWindow;
+
 struct RnicState {
     PCIDevice parent_obj;
 
-    MemoryRegion regs;          /* BAR0 */
+    MemoryRegion bar0;          /* BAR0: registers, MSI-X table and PBA */
+    MemoryRegion regs;
     MemoryRegion doorbells;     /* BAR2 */
+    RnicWindow window;          /* BAR4 */
     NICState *nic;
     NICConf conf;
     QEMUBH *bh;                 /* runs the engine after doorbells */
@@ -59,5 +75,13 @@ struct RnicState {
     uint32_t config_len;
     uint8_t *config_buf;
 };
+
+/* rnic-window.c */
+bool rnic_window_setup(RnicState *s, Error **errp);     /* before the engine */
+bool rnic_window_realize(RnicState *s, Error **errp);
+void rnic_window_exit(RnicState *s);
+void *rnic_window_ptr(RnicState *s, uint64_t addr, uint64_t len);
+void rnic_window_persist(void *opaque, uint64_t off, uint64_t len);
+void rnic_window_class_init(ObjectClass *oc);
 
 #endif /* HW_RDMA_RNIC_H */
