@@ -16,19 +16,10 @@
 #define ALL_RIGHTS (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE | \
                     RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_ATOMIC)
 
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TvPair, tv_pair_fini)
-
 /* A loopback pair (TvPair) on a reset device, MSI-X vectors 0-2 routed. */
 static void loop_init(TvPair *l, QRnic *d)
 {
-    /* start from a reset device: every object of an earlier loop gone */
-    rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
-    d->aq = 0;
-    tv_pair_fini(l);
-    rnic_msix_route(d, 0);
-    rnic_msix_route(d, 1);
-    rnic_msix_route(d, 2);
-    tv_pair_init(d, l, 1, RNIC_EQ_ASYNC, 6, 5, BUF_SIZE);
+    qv_loop_init(l, d, BUF_SIZE);
 }
 
 /* ---------------------------------------------------------------- */
@@ -782,10 +773,7 @@ static char *trace_log;
 static void *trace_before(GString *cmd_line, void *arg)
 {
     if (!trace_log) {
-        int fd = g_file_open_tmp("rnic-trace-XXXXXX.log", &trace_log, NULL);
-
-        g_assert(fd >= 0);
-        close(fd);
+        trace_log = qv_tmp_file("rnic-trace-XXXXXX.log");
     }
     g_string_append_printf(cmd_line, " -trace rnic_qp_state"
                            " -trace enable=rnic_ub_* -D %s ", trace_log);

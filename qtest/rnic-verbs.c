@@ -15,6 +15,27 @@ uint64_t qv_alloc(QRnic *d, uint64_t size, uint64_t align)
     return a;
 }
 
+void qv_loop_init(TvPair *l, QRnic *d, uint32_t buf_size)
+{
+    rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
+    d->aq = 0;
+    tv_pair_fini(l);
+    rnic_msix_route(d, 0);
+    rnic_msix_route(d, 1);
+    rnic_msix_route(d, 2);
+    tv_pair_init(d, l, 1, RNIC_EQ_ASYNC, 6, 5, buf_size);
+}
+
+char *qv_tmp_file(const char *tmpl)
+{
+    char *path = NULL;
+    int fd = g_file_open_tmp(tmpl, &path, NULL);
+
+    g_assert(fd >= 0);
+    close(fd);
+    return path;
+}
+
 static void rv_write(QRnic *d, uint64_t addr, const void *buf, size_t len)
 {
     qtest_memwrite(rnic_qts(d), addr, buf, len);

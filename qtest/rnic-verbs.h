@@ -12,6 +12,17 @@
 typedef QRnic RvDev;
 #include "rnic-verbs-driver.h"
 
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TvPair, tv_pair_fini)
+
+/*
+ * A loopback pair (TvPair, buffers of 'buf_size') on a reset device, MSI-X
+ * vectors 0-2 routed: every object of an earlier pair is gone.
+ */
+void qv_loop_init(TvPair *l, QRnic *d, uint32_t buf_size);
+
+/* A new empty temporary file (g_file_open_tmp 'tmpl'); g_free the path. */
+char *qv_tmp_file(const char *tmpl);
+
 /* Guest memory aligned to 'align' (power of two), zeroed. */
 uint64_t qv_alloc(QRnic *d, uint64_t size, uint64_t align);
 

@@ -22,17 +22,12 @@
 #define RIGHTS      (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE | \
                      RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_FLUSH_PERSISTENT)
 
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TvPair, tv_pair_fini)
-
 static char *win_file;
 
 static void *window_before(GString *cmd_line, void *arg)
 {
     if (!win_file) {
-        int fd = g_file_open_tmp("rnic-window-XXXXXX", &win_file, NULL);
-
-        g_assert(fd >= 0);
-        close(fd);
+        win_file = qv_tmp_file("rnic-window-XXXXXX");
     }
     g_string_append_printf(cmd_line, " -object memory-backend-file,id=scm0,"
                            "size=%u,mem-path=%s,share=on ", WIN_SIZE,
@@ -49,16 +44,9 @@ static uint64_t bar4_size(QRnic *d)
     return size;
 }
 
-/* A loopback pair on a reset device (vectors 0-2 routed). */
 static void loop_init(TvPair *l, QRnic *d)
 {
-    rnic_reg_write(d, RNIC_REG_DEV_CTRL, RNIC_CTRL_RESET);
-    d->aq = 0;
-    tv_pair_fini(l);
-    rnic_msix_route(d, 0);
-    rnic_msix_route(d, 1);
-    rnic_msix_route(d, 2);
-    tv_pair_init(d, l, 1, RNIC_EQ_ASYNC, 6, 5, 1u << 16);
+    qv_loop_init(l, d, 1u << 16);
 }
 
 static uint8_t post_one(TvPair *l, struct rnic_sq_wqe *w, struct rnic_sge *s)
