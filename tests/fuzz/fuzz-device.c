@@ -19,6 +19,8 @@
  *    completes at most 64 commands and reads at most 2 * 8 MiB + 64 * 64
  *    bytes (plus what the packets it sends read), a receive call sends at
  *    most 64 frames, a run or a timer call at most 256 * 64 + 1;
+ *  - a memory window of WIN_SIZE (regions of kind SCM, persistence): an
+ *    access or a persist outside it aborts;
  *  - it re-enters the engine from its callbacks as a guest can: an MSI
  *    whose address is BAR0 (a DEV_CTRL write of RESET or 0, or a doorbell),
  *    and DMA into a window that is BAR0 (rings may be placed there).
@@ -38,6 +40,7 @@
 #define PAGE        4096
 #define UNITS       49
 #define RAM_SIZE    ((uint64_t)UNITS * UNIT)
+#define WIN_SIZE    (16 * PAGE)
 #define USABLE      (UNIT - PAGE)       /* bytes before the guard page */
 #define CANARY      0xa5
 #define MMIO_BASE   0x40000000ull       /* DMA here is BAR0 */
@@ -88,6 +91,8 @@ typedef struct Pending {
 typedef struct Host {
     RnicEngine *e;
     uint8_t *ram;
+    uint8_t *win;                       /* the memory window */
+    uint64_t persists;
     Obj objs[K_KINDS][NH];
     Pending pending[1u << AQ_LOG2];
     uint32_t aq_tail, acq_head;
@@ -135,8 +140,31 @@ static FUZZ_NO_COVERAGE void check_canaries(void)
     }
 }
 
+/* A window range of the engine's: never outside the window. */
+static uint8_t *win_at(uint64_t addr, uint64_t len)
+{
+    uint64_t off = addr - RNIC_SCM_DMA_BASE;
+
+    if (off > WIN_SIZE || len > WIN_SIZE - off) {
+        fprintf(stderr, "window access [0x%" PRIx64 ", +%" PRIu64 ") "
+                "outside its %u bytes\n", off, len, WIN_SIZE);
+        abort();
+    }
+    return H.win + off;
+}
+
+static void h_persist(void *opaque, uint64_t off, uint64_t len)
+{
+    win_at(RNIC_SCM_DMA_BASE + off, len);
+    H.persists++;
+}
+
 static int h_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        memcpy(buf, win_at(addr, len), len);
+        return 0;
+    }
     if (addr > RAM_SIZE || len > RAM_SIZE - addr) {
         return -1;
     }
@@ -168,6 +196,10 @@ static int h_dma_write(void *opaque, uint64_t addr, const void *buf,
         }
         return 0;
     }
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        memcpy(win_at(addr, len), buf, len);
+        return 0;
+    }
     if (addr > RAM_SIZE || len > RAM_SIZE - addr) {
         return -1;
     }
@@ -182,6 +214,10 @@ static void *h_dma_map(void *opaque, uint64_t addr, uint64_t *len,
 {
     uint64_t end;
 
+    if (addr >= RNIC_SCM_DMA_BASE) {
+        *len = MIN(*len, RNIC_SCM_DMA_BASE + WIN_SIZE - addr);
+        return win_at(addr, *len);
+    }
     if (addr >= RAM_SIZE || in_guard(addr)) {
         return NULL;
     }
@@ -285,6 +321,7 @@ static const RnicHostOps host_ops = {
     .event_enabled = h_event_enabled,
     .dma_map = h_dma_map,
     .dma_unmap = h_dma_unmap,
+    .persist = h_persist,
 };
 
 /* ---------------------------------------------------------------------- */
@@ -671,6 +708,14 @@ static void op_admin(Prog *g)
         c.mr.access = u16(g) & RNIC_ACCESS_ALL;
         c.mr.page_shift = 12;
         c.mr.key = u8(g);
+        if (op == RNIC_CMD_REG_MR && (flags & 0x20)) {
+            /* a range of the window, with storage semantics */
+            c.mr.kind = RNIC_MR_KIND_SCM;
+            c.mr.pbl_addr = u16(g) % (WIN_SIZE + 2);
+            c.mr.length = 1 + u16(g) % (WIN_SIZE + 1);
+            c.mr.sems = u8(g) & 0x7f;
+            c.mr.npages = c.mr.levels = c.mr.page_shift = 0;
+        }
         kind = K_MR;
         break;
     }
@@ -700,10 +745,24 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
     w->imm_or_inv = u8(g) & 1 ? pick(g, K_MR) : u32(g);
     w->rdma.remote_addr = u8(g) & 1 ? data_addr(g, 8) & ~7ull : u64(g);
     w->rdma.rkey = pick(g, K_MR);
+    if (w->wr_id & 0x80) {
+        /* another storage semantic in an SCM region's key (no new byte:
+         * the seeds keep their meaning) */
+        w->rdma.rkey = (w->rdma.rkey & ~0xe0u) | ((w->wr_id & 0x70) << 1);
+        w->rdma.remote_addr &= 0xffff;
+    }
     if (w->opcode == RNIC_WR_ATOMIC_CMP_SWP ||
         w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) {
         w->atomic.compare_add = u8(g);
         w->atomic.swap = u8(g);
+    } else if (w->opcode == RNIC_WR_FLUSH) {
+        w->flush.length = u16(g);
+        w->flush.type = u8(g) % 5;
+        w->flush.level = u8(g) % 3;
+    } else if (w->opcode == RNIC_WR_ATOMIC_WRITE) {
+        uint64_t v = u64(g);
+
+        memcpy(w->atomic_write.data, &v, 8);
     } else if (w->opcode == RNIC_WR_REG_MR) {
         uint64_t va = data_addr(g, 4 * PAGE);
         uint32_t np = 1 + u8(g) % 4;
@@ -1190,7 +1249,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.max_mr = 256;
     cfg.max_pd = 32;
     cfg.max_srq = 16;
+    cfg.scm_pages = WIN_SIZE / PAGE;
+    cfg.scm_persistent = 1;
     H.ram = g_malloc0(RAM_SIZE);
+    H.win = g_malloc0(WIN_SIZE);
     H.e = rnic_engine_new(&cfg, &host_ops, NULL);
     fuzz_seeds(*argc, *argv, write_seeds);
     return 0;

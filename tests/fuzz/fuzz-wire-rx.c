@@ -4,8 +4,9 @@
  * live engine (rnic_engine_receive: classification, decode, the wire's
  * checks, the RC responder/requester, UD and QP1 receives). The engine
  * has two network contexts (VLAN 0, VLAN 9), an RC QP connected to a peer
- * GID, a UD QP, a GSI QP and a registered page between two unregistered
- * guard pages.
+ * GID, a UD QP, a GSI QP, a registered page between two unregistered
+ * guard pages, and a memory window whose middle page is a region of kind
+ * SCM allowing every storage semantic (the window's other pages guards).
  *
  * Before each input the RC QP is connected again (RESET .. RTS, SQ PSN
  * 100) and has requests outstanding toward the peer, so that the peer's
@@ -47,7 +48,7 @@
 static TestHost *h;
 static TvQp *rc, *ud, *gsi;
 static TvCq *cq;
-static uint32_t ctx0, ctx9, pd0, pd9, mr, mr9;
+static uint32_t ctx0, ctx9, pd0, pd9, mr, mr9, scm;
 static uint64_t region;         /* guard | registered page | guard */
 static uint64_t region9;        /* a page of context 9 (QP1's receives) */
 static uint8_t peer_gid[16];
@@ -104,7 +105,10 @@ static void setup(void)
     RnicEngineConfig cfg;
 
     rnic_engine_config_defaults(&cfg);
+    cfg.scm_pages = 4;
+    cfg.scm_persistent = 1;
     h = test_host_new_sized(&cfg, 8u << 20);
+    memset(h->scm, GUARD, h->scm_size);
     tv_enable(h, 6);
     /* one staging buffer for every MODIFY_QP (no leak per input) */
     h->modify_attr = test_alloc(h, sizeof(struct rnic_qp_attr), 64);
@@ -121,6 +125,9 @@ static void setup(void)
     mr = tv_reg_mr(h, pd0, region + 4096, 4096, TV_ACCESS_ALL, 0, NULL);
     region9 = test_alloc(h, 4096, 4096);
     mr9 = tv_reg_mr(h, pd9, region9, 4096, TV_ACCESS_ALL, 0, NULL);
+    scm = tv_reg_scm(h, pd0, 0, 4096, 4096,
+                     TV_ACCESS_ALL | RNIC_ACCESS_FLUSH_PERSISTENT,
+                     (1u << RNIC_SCM_SEM_COUNT) - 1, 0x05, NULL);
     rc = tv_qp(h, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
     ud = tv_qp(h, RNIC_QPT_UD, pd0, cq, cq, NULL, 4, 0);
     gsi = tv_qp(h, RNIC_QPT_GSI, pd9, cq, cq, NULL, 4, 0);
@@ -196,7 +203,8 @@ static void write_request_seeds(const char *dir, GByteArray *b)
 {
     static const uint8_t ops[] = {
         0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
-        0x0b, 0x0c, 0x0d, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65,
+        0x0b, 0x0c, 0x0d, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x1c, 0x1d,
+        0x64, 0x65,
     };
     static uint8_t payload[256];
     RnicRoceHdr hd;
@@ -223,8 +231,55 @@ static void write_request_seeds(const char *dir, GByteArray *b)
             hd.payload_len = ops[i] == 0x00 || ops[i] == 0x01 ||
                              ops[i] == 0x06 || ops[i] == 0x07 ? 256 : 100;
         }
+        if (ops[i] == RNIC_ROCE_RC_ATOMIC_WRITE) {
+            hd.payload_len = hd.reth.dma_len = 8;
+        }
+        hd.feth.plt = RNIC_FLUSH_GLOBAL;
         add_frame(b, &hd);
         flush_seed(dir, b);
+    }
+}
+
+/*
+ * Requests to the window's region through every semantic of its key: a
+ * WRITE, a READ, FLUSH (persistence, whole region), ATOMIC WRITE, a fetch
+ * and add; a management request (PERSIST) through every key too.
+ */
+static void write_scm_seeds(const char *dir, GByteArray *b)
+{
+    static const uint8_t ops[] = {
+        RNIC_ROCE_RC_RDMA_WRITE_ONLY, RNIC_ROCE_RC_RDMA_READ_REQUEST,
+        RNIC_ROCE_RC_FLUSH, RNIC_ROCE_RC_ATOMIC_WRITE,
+        RNIC_ROCE_RC_FETCH_ADD, RNIC_ROCE_RC_RDMA_WRITE_ONLY,
+    };
+    struct rnic_scm_mgmt m = {
+        .op = RNIC_SCM_MGMT_PERSIST, .offset = 8, .length = 100,
+    };
+    static uint8_t payload[64];
+    RnicRoceHdr hd;
+    unsigned i, sem;
+
+    for (sem = 0; sem < 8; sem++) {
+        for (i = 0; i < G_N_ELEMENTS(ops); i++) {
+            bool mgmt = i == G_N_ELEMENTS(ops) - 1;
+
+            peer_hdr(&hd, ops[i], PSN0);
+            hd.dest_qp = rc->qpn;
+            hd.reth.va = mgmt ? 0 : 64;
+            hd.reth.rkey = RNIC_SCM_STAG(scm, sem);
+            hd.reth.dma_len = ops[i] == RNIC_ROCE_RC_ATOMIC_WRITE ? 8 :
+                              mgmt ? sizeof(m) : 64;
+            hd.atomic_eth.va = 64;
+            hd.atomic_eth.rkey = hd.reth.rkey;
+            hd.feth.plt = RNIC_FLUSH_PERSISTENT;
+            hd.feth.sel = RNIC_FLUSH_MR;
+            if (rnic_roce_op_info(ops[i])->flags & RNIC_ROCE_OPF_PAYLOAD) {
+                hd.payload = mgmt ? (const uint8_t *)&m : payload;
+                hd.payload_len = hd.reth.dma_len;
+            }
+            add_frame(b, &hd);
+            flush_seed(dir, b);
+        }
     }
 }
 
@@ -329,6 +384,7 @@ static void write_seeds(const char *dir)
     GByteArray *b = g_byte_array_new();
 
     write_request_seeds(dir, b);
+    write_scm_seeds(dir, b);
     write_response_seeds(dir, b);
     g_byte_array_unref(b);
 }
@@ -394,6 +450,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g = test_ptr(h, region);
     CHECK(fuzz_all_bytes(g, 4096, GUARD));
     CHECK(fuzz_all_bytes(g + 8192, 4096, GUARD));
+    CHECK(fuzz_all_bytes(h->scm, 4096, GUARD));
+    CHECK(fuzz_all_bytes(h->scm + 8192, 8192, GUARD));
     ud_restart(ud, 0x1234);
     ud_restart(gsi, RNIC_ROCE_GSI_QKEY);
     post_recvs(ud, region + 4096, mr);
