@@ -246,8 +246,10 @@ void test_host_copy_guest(TestHost *dst, const TestHost *src)
     g_assert_cmpuint(dst->ram_size, ==, src->ram_size);
     g_assert_cmpuint(dst->scm_size, ==, src->scm_size);
     memcpy(dst->ram, src->ram, src->ram_size);
-    memcpy(dst->scm, src->scm, src->scm_size);
-    memcpy(dst->scm_durable, src->scm_durable, src->scm_size);
+    if (src->scm_size) {
+        memcpy(dst->scm, src->scm, src->scm_size);
+        memcpy(dst->scm_durable, src->scm_durable, src->scm_size);
+    }
     dst->aq = src->aq;
     dst->acq = src->acq;
     dst->aq_log2 = src->aq_log2;
@@ -259,6 +261,7 @@ void test_host_copy_guest(TestHost *dst, const TestHost *src)
 
 void test_host_power_cut(TestHost *h)
 {
+    g_assert_cmpuint(h->scm_size, >, 0);
     memcpy(h->scm, h->scm_durable, h->scm_size);
 }
 
