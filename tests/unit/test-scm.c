@@ -486,6 +486,32 @@ static void test_state_load(TvFixture *f, gconstpointer cfg)
     g_byte_array_unref(img);
 }
 
+/* A destination without the same window refuses the source's record. */
+static void test_config_check(void)
+{
+    TestHost *src = test_host_new(win_cfg(true));
+    TestHost *none = test_host_new(NULL);
+    TestHost *vol = test_host_new(win_cfg(false));
+    GByteArray *rec = g_byte_array_new();
+    char *err = NULL;
+
+    rnic_engine_save_config(src->engine, rec);
+    g_assert_false(rnic_engine_check_config(none->engine, rec->data, rec->len,
+                                            &err));
+    g_assert_nonnull(strstr(err, "scm window pages is 0 here but 256"));
+    g_free(err);
+    g_assert_false(rnic_engine_check_config(vol->engine, rec->data, rec->len,
+                                            &err));
+    g_assert_nonnull(strstr(err, "scm persistence is 0 here but 1"));
+    g_free(err);
+    g_assert_true(rnic_engine_check_config(src->engine, rec->data, rec->len,
+                                           &err));
+    g_byte_array_unref(rec);
+    test_host_free(src);
+    test_host_free(none);
+    test_host_free(vol);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -500,5 +526,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/scm/volatile", test_volatile);
     tv_test_add_pair("/rnic/scm/local", win_cfg(true), test_local);
     tv_test_add_pair("/rnic/scm/state-load", win_cfg(true), test_state_load);
+    g_test_add_func("/rnic/scm/config-check", test_config_check);
     return g_test_run();
 }

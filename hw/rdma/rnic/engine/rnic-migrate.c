@@ -47,6 +47,8 @@ static const RnicCfgItem rnic_cfg_items[] = {
     { 3, RNIC_CFG_EQUAL, "doorbell-pages", RNIC_CFG_FIELD(db_pages) },
     { 4, RNIC_CFG_EQUAL, "vendor-id", RNIC_CFG_FIELD(vendor_id) },
     { 5, RNIC_CFG_EQUAL, "device-id", RNIC_CFG_FIELD(device_id) },
+    { 6, RNIC_CFG_EQUAL, "scm window pages", RNIC_CFG_FIELD(scm_pages) },
+    { 7, RNIC_CFG_EQUAL, "scm persistence", RNIC_CFG_FIELD(scm_persistent) },
     { 16, RNIC_CFG_AT_LEAST, "max-net-ctx", RNIC_CFG_FIELD(max_net_ctx) },
     { 17, RNIC_CFG_AT_LEAST, "max-qps", RNIC_CFG_FIELD(max_qp) },
     { 18, RNIC_CFG_AT_LEAST, "max-cqs", RNIC_CFG_FIELD(max_cq) },
