@@ -125,6 +125,10 @@ static enum ibv_wc_opcode rnic_wc_opcode(uint8_t opcode)
 		return IBV_WC_FETCH_ADD;
 	case RNIC_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case RNIC_WC_FLUSH:
+		return IBV_WC_FLUSH;
+	case RNIC_WC_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case RNIC_WC_RECV_RDMA_WITH_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	default:

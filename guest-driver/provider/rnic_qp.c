@@ -13,6 +13,11 @@
  * Both the classic ibv_post_send() and the ibv_wr_*() API build the same
  * WQEs. The device refuses doorbells of a QP in RESET; WQEs posted in INIT
  * or RTR wait until RTS (docs/spec.md, "QP state machine").
+ *
+ * FLUSH and ATOMIC WRITE (IBTA 1.5, ABI 1.2) exist only in the ibv_wr_*()
+ * API (struct ibv_send_wr has no fields for them): ibv_wr_flush() and
+ * ibv_wr_atomic_write(), on QPs created with IBV_QP_EX_WITH_FLUSH /
+ * IBV_QP_EX_WITH_ATOMIC_WRITE when the device has them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +33,15 @@
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                                   \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV)
 #define RNIC_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+/* RC, when the device does them (device_cap_flags_ex) */
+#define RNIC_PLACEMENT_SEND_OPS                                                \
+	(IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
+
+static_assert((int)RNIC_FLUSH_GLOBAL == (int)IBV_FLUSH_GLOBAL &&
+		      (int)RNIC_FLUSH_PERSISTENT == (int)IBV_FLUSH_PERSISTENT &&
+		      (int)RNIC_FLUSH_RANGE == (int)IBV_FLUSH_RANGE &&
+		      (int)RNIC_FLUSH_MR == (int)IBV_FLUSH_MR,
+	      "FLUSH type and level numbering");
 
 static inline struct rnic_context *rnic_qp_ctx(struct rnic_qp *qp)
 {
@@ -132,7 +146,11 @@ static int rnic_wr_opcode(const struct rnic_qp *qp, enum ibv_wr_opcode op)
 	case IBV_WR_LOCAL_INV:
 		return RNIC_WR_LOCAL_INV;
 	default:
-		return -1;	/* memory windows, TSO, flush, atomic write */
+		/*
+		 * memory windows, TSO; flush and atomic write have no fields in
+		 * struct ibv_send_wr: ibv_wr_flush(), ibv_wr_atomic_write()
+		 */
+		return -1;
 	}
 }
 
@@ -417,6 +435,52 @@ static void rnic_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
 		       0);
 }
 
+/*
+ * FLUSH: what earlier writes placed in [remote_addr, remote_addr + len)
+ * (IBV_FLUSH_RANGE) or the whole region (IBV_FLUSH_MR, len ignored) made
+ * globally visible or persistent (type: IBV_FLUSH_GLOBAL/PERSISTENT bits).
+ * Whether the region allows the type is the responder's to say (a remote
+ * access error if not). The WQE carries no SGE.
+ */
+static void rnic_wr_flush(struct ibv_qp_ex *ibqp, uint32_t rkey,
+			  uint64_t remote_addr, size_t len, uint8_t type,
+			  uint8_t level)
+{
+	struct rnic_qp *qp = to_rqp_ex(ibqp);
+	struct rnic_sq_wqe *wqe;
+
+	if (!type || (type & ~(IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT)) ||
+	    level > IBV_FLUSH_MR ||
+	    (level == IBV_FLUSH_RANGE && len > UINT32_MAX)) {
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	wqe = rnic_wr_new(ibqp, RNIC_WR_FLUSH);
+	if (!wqe)
+		return;
+	wqe->flush.remote_addr = htole64(remote_addr);
+	wqe->flush.rkey = htole32(rkey);
+	wqe->flush.type = type;
+	wqe->flush.level = level;
+	if (level == IBV_FLUSH_RANGE)
+		wqe->flush.length = htole32(len);
+}
+
+/* ATOMIC WRITE: the 8 bytes at atomic_wr, placed at once; no SGE. */
+static void rnic_wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				 uint64_t remote_addr, const void *atomic_wr)
+{
+	struct rnic_sq_wqe *wqe = rnic_wr_new(ibqp, RNIC_WR_ATOMIC_WRITE);
+
+	if (!wqe)
+		return;
+	wqe->atomic_write.remote_addr = htole64(remote_addr);
+	wqe->atomic_write.rkey = htole32(rkey);
+	memcpy(wqe->atomic_write.data, atomic_wr,
+	       sizeof(wqe->atomic_write.data));
+}
+
 static void rnic_wr_send(struct ibv_qp_ex *ibqp)
 {
 	rnic_wr_new(ibqp, RNIC_WR_SEND);
@@ -462,7 +526,9 @@ static void rnic_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 	struct rnic_qp *qp = to_rqp_ex(ibqp);
 	struct rnic_sq_wqe *wqe = rnic_wr_last(qp);
 
-	if (!wqe)
+	/* FLUSH and ATOMIC WRITE name no local memory: nothing to add */
+	if (!wqe || wqe->opcode == RNIC_WR_FLUSH ||
+	    wqe->opcode == RNIC_WR_ATOMIC_WRITE)
 		return;
 	if (num_sge > qp->sq.max_sge) {
 		qp->wr_err = EINVAL;
@@ -563,6 +629,10 @@ static void rnic_qp_set_send_ops(struct rnic_qp *qp, uint64_t ops)
 		x->wr_atomic_fetch_add = rnic_wr_atomic_fetch_add;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		x->wr_local_inv = rnic_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_FLUSH)
+		x->wr_flush = rnic_wr_flush;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		x->wr_atomic_write = rnic_wr_atomic_write;
 	if (qp->type == RNIC_QPT_UD)
 		x->wr_set_ud_addr = rnic_wr_set_ud_addr;
 	x->wr_set_sge = rnic_wr_set_sge;
@@ -610,7 +680,23 @@ static int rnic_qp_init(struct ibv_context *ibctx, struct rnic_qp *qp,
 	return ret;
 }
 
-static int rnic_check_qp_attr(const struct ibv_qp_init_attr_ex *attr,
+/* The placement send ops the device has, from the kernel's device caps. */
+static uint64_t rnic_placement_ops(struct ibv_context *ibctx)
+{
+	struct ibv_device_attr_ex attr = {};
+	uint64_t ops = 0;
+
+	if (ibv_query_device_ex(ibctx, NULL, &attr))
+		return 0;
+	if (attr.device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_GLOBAL)
+		ops |= IBV_QP_EX_WITH_FLUSH;
+	if (attr.device_cap_flags_ex & IB_UVERBS_DEVICE_ATOMIC_WRITE)
+		ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+	return ops;
+}
+
+static int rnic_check_qp_attr(struct ibv_context *ibctx,
+			      const struct ibv_qp_init_attr_ex *attr,
 			      uint64_t *ops)
 {
 	uint64_t supported;
@@ -637,6 +723,10 @@ static int rnic_check_qp_attr(const struct ibv_qp_init_attr_ex *attr,
 	*ops = 0;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		*ops = attr->send_ops_flags;
+		/* asked for: a device query only then */
+		if (attr->qp_type == IBV_QPT_RC &&
+		    (*ops & RNIC_PLACEMENT_SEND_OPS))
+			supported |= rnic_placement_ops(ibctx);
 		if (*ops & ~supported)
 			return EOPNOTSUPP;
 	}
@@ -654,7 +744,7 @@ struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ibctx,
 	uint64_t ops;
 	int ret;
 
-	ret = rnic_check_qp_attr(attr, &ops);
+	ret = rnic_check_qp_attr(ibctx, attr, &ops);
 	if (ret) {
 		errno = ret;
 		return NULL;

@@ -9,10 +9,12 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
 
   provider-devices         ibv_devices / ibv_devinfo -v list rnic0 through
                            the provider: IDs, firmware (device ABI), port,
-                           RoCE v2 GIDs
+                           RoCE v2 GIDs, FLUSH_GLOBAL and ATOMIC_WRITE in
+                           device_cap_flags_ex
   provider-verbs-check     rnic_verbs_check (tests/guest/provider/): data of
                            every opcode, kernel bypass (no system call on
-                           the data path), ibv_wr_*() and ibv_create_cq_ex(),
+                           the data path), ibv_wr_*() (FLUSH and ATOMIC
+                           WRITE too) and ibv_create_cq_ex(),
                            refusals, UD, SRQ, completion channel, CQ resize,
                            flush/reset, destroy with CQEs pending, ring wrap
   provider-loopback-apps   unmodified tools, both ends in one guest (the
@@ -24,14 +26,19 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            tools (udaddy, rdma_server/rdma_client, perftest -R)
   provider-rxe-interop     rnic in one guest, Soft-RoCE (rdma_rxe on
                            virtio-net) in the other: ibv_rc_pingpong,
-                           ib_write_bw, ib_read_lat, rping, both directions
+                           ib_write_bw, ib_read_lat, rping, and
+                           rnic_placement (RDMA WRITE and ATOMIC WRITE
+                           checked by the server), both directions; FLUSH
+                           fails against rxe of 6.12 as RXE_FLUSH_FAILS
+                           says, checked to fail so
   provider-lockstep-retry  the two-guest harness itself: a client rejected
                            by the server's CM runs the whole step again,
                            server included, and only the tool's own crash
                            in librdmacm on that path is written off
   provider-pyverbs         rdma-core's own test suite (tests/ of the 56.1
-                           source, on trixie's python3-pyverbs): no failure;
-                           what is skipped is reported by reason
+                           source, on trixie's python3-pyverbs): no failure,
+                           the FLUSH and ATOMIC WRITE tests of test_qpex
+                           pass; what is skipped is reported by reason
 """
 
 import re
@@ -91,6 +98,12 @@ rdma link | sed 's/^/rdma: /'
 """ + DMESG_CHECK
 
 
+# device_cap_flags_ex bits (the kernel's IB_UVERBS_DEVICE_*; rdma-core 56
+# has no names for them: ibv_devinfo prints them as unknown flags)
+CAP_FLUSH_GLOBAL = 1 << 38
+CAP_ATOMIC_WRITE = 1 << 40
+
+
 def check_devices(result: GuestResult) -> None:
     out = result.output
     assert_clean_dmesg(out)
@@ -105,6 +118,11 @@ def check_devices(result: GuestResult) -> None:
                     r"link_layer:\s+Ethernet", r"GID\[\s*1\]:\s+::ffff:10\.0\.0\.1, RoCE v2",
                     r"max_qp:\s+\d+", r"max_srq:\s+\d+", r"atomic_cap:\s+ATOMIC_HCA"):
         assert re.search(pattern, info), f"{pattern!r} not in:\n{info}"
+    # IBTA 1.5 placement (RNIC_CAP_FLUSH_GLOBAL, RNIC_CAP_ATOMIC_WRITE)
+    flags = re.search(r"device_cap_flags_ex:\s+0x([0-9A-Fa-f]+)", info)
+    assert flags, info
+    for bit, name in ((CAP_FLUSH_GLOBAL, "FLUSH_GLOBAL"), (CAP_ATOMIC_WRITE, "ATOMIC_WRITE")):
+        assert int(flags.group(1), 16) & bit, f"no {name} in device_cap_flags_ex:\n{info}"
 
 
 case("provider-devices", ["-device", "rnic"], lambda: DEVICES_SCRIPT, check_devices,
@@ -122,7 +140,7 @@ def check_verbs(result: GuestResult) -> None:
     assert_clean_dmesg(out)
     failed = re.findall(r"^FAIL .*$", out, re.MULTILINE)
     assert not failed, "\n".join(failed) + "\n" + out
-    for name in ("send", "rdma", "bypass", "wr-api", "cq-ex", "ud", "srq", "events",
+    for name in ("send", "rdma", "bypass", "wr-api", "placement", "cq-ex", "ud", "srq", "events",
                  "resize", "flush-reset", "destroy-clean", "sq-full", "wrap"):
         assert re.search(rf"^ok {re.escape(name)}\s*$", out, re.MULTILINE), \
             f"no 'ok {name}' in:\n{out}"
@@ -224,6 +242,10 @@ def pyverbs_results(text: str) -> Dict[str, str]:
     return results
 
 
+PYVERBS_MUST_PASS = tuple(f"tests.test_qpex.QpExTestCase.{name}" for name in (
+    "test_qp_ex_rc_flush", "test_qp_ex_rc_flush_type_violate", "test_qp_ex_rc_atomic_write"))
+
+
 def check_pyverbs(result: GuestResult) -> None:
     out = result.output
     assert_clean_dmesg(out)
@@ -240,6 +262,11 @@ def check_pyverbs(result: GuestResult) -> None:
                    "test_cqex", "test_qp", "test_qpex", "test_srq", "test_atomic",
                    "test_rdmacm", "test_addr"):
         assert module in passed, f"nothing of {module} passed:\n{text[-5000:]}"
+    # FLUSH (global, range and region; persistence refused by the region)
+    # and ATOMIC WRITE through ibv_wr_flush() / ibv_wr_atomic_write()
+    for test in PYVERBS_MUST_PASS:
+        assert results.get(test) == "ok", \
+            f"{test}: {results.get(test, 'did not run')}\n{text[-5000:]}"
     reasons: Dict[str, int] = {}
     for status in results.values():
         if status.startswith("skipped: "):
@@ -344,6 +371,17 @@ def two_guests(qemu: str) -> None:
     report_figures("rnic<->rnic", check_figures((r2.output, r1.output), tool_names))
 
 
+# Soft-RoCE of Linux 6.12 has FLUSH (IBTA 1.5) but its packets carry an ICRC
+# no other implementation computes: rxe's opcode table gives
+# IB_OPCODE_RC_FLUSH no payload offset (RXE_PAYLOAD), so rxe_icrc_check() and
+# rxe_icrc_generate() run the CRC over BTH+FETH+RETH, then again over the
+# whole header as if it were the payload. rnic drops rxe's FLUSH
+# (roce_rx_err_icrc), rxe drops rnic's (silently: the requester's retries
+# run out). rxe against rxe agrees with itself; ATOMIC WRITE and the empty
+# READ RESPONSE that answers both have the right offsets and interoperate.
+RXE_FLUSH_FAILS = "rxe 6.12: FLUSH packets with an ICRC over the headers twice"
+ICRC_ERRORS = "ethtool -S eth0 | grep roce_rx_err_icrc"
+
 # rnic (guest 1) against Soft-RoCE (guest 2), each side once the server.
 RXE_STEPS: Sequence[Step] = (
     ("rc_pingpong.rnic-srv", "ibv_rc_pingpong -d rnic0 -g 1 -n 200 -c",
@@ -362,7 +400,53 @@ RXE_STEPS: Sequence[Step] = (
      "rping -c -a 10.0.0.1 -C 20 -V -v", 1),
     ("rping.rxe-srv", "rping -c -a 10.0.0.2 -C 20 -V -v",
      "rping -s -a 10.0.0.2 -C 20 -V", 2),
+    # IBTA 1.5 placement (tests/guest/provider/rnic_placement.c): RDMA WRITE
+    # and ATOMIC WRITE checked by the server, both ways; FLUSH does not
+    # interoperate with rxe of 6.12 (RXE_FLUSH_FAILS), last
+    ("placement.rnic-srv", "rnic_placement -d rnic0 -s",
+     "rnic_placement -d rxe0 -c 10.0.0.1 -F", 1),
+    ("placement.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -F",
+     "rnic_placement -d rxe0 -s", 2),
+    ("flush.rnic-srv", f"{ICRC_ERRORS}; rnic_placement -d rnic0 -s -n 1; {ICRC_ERRORS}",
+     "rnic_placement -d rxe0 -c 10.0.0.1 -n 1", 1),
+    ("flush.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -n 1",
+     "rnic_placement -d rxe0 -s -n 1", 2),
 )
+PLACEMENT_STEPS = ("placement.rnic-srv", "placement.rxe-srv")
+FLUSH_STEPS = ("flush.rnic-srv", "flush.rxe-srv")
+
+
+def check_placement(client_out: str, server_out: str, name: str) -> None:
+    """rnic_placement -F NAME: every iteration done and checked by the server."""
+    cli, srv = lines_of(client_out, name), lines_of(server_out, name)
+    assert re.search(r"^PLACEMENT-RESULT role=client iters=20 errors=0 \(no FLUSH\)$", cli,
+                     re.MULTILINE), f"{name} client:\n{cli}\nserver:\n{srv}"
+    assert re.search(r"^PLACEMENT-RESULT role=server checks=20 errors=0$", srv, re.MULTILINE), \
+        f"{name} server:\n{srv}\nclient:\n{cli}"
+    for step in ("write", "atomic-write", "server-check"):
+        assert re.search(rf"^ok {step}$", cli, re.MULTILINE), cli
+
+
+def check_rxe_flush(r1: str, r2: str) -> int:
+    """RXE_FLUSH_FAILS, as it is: FLUSH of rxe never reaches rnic (bad ICRC)
+    and rnic's never reaches rxe (no answer: retries exceeded). Returns the
+    ICRC errors rnic counted during the step rxe sent its FLUSH in."""
+    from_rxe = lines_of(r2, "flush.rnic-srv")
+    assert re.search(r"^FAIL flush-range: iteration 0: (no completion|completion transport "
+                     r"retry counter exceeded)", from_rxe, re.MULTILINE), \
+        "rxe's FLUSH to rnic did not fail as RXE_FLUSH_FAILS says (fixed rxe?):\n" + from_rxe
+    to_rxe = lines_of(r1, "flush.rxe-srv")
+    assert re.search(r"^FAIL flush-range: iteration 0: completion transport retry counter "
+                     r"exceeded", to_rxe, re.MULTILINE), \
+        "rnic's FLUSH to rxe did not fail as RXE_FLUSH_FAILS says (fixed rxe?):\n" + to_rxe
+    # the WRITE before the FLUSH went through both times
+    for text in (from_rxe, to_rxe):
+        assert not re.search(r"^FAIL write", text, re.MULTILINE), text
+    counts = [int(n) for n in re.findall(r"roce_rx_err_icrc: (\d+)",
+                                         lines_of(r1, "flush.rnic-srv"))]
+    assert len(counts) == 2 and counts[1] > counts[0], \
+        f"rnic counted no ICRC error of rxe's FLUSH: {counts}"
+    return counts[1] - counts[0]
 
 
 @procedure("provider-rxe-interop", requires=["rnic", "virtio-net-pci"])
@@ -374,17 +458,25 @@ def rxe_interop(qemu: str) -> None:
     for result in (r1, r2):
         assert result.ok, result.report()
         assert_clean_dmesg(result.output)
-    names = [s[0] for s in RXE_STEPS]
+    names = [s[0] for s in RXE_STEPS if s[0] not in FLUSH_STEPS]
     for out in (r1.output, r2.output):
         check_apps_ran(out, names)
     # the rping client side shows the verified data
     for out, name in ((r2.output, "rping.rnic-srv"), (r1.output, "rping.rxe-srv")):
         assert len(re.findall(r"ping data: rdma-ping-\d+", lines_of(out, name))) == 20, \
             lines_of(out, name)
-    # the rnic side saw no malformed frame from rxe (ICRC, headers)
-    for counter in ("roce_rx_err_icrc", "roce_rx_err_header"):
-        assert stat(r1.output, counter) == 0, f"{counter}: {stat(r1.output, counter)}"
-    report_figures("rnic<->rxe", check_figures((r1.output, r2.output), names))
+    # ATOMIC WRITE, rnic requesting of rxe and rxe of rnic; FLUSH as it is
+    check_placement(r2.output, r1.output, "placement.rnic-srv")
+    check_placement(r1.output, r2.output, "placement.rxe-srv")
+    flush_icrc = check_rxe_flush(r1.output, r2.output)
+    print(f"# rnic<->rxe FLUSH: {RXE_FLUSH_FAILS} ({flush_icrc} dropped by rnic)", flush=True)
+    # the rnic side saw no malformed frame from rxe (ICRC, headers) but
+    # rxe's FLUSHes
+    assert stat(r1.output, "roce_rx_err_icrc") == flush_icrc, \
+        f"roce_rx_err_icrc: {stat(r1.output, 'roce_rx_err_icrc')}, {flush_icrc} of them FLUSH"
+    assert stat(r1.output, "roce_rx_err_header") == 0, stat(r1.output, "roce_rx_err_header")
+    tools = [name for name in names if name not in PLACEMENT_STEPS]
+    report_figures("rnic<->rxe", check_figures((r1.output, r2.output), tools))
 
 
 # The first client attempt plays "rejected by the server's CM" and leaves a

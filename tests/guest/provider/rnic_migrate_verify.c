@@ -58,7 +58,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -68,12 +67,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include <infiniband/verbs.h>
+
+#include "two_host.h"
 
 #define MSG_MAGIC	0x524e4d56u	/* "RNMV" */
 #define MSG_DATA	1
@@ -100,13 +97,11 @@ struct conn_info {
 	uint8_t gid[16];
 };
 
-/* options */
-static const char *dev_name, *host;
-static int gid_index = -1, port = 18515, window = 4, timeout_exp = 16;
+/* options (and two_host.h's -s, -c, -d, -g, -p) */
+static int window = 4, timeout_exp = 16;
 static uint32_t slot_size = 4096;
 static double duration = 30, rate, stall_s = 60, gap_report = 0.05;
 static int extra_mrs, extra_qps;
-static bool server;
 
 /* verbs objects */
 static struct ibv_context *ctx;
@@ -149,7 +144,6 @@ static void error(const char *fmt, ...)
 	}
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
 	va_list ap;
@@ -163,21 +157,6 @@ static void die(const char *fmt, ...)
 	       server ? "server" : "client", errors + 1);
 	fflush(stdout);
 	exit(1);
-}
-
-/* pattern(seq): 8 bytes of seq, then an xorshift stream seeded by seq */
-static void fill(uint8_t *p, uint32_t len, uint64_t seq)
-{
-	uint64_t x = seq * 0x9e3779b97f4a7c15ull + 1;
-	uint32_t i;
-
-	memcpy(p, &seq, len < 8 ? len : 8);
-	for (i = 8; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (uint8_t)x;
-	}
 }
 
 /* 0 if p holds pattern(seq); else the offset of the first bad byte + 1 */
@@ -208,25 +187,8 @@ static uint32_t check(const uint8_t *p, uint32_t len, uint64_t seq)
 /* Client: connect to the server, send our info, receive the server's. */
 static void tcp_exchange(struct conn_info *mine, struct conn_info *theirs)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM }, *ai;
-	char service[16];
-	int fd, one = 1, tries;
+	int fd = tcp_connect_retry(host, port);
 
-	snprintf(service, sizeof(service), "%d", port);
-	if (getaddrinfo(host, service, &hints, &ai))
-		die("cannot resolve %s", host);
-	for (tries = 0;; tries++) {
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
-			break;
-		close(fd);
-		if (tries > 600)
-			die("connect %s:%d: %s", host, port, strerror(errno));
-		usleep(100000);
-	}
-	freeaddrinfo(ai);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (write(fd, mine, sizeof(*mine)) != sizeof(*mine))
 		die("tcp write: %s", strerror(errno));
 	if (recv(fd, theirs, sizeof(*theirs), MSG_WAITALL) != sizeof(*theirs))
@@ -236,37 +198,7 @@ static void tcp_exchange(struct conn_info *mine, struct conn_info *theirs)
 
 static void setup_verbs(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	if (!list || !list[0])
-		die("no RDMA device");
-	for (i = 0; list[i]; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			break;
-	if (!list[i])
-		die("no device %s", dev_name);
-	ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		die("ibv_open_device: %s", strerror(errno));
-	ibv_free_device_list(list);
-	if (gid_index < 0) {
-		union ibv_gid g;
-
-		for (i = 0; i < 16 && !ibv_query_gid(ctx, 1, i, &g); i++)
-			if (g.raw[10] == 0xff && g.raw[11] == 0xff) {
-				gid_index = i;
-				break;
-			}
-		if (gid_index < 0)
-			die("no IPv4-mapped GID");
-	}
-	if (ibv_query_gid(ctx, 1, gid_index, &gid))
-		die("ibv_query_gid %d", gid_index);
-	pd = ibv_alloc_pd(ctx);
-	channel = ibv_create_comp_channel(ctx);
-	if (!pd || !channel)
-		die("PD / channel: %s", strerror(errno));
+	open_verbs(dev_name, &gid_index, &ctx, &gid, &pd, &channel);
 }
 
 static struct ibv_mr *reg(void *p, size_t len)
@@ -347,42 +279,10 @@ static void setup_qp(void)
 
 static void connect_qp(const struct conn_info *mine, const struct conn_info *peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
-	};
+	struct rc_dest dest = { peer->qpn, peer->psn, peer->gid };
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("INIT: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = timeout_exp;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = mine->psn;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS: %s", strerror(errno));
+	rc_connect(qp, gid_index, IBV_ACCESS_REMOTE_WRITE |
+		   IBV_ACCESS_REMOTE_READ, mine->psn, &dest, timeout_exp);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -795,13 +695,11 @@ int main(int argc, char **argv)
 	struct conn_info mine = { 0 }, peer = { 0 };
 	int opt, i;
 
+	port = 18515;
 	while ((opt = getopt(argc, argv, "sc:d:g:p:t:S:w:T:r:M:Q:x:G:")) != -1) {
+		if (two_host_option(opt, optarg))
+			continue;
 		switch (opt) {
-		case 's': server = true; break;
-		case 'c': host = optarg; break;
-		case 'd': dev_name = optarg; break;
-		case 'g': gid_index = atoi(optarg); break;
-		case 'p': port = atoi(optarg); break;
 		case 't': duration = atof(optarg); break;
 		case 'S': slot_size = strtoul(optarg, NULL, 0); break;
 		case 'w': window = atoi(optarg); break;
@@ -831,19 +729,8 @@ int main(int argc, char **argv)
 	memcpy(mine.gid, gid.raw, 16);
 	if (server) {
 		/* learn the client's layout first, then create and answer */
-		int fd, lfd, one = 1;
-		struct sockaddr_in a = { .sin_family = AF_INET,
-					 .sin_port = htons(port) };
+		int fd = tcp_accept_one(port, "verify");
 
-		lfd = socket(AF_INET, SOCK_STREAM, 0);
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 1))
-			die("listen on %d: %s", port, strerror(errno));
-		printf("verify: listening on %d\n", port);
-		fd = accept(lfd, NULL, NULL);
-		if (fd < 0)
-			die("accept: %s", strerror(errno));
-		close(lfd);
 		if (recv(fd, &peer, sizeof(peer), MSG_WAITALL) != sizeof(peer))
 			die("tcp read: %s", strerror(errno));
 		if (peer.slot_size < 8 || peer.slot_size > (1u << 20) ||
@@ -864,7 +751,6 @@ int main(int argc, char **argv)
 		mine.addr = (uintptr_t)mem;
 		mine.slot_size = slot_size;
 		mine.slots = slots;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (write(fd, &mine, sizeof(mine)) != sizeof(mine))
 			die("tcp write: %s", strerror(errno));
 		close(fd);

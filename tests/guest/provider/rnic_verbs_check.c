@@ -8,7 +8,8 @@
  *   send/recv with immediate and inline data, RDMA WRITE (+imm), READ,
  *   atomics; kernel bypass (no write()/read() system call while posting
  *   and polling); the ibv_wr_*() API and ibv_create_cq_ex() polling, and
- *   the clean refusal of what they do not support; UD through an AH; SRQ;
+ *   the clean refusal of what they do not support; FLUSH and ATOMIC WRITE
+ *   (ibv_wr_flush(), ibv_wr_atomic_write()) and their refusals; UD through an AH; SRQ;
  *   completion channels; CQ resize with CQEs outstanding; flush on ERR;
  *   RESET and reuse; destroying a QP with CQEs outstanding; send queue
  *   overflow; many passes over the rings (owner bit phases).
@@ -536,24 +537,68 @@ out:
 	return ret;
 }
 
-/* The ibv_wr_*() API: SEND with SGE, inline SEND, WRITE, atomics. */
-static int test_wr_api(void)
+/* An extended QP of 'type' with send ops 'ops' on cq, or NULL (errno). */
+static struct ibv_qp *qp_ex(enum ibv_qp_type type, struct ibv_cq *cq,
+			    uint64_t ops)
 {
 	struct ibv_qp_init_attr_ex ax = {
-		.qp_type = IBV_QPT_RC,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = type,
 		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
 			 .max_send_sge = 2, .max_recv_sge = 2,
 			 .max_inline_data = 64 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND |
-				  IBV_QP_EX_WITH_RDMA_WRITE |
-				  IBV_QP_EX_WITH_RDMA_READ |
-				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-				  IBV_QP_EX_WITH_SEND_WITH_IMM,
+		.send_ops_flags = ops,
 	};
-	struct ibv_qp *qx = NULL;
+
+	return ibv_create_qp_ex(ctx, &ax);
+}
+
+/* Send ops the QP must refuse: EOPNOTSUPP, the app can fall back. */
+static int qp_ex_refused(enum ibv_qp_type type, struct ibv_cq *cq,
+			 uint64_t ops, const char *what)
+{
+	struct ibv_qp *qx = qp_ex(type, cq, ops);
+
+	if (qx)
+		ibv_destroy_qp(qx);
+	CHECK(!qx && errno == EOPNOTSUPP, "%s: %s, not EOPNOTSUPP", what,
+	      qx ? "accepted" : strerror(errno));
+	return 0;
+}
+
+/* p->a becomes an extended QP with send ops 'ops', b talks to it. */
+static struct ibv_qp_ex *pair_qp_ex(struct pair *p, uint64_t ops)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp *qx = qp_ex(IBV_QPT_RC, p->cqa, ops);
+
+	if (!qx) {
+		snprintf(failure, sizeof(failure),
+			 "ibv_create_qp_ex (send ops %#" PRIx64 "): %s", ops,
+			 strerror(errno));
+		return NULL;
+	}
+	ibv_destroy_qp(p->a);
+	p->a = qx;
+	if (ibv_modify_qp(p->b, &reset, IBV_QP_STATE) ||
+	    rc_connect(p->a, p->b->qp_num) || rc_connect(p->b, p->a->qp_num))
+		return NULL;
+	if (!ibv_qp_to_qp_ex(qx))
+		snprintf(failure, sizeof(failure), "ibv_qp_to_qp_ex: NULL");
+	return ibv_qp_to_qp_ex(qx);
+}
+
+/* The ibv_wr_*() API: SEND with SGE, inline SEND, WRITE, atomics. */
+static int test_wr_api(void)
+{
+	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_SEND_WITH_IMM;
 	struct ibv_qp_ex *x;
 	struct ibv_wc wc[4];
 	struct pair p;
@@ -561,40 +606,13 @@ static int test_wr_api(void)
 
 	if (pair_make(&p, DEPTH))
 		goto out;
-	ax.send_cq = ax.recv_cq = p.cqa;
 	/* UC / bind-MW operations: refused, the app can fall back */
-	ax.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW;
-	qx = ibv_create_qp_ex(ctx, &ax);
-	if (qx || errno != EOPNOTSUPP) {
-		snprintf(failure, sizeof(failure),
-			 "BIND_MW send op: %s, not EOPNOTSUPP",
-			 qx ? "accepted" : strerror(errno));
+	if (qp_ex_refused(IBV_QPT_RC, p.cqa, ops | IBV_QP_EX_WITH_BIND_MW,
+			  "BIND_MW send op"))
 		goto out;
-	}
-	ax.send_ops_flags &= ~(uint64_t)IBV_QP_EX_WITH_BIND_MW;
-	qx = ibv_create_qp_ex(ctx, &ax);
-	if (!qx) {
-		snprintf(failure, sizeof(failure), "ibv_create_qp_ex: %s",
-			 strerror(errno));
+	x = pair_qp_ex(&p, ops);
+	if (!x)
 		goto out;
-	}
-	x = ibv_qp_to_qp_ex(qx);
-	if (!x) {
-		snprintf(failure, sizeof(failure), "ibv_qp_to_qp_ex: NULL");
-		goto out;
-	}
-	/* b talks to the extended QP now */
-	ibv_destroy_qp(p.a);
-	p.a = qx;
-	qx = NULL;
-	{
-		struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
-
-		if (ibv_modify_qp(p.b, &reset, IBV_QP_STATE) ||
-		    rc_connect(p.a, p.b->qp_num) ||
-		    rc_connect(p.b, p.a->qp_num))
-			goto out;
-	}
 	fill(p.ba.p, 8192, 3);
 	memset(p.bb.p, 0, BUF_SIZE);
 	if (post_recv(p.b, NULL, 11, p.bb.p, 4096, p.bb.mr->lkey) ||
@@ -649,8 +667,136 @@ static int test_wr_api(void)
 	}
 	ret = cq_empty(p.cqa);
 out:
-	if (qx)
-		ibv_destroy_qp(qx);
+	pair_free(&p);
+	return ret;
+}
+
+/* One ibv_wr_flush() batch that wr_complete must refuse, nothing posted. */
+static int flush_refused(struct pair *p, struct ibv_qp_ex *x,
+			 struct ibv_mr *mr, size_t len, uint8_t type,
+			 uint8_t level)
+{
+	ibv_wr_start(x);
+	x->wr_id = 99;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_flush(x, mr->rkey, (uintptr_t)mr->addr, len, type, level);
+	CHECK(ibv_wr_complete(x) == EINVAL,
+	      "FLUSH of %zu bytes type %u level %u accepted", len, type,
+	      level);
+	return cq_empty(p->cqa);
+}
+
+/*
+ * FLUSH and ATOMIC WRITE (IBTA 1.5) through ibv_wr_flush() and
+ * ibv_wr_atomic_write(): completions and data; SGEs given to them are not
+ * added (they name no local memory); undefined types and levels refused
+ * at ibv_wr_complete(); no opcode of struct ibv_send_wr for them; a region
+ * asking for persistence of guest RAM refused; none on UD.
+ */
+static int test_placement(void)
+{
+	uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_FLUSH |
+		       IBV_QP_EX_WITH_ATOMIC_WRITE;
+	uint64_t value = 0x1122334455667788ull, got[3];
+	struct ibv_mr *fmr = NULL, *bad_mr;
+	struct ibv_sge sge = { 0, 8, 0 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_qp_ex *x;
+	struct ibv_wc wc[3];
+	struct pair p;
+	int i, ret = -1;
+
+	if (pair_make(&p, DEPTH))
+		goto out;
+	if (qp_ex_refused(IBV_QPT_UD, p.cqa, IBV_QP_EX_WITH_SEND |
+			  IBV_QP_EX_WITH_FLUSH, "FLUSH on UD") ||
+	    qp_ex_refused(IBV_QPT_UD, p.cqa, IBV_QP_EX_WITH_SEND |
+			  IBV_QP_EX_WITH_ATOMIC_WRITE, "ATOMIC WRITE on UD"))
+		goto out;
+	x = pair_qp_ex(&p, ops);
+	if (!x)
+		goto out;
+	/* guest RAM does not persist: the kernel or the device says so */
+	bad_mr = ibv_reg_mr(pd, p.bb.p, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			    IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_FLUSH_PERSISTENT);
+	if (bad_mr || errno != EOPNOTSUPP) {
+		snprintf(failure, sizeof(failure),
+			 "MR with FLUSH_PERSISTENT: %s, not EOPNOTSUPP",
+			 bad_mr ? "registered" : strerror(errno));
+		if (bad_mr)
+			ibv_dereg_mr(bad_mr);
+		goto out;
+	}
+	fmr = ibv_reg_mr(pd, p.bb.p, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL);
+	if (!fmr) {
+		snprintf(failure, sizeof(failure), "MR with FLUSH_GLOBAL: %s",
+			 strerror(errno));
+		goto out;
+	}
+	memset(p.bb.p, 0x5a, 4096);
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 1;
+	ibv_wr_atomic_write(x, fmr->rkey, (uintptr_t)p.bb.p + 64, &value);
+	/* not added: would make the device refuse the WQE */
+	ibv_wr_set_sge(x, p.ba.mr->lkey, (uintptr_t)p.ba.p, 8);
+	x->wr_id = 2;
+	ibv_wr_flush(x, fmr->rkey, (uintptr_t)p.bb.p + 64, 8, IBV_FLUSH_GLOBAL,
+		     IBV_FLUSH_RANGE);
+	ibv_wr_set_sge_list(x, 1, &(struct ibv_sge){ (uintptr_t)p.ba.p, 8,
+						     p.ba.mr->lkey });
+	x->wr_id = 3;
+	/* the whole region: the length does not matter */
+	ibv_wr_flush(x, fmr->rkey, (uintptr_t)p.bb.p, 1ull << 40,
+		     IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+	value = 0;	/* the 8 bytes were taken at ibv_wr_atomic_write() */
+	if (ibv_wr_complete(x)) {
+		snprintf(failure, sizeof(failure), "ibv_wr_complete: %s",
+			 strerror(errno));
+		goto out;
+	}
+	if (poll_ok(p.cqa, wc, 3))
+		goto out;
+	for (i = 0; i < 3; i++)
+		if (wc[i].wr_id != (uint64_t)i + 1 ||
+		    wc[i].opcode != (i ? IBV_WC_FLUSH : IBV_WC_ATOMIC_WRITE)) {
+			snprintf(failure, sizeof(failure),
+				 "completion %d: wr_id %" PRIu64 " opcode %d", i,
+				 wc[i].wr_id, wc[i].opcode);
+			goto out;
+		}
+	memcpy(got, p.bb.p + 56, sizeof(got));
+	if (got[1] != 0x1122334455667788ull ||
+	    got[0] != 0x5a5a5a5a5a5a5a5aull || got[2] != got[0]) {
+		snprintf(failure, sizeof(failure),
+			 "ATOMIC WRITE: %#" PRIx64 " %#" PRIx64 " %#" PRIx64,
+			 got[0], got[1], got[2]);
+		goto out;
+	}
+	if (flush_refused(&p, x, fmr, 8, 0, IBV_FLUSH_RANGE) ||
+	    flush_refused(&p, x, fmr, 8, 4, IBV_FLUSH_RANGE) ||
+	    flush_refused(&p, x, fmr, 8, IBV_FLUSH_GLOBAL, 2) ||
+	    flush_refused(&p, x, fmr, 1ull << 32, IBV_FLUSH_GLOBAL,
+			  IBV_FLUSH_RANGE))
+		goto out;
+	/* struct ibv_send_wr has no fields for them */
+	for (i = 0; i < 2; i++) {
+		wr.opcode = i ? IBV_WR_ATOMIC_WRITE : IBV_WR_FLUSH;
+		sge.addr = (uintptr_t)p.ba.p;
+		sge.lkey = p.ba.mr->lkey;
+		if (ibv_post_send(p.a, &wr, &bad) != EINVAL) {
+			snprintf(failure, sizeof(failure),
+				 "ibv_post_send of opcode %d: not EINVAL",
+				 wr.opcode);
+			goto out;
+		}
+	}
+	ret = cq_empty(p.cqa);
+out:
+	if (fmr)
+		ibv_dereg_mr(fmr);
 	pair_free(&p);
 	return ret;
 }
@@ -1365,6 +1511,7 @@ static const struct {
 	{ "rdma", test_rdma },
 	{ "bypass", test_bypass },
 	{ "wr-api", test_wr_api },
+	{ "placement", test_placement },
 	{ "cq-ex", test_cq_ex },
 	{ "ud", test_ud },
 	{ "srq", test_srq },
