@@ -57,8 +57,12 @@ static void th_persist(void *opaque, uint64_t off, uint64_t len)
 
     g_assert_cmpuint(off, <=, h->scm_size);
     g_assert_cmpuint(len, <=, h->scm_size - off);
-    memcpy(h->scm_durable + off, h->scm + off, len);
     h->persists++;
+    if (h->persist_hook) {
+        h->persist_hook(h, off, len);
+        return;
+    }
+    memcpy(h->scm_durable + off, h->scm + off, len);
 }
 
 static void th_raise_irq(void *opaque, unsigned vector)

@@ -59,6 +59,8 @@ typedef struct TestHost {
     uint8_t *scm_durable;
     uint64_t scm_size;
     unsigned persists;          /* RnicHostOps.persist calls */
+    /* benchmarks: persist by this instead of the durable image */
+    void (*persist_hook)(struct TestHost *h, uint64_t off, uint64_t len);
 } TestHost;
 
 TestHost *test_host_new(const RnicEngineConfig *cfg);  /* NULL: defaults */
