@@ -416,6 +416,66 @@ static void test_objects(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* The memory window                                                      */
+/* ---------------------------------------------------------------------- */
+
+static uint8_t window_rdma(QRnic *d, TvPair *p, uint8_t op, uint64_t id,
+                           uint32_t rkey, uint64_t va, uint32_t len)
+{
+    struct rnic_sq_wqe w = tv_wqe(id, op, 1);
+    struct rnic_sge s = tv_sge(p->bufa + 16384, len, p->mra);
+
+    w.rdma.remote_addr = va;
+    w.rdma.rkey = rkey;
+    tv_post_send(d, p->a, &w, &s, NULL);
+    return tv_wait_cqe(d, p->cqa).status;
+}
+
+/*
+ * A window on memory-backend-ram (the destination's starts empty: its
+ * bytes can only come from the migration) with a region allowing PLAIN,
+ * READONLY and MGMT: after the switchover the same STag reads what the
+ * source wrote, its READONLY rkey still refuses a write, its management
+ * key still works.
+ */
+static void test_window(void)
+{
+    MigVm *vm = mig_boot(MIG_DEVICE ",scm=w0 -object memory-backend-ram,"
+                         "id=w0,size=1M");
+    g_auto(TvPair) p = { 0 };
+    uint32_t sems = 1u << RNIC_SCM_SEM_PLAIN | 1u << RNIC_SCM_SEM_READONLY |
+                    1u << RNIC_SCM_SEM_MGMT;
+    uint32_t stag, plain;
+    uint8_t want[4096], got[4096];
+
+    mig_pair_init(&vm->d, &p);
+    stag = tv_reg_scm(&vm->d, p.pd, 0x7000, 0x20000, 0x10000, ALL_RIGHTS, sems,
+                      RNIC_SCM_SEM_PLAIN << RNIC_SCM_KEY_SEM_SHIFT | 9, NULL);
+    plain = RNIC_SCM_STAG(stag, RNIC_SCM_SEM_PLAIN);
+    tv_fill(&vm->d, p.bufa + 16384, sizeof(want), 77);
+    qtest_memread(vm->qts, p.bufa + 16384, want, sizeof(want));
+    g_assert_cmpuint(window_rdma(&vm->d, &p, RNIC_WR_RDMA_WRITE, 1, plain,
+                                 0x7100, sizeof(want)), ==, RNIC_WC_SUCCESS);
+
+    vm = mig_migrate(vm, NULL, true);
+
+    qtest_memset(vm->qts, p.bufa + 16384, 0, sizeof(got));
+    g_assert_cmpuint(window_rdma(&vm->d, &p, RNIC_WR_RDMA_READ, 2, plain,
+                                 0x7100, sizeof(got)), ==, RNIC_WC_SUCCESS);
+    qtest_memread(vm->qts, p.bufa + 16384, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
+    g_assert_cmpuint(window_rdma(&vm->d, &p, RNIC_WR_RDMA_READ, 3,
+                                 RNIC_SCM_STAG(stag, RNIC_SCM_SEM_MGMT),
+                                 0x7000, sizeof(struct rnic_scm_status)), ==,
+                     RNIC_WC_SUCCESS);
+    g_assert_cmpuint(window_rdma(&vm->d, &p, RNIC_WR_RDMA_WRITE, 4,
+                                 RNIC_SCM_STAG(stag, RNIC_SCM_SEM_READONLY),
+                                 0x7100, 64), ==, RNIC_WC_REM_ACCESS_ERR);
+    tv_pair_fini(&p);
+    mig_done(vm);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Multi-network PDs (ABI 1.1)                                            */
 /* ---------------------------------------------------------------------- */
 
@@ -507,6 +567,7 @@ static void rnic_migration_objects_register_tests(void)
 {
     qtest_add_func("rnic-migration/objects", test_objects);
     qtest_add_func("rnic-migration/multi-net", test_multi_net);
+    qtest_add_func("rnic-migration/window", test_window);
 }
 
 libqos_init(rnic_migration_objects_register_tests);
