@@ -7,9 +7,10 @@
 QEMU's generic-fuzz reads its input as operations separated by "FUZZ"; the
 first byte of each is the opcode (mod 10), the rest its arguments
 (tests/qtest/fuzz/generic_fuzz.c). An MMIO operation names a region by its
-index among the fuzzed MemoryRegions in address order (for one rnic: 0 BAR0
-registers, 1 BAR2 doorbells, 2 the MSI-X table, 3 the PBA) and an offset in
-it. Every DMA read of guest memory that nothing wrote is filled from the
+index among the fuzzed MemoryRegions in address order (for one rnic: 0 the
+BAR0 registers, 1 the MSI-X PBA and 2 the MSI-X table, both in BAR0 above
+the registers, 3 the BAR2 doorbells; the BAR4 window is RAM, not fuzzed
+as MMIO) and an offset in it. Every DMA read of guest memory that nothing wrote is filled from the
 next DMA pattern.
 
 These seeds bring the device to where a random input rarely gets: admin
@@ -25,7 +26,7 @@ import sys
 SEP = b'FUZZ'
 OP_READ, OP_WRITE, OP_PCI_READ, OP_PCI_WRITE = 2, 3, 4, 5
 OP_ADD_DMA_PATTERN, OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 7, 8, 9
-REGS, DOORBELLS, MSIX_TABLE = 0, 1, 2
+REGS, MSIX_PBA, MSIX_TABLE, DOORBELLS = 0, 1, 2, 3
 BYTE, WORD, LONG, QUAD = 0, 1, 2, 3
 
 # include/rnic/rnic-abi.h
@@ -116,6 +117,12 @@ def seeds():
         write(REGS, ETH_RX_BASE_LO, 0x121000), write(REGS, ETH_RX_SIZE_LOG2, 4),
         write(REGS, ETH_CTRL, 3), pattern(desc), write(REGS, ETH_RX_TAIL, 8),
         write(REGS, ETH_TX_TAIL, 4), clock(), read(REGS, 0x170)]
+    # a region of the memory window (generic-fuzz-rnic-scm): every
+    # semantic, the DURABLE key, FLUSH persistence; then a plain REG_MR
+    scm = cmd(CMD_REG_MR, struct.pack('<QQQIIIBBBBI', 0, 0x2000, 0x1000,
+                                      0, 0, 0x20f, 0, 0, 0x21, 1, 0x3f), 6)
+    s['scm-region'] = enable_aq() + [pattern(pd), pattern(scm),
+                                     write(REGS, AQ_TAIL, 2), clock()]
     # reset while the admin queue runs, then enable again
     s['reset-while-running'] = enable_aq() + [
         pattern(cmd(CMD_ALLOC_PD)), write(REGS, AQ_TAIL, 8),
