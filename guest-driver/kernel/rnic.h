@@ -13,6 +13,7 @@
 #define RNIC_H
 
 #include <linux/completion.h>
+#include <linux/genalloc.h>
 #include <linux/interrupt.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -164,6 +165,15 @@ struct rnic_dev {
 
 	struct rdma_stat_desc *stat_descs;	/* rdma statistic: the counters */
 	char (*stat_desc_names)[ETH_GSTRING_LEN];
+	/*
+	 * The memory window (RNIC_CAP_SCM): BAR4, never mapped by the kernel;
+	 * dm_pool hands out its bus addresses in pages to device-memory
+	 * allocations (rnic_dm.c). NULL without a window.
+	 */
+	struct gen_pool *dm_pool;
+	resource_size_t scm_start;	/* bus address of BAR4 */
+	u64 scm_size;			/* RNIC_REG_SCM_SIZE */
+
 	struct delayed_work health_work;	/* watches DEV_STATUS */
 	struct dentry *debugfs;
 	unsigned long flags;		/* RNIC_FLAG_* */
@@ -186,13 +196,24 @@ struct rnic_ucontext {
 enum rnic_mmap_type {
 	RNIC_MMAP_DB,			/* the context's doorbell page */
 	RNIC_MMAP_RING,			/* a queue ring in DMA memory */
+	RNIC_MMAP_DM,			/* a device-memory allocation of BAR4 */
 };
 
 struct rnic_mmap_entry {
 	struct rdma_user_mmap_entry rdma;
 	enum rnic_mmap_type type;
 	struct rnic_dma_buf buf;	/* RNIC_MMAP_RING: freed in mmap_free */
-	phys_addr_t pfn_base;		/* RNIC_MMAP_DB */
+	phys_addr_t pfn_base;		/* RNIC_MMAP_DB, RNIC_MMAP_DM */
+	unsigned long dm_addr;		/* RNIC_MMAP_DM: in dm_pool, freed */
+	size_t dm_size;			/* with the entry (mmap_free) */
+};
+
+/* A device-memory allocation: [offset, offset + size) of the window. */
+struct rnic_dm {
+	struct ib_dm ibdm;
+	u64 offset;			/* in the window, page aligned */
+	u64 size;			/* the request rounded up to pages */
+	struct rdma_user_mmap_entry *mmap;	/* owns the window range */
 };
 
 struct rnic_pd {
@@ -269,6 +290,7 @@ struct rnic_mr {
 	u32 max_pages;			/* fast-reg MRs: > 0 */
 	u8 dev_key;			/* key of the STag in the device */
 	u8 prev_key;			/* before the last REG_MR work request */
+	bool no_entry;			/* an empty DM MR: nothing in the device */
 };
 
 static inline struct rnic_dev *to_rdev(struct ib_device *ibdev)
@@ -309,6 +331,11 @@ static inline struct rnic_srq *to_rsrq(struct ib_srq *ibsrq)
 static inline struct rnic_mr *to_rmr(struct ib_mr *ibmr)
 {
 	return container_of(ibmr, struct rnic_mr, ibmr);
+}
+
+static inline struct rnic_dm *to_rdm(struct ib_dm *ibdm)
+{
+	return container_of(ibdm, struct rnic_dm, ibdm);
 }
 
 static inline struct rnic_mmap_entry *
@@ -458,6 +485,9 @@ int rnic_net_ctx_init(struct rnic_dev *rdev);
 bool rnic_multi_net_pds(struct rnic_dev *rdev);
 void rnic_net_ctx_fini(struct rnic_dev *rdev);
 void rnic_port_event(struct rnic_dev *rdev, enum ib_event_type type);
+struct rnic_mmap_entry *
+rnic_mmap_entry_insert(struct rnic_ucontext *uc, enum rnic_mmap_type type,
+		       size_t size, u64 *key);
 struct rdma_user_mmap_entry *
 rnic_mmap_ring_insert(struct rnic_ucontext *uc, struct rnic_dma_buf *buf,
 		      u64 *key);
@@ -537,5 +567,17 @@ int rnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset);
 int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 void rnic_mr_posted_key(struct rnic_mr *mr, u32 stag);
+int rnic_reg_scm_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
+		     struct rnic_pd *pd, u64 iova, u64 length, u64 window_off,
+		     int access, u32 sems, u8 sem);
+
+/* ---------------------------------------------------------------------- */
+/* rnic_dm.c: the memory window through the device-memory verbs           */
+/* ---------------------------------------------------------------------- */
+
+int rnic_dm_init(struct rnic_dev *rdev);
+void rnic_dm_fini(struct rnic_dev *rdev);
+void rnic_dm_set_ops(struct rnic_dev *rdev);
+void rnic_dm_mmap_free(struct rnic_dev *rdev, struct rnic_mmap_entry *entry);
 
 #endif /* RNIC_H */

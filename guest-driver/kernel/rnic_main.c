@@ -6,7 +6,8 @@
  * goto ladder at its end; remove runs the same ladder from the top:
  *   PCI enable + BARs -> identity check -> MSI-X vectors -> admin queue
  *   (vector 0) -> QUERY_DEVICE/QUERY_PORT -> network context of VLAN 0
- *   -> event queues -> net_device -> ib_device -> health check.
+ *   -> event queues -> net_device -> device-memory pool (the window)
+ *   -> ib_device -> health check.
  *
  * Health: a delayed work reads DEV_STATUS every health_interval_ms. A
  * device that turned FATAL, lost READY (reset behind the driver's back) or
@@ -451,9 +452,12 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = rnic_netdev_init(rdev);
 	if (ret)
 		goto err_eqs;
-	ret = rnic_ib_register(rdev);
+	ret = rnic_dm_init(rdev);
 	if (ret)
 		goto err_netdev;
+	ret = rnic_ib_register(rdev);
+	if (ret)
+		goto err_dm;
 
 	dev_info(&pdev->dev, "%s: %d MSI-X vectors, %d event queues, MAC %pM\n",
 		 dev_name(&rdev->ibdev.dev), rdev->nvec, rdev->num_eqs,
@@ -464,6 +468,8 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 				      msecs_to_jiffies(health_interval_ms));
 	return 0;
 
+err_dm:
+	rnic_dm_fini(rdev);
 err_netdev:
 	rnic_netdev_fini(rdev);
 err_eqs:
@@ -497,6 +503,7 @@ static void rnic_remove(struct pci_dev *pdev)
 	debugfs_remove_recursive(rdev->debugfs);
 	cancel_delayed_work_sync(&rdev->health_work);
 	rnic_ib_unregister(rdev);
+	rnic_dm_fini(rdev);
 	rnic_netdev_fini(rdev);
 	rnic_eqs_fini(rdev);
 	rnic_net_ctx_fini(rdev);
@@ -529,6 +536,7 @@ static void __init rnic_user_abi_check(void)
 	BUILD_BUG_ON(sizeof(struct rnic_create_qp_resp) != 72);
 	BUILD_BUG_ON(sizeof(struct rnic_create_srq_resp) != 32);
 	BUILD_BUG_ON(sizeof(struct rnic_create_ah_resp) != 32);
+	BUILD_BUG_ON(sizeof(struct rnic_alloc_dm_resp) != 16);
 }
 
 static int __init rnic_init(void)

@@ -89,12 +89,24 @@ static u8 rnic_next_key(struct rnic_dev *rdev)
 	return (u8)atomic_inc_return(&rdev->mr_key);
 }
 
-static int rnic_reg_mr_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
-			   struct rnic_pd *pd, u8 opcode, u64 iova, u64 length,
-			   u64 pbl_addr, u32 npages, u8 page_shift, u8 levels,
-			   int access)
+/* The fields every REG_MR/ALLOC_MR command has (the rest: its caller). */
+static void rnic_mr_cmd_init(struct rnic_admin_cmd *cmd, struct rnic_pd *pd,
+			     u8 opcode, u64 iova, u64 length, u64 pbl_addr)
 {
-	struct rnic_admin_cmd cmd = { .opcode = opcode };
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->opcode = opcode;
+	cmd->uctx = cpu_to_le32(pd->uctx);
+	cmd->mr.iova = cpu_to_le64(iova);
+	cmd->mr.length = cpu_to_le64(length);
+	cmd->mr.pbl_addr = cpu_to_le64(pbl_addr);
+	cmd->mr.pd = cpu_to_le32(pd->handle);
+}
+
+/* Run a prepared REG_MR/ALLOC_MR with 'access' and take the STag. */
+static int rnic_mr_cmd_exec(struct rnic_dev *rdev, struct rnic_mr *mr,
+			    struct rnic_pd *pd, struct rnic_admin_cmd *cmd,
+			    int access)
+{
 	struct rnic_admin_cqe cqe;
 	int dev_access = rnic_mr_access(rdev, access);
 	u32 stag;
@@ -102,18 +114,8 @@ static int rnic_reg_mr_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
 
 	if (dev_access < 0)
 		return dev_access;
-	cmd.uctx = cpu_to_le32(pd->uctx);
-	cmd.mr.iova = cpu_to_le64(iova);
-	cmd.mr.length = cpu_to_le64(length);
-	cmd.mr.pbl_addr = cpu_to_le64(pbl_addr);
-	cmd.mr.pd = cpu_to_le32(pd->handle);
-	cmd.mr.npages = cpu_to_le32(npages);
-	cmd.mr.access = cpu_to_le32(dev_access);
-	cmd.mr.page_shift = page_shift;
-	cmd.mr.levels = levels;
-	cmd.mr.key = rnic_next_key(rdev);
-	cmd.mr.kind = RNIC_MR_KIND_MEM;
-	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, &cqe);
+	cmd->mr.access = cpu_to_le32(dev_access);
+	ret = rnic_cmd_exec(rdev, cmd, NULL, 0, NULL, 0, &cqe);
 	if (ret)
 		return ret;
 	stag = le32_to_cpu(cqe.result0);
@@ -123,6 +125,37 @@ static int rnic_reg_mr_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
 	mr->uctx = pd->uctx;
 	mr->dev_key = stag & 0xff;
 	return 0;
+}
+
+/* A region of the window (RNIC_MR_KIND_SCM): rnic_dm.c. */
+int rnic_reg_scm_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
+		     struct rnic_pd *pd, u64 iova, u64 length, u64 window_off,
+		     int access, u32 sems, u8 sem)
+{
+	struct rnic_admin_cmd cmd;
+
+	rnic_mr_cmd_init(&cmd, pd, RNIC_CMD_REG_MR, iova, length, window_off);
+	cmd.mr.kind = RNIC_MR_KIND_SCM;
+	cmd.mr.sems = cpu_to_le32(sems);
+	cmd.mr.key = sem << RNIC_SCM_KEY_SEM_SHIFT |
+		     (rnic_next_key(rdev) & RNIC_SCM_KEY_TAG_MASK);
+	return rnic_mr_cmd_exec(rdev, mr, pd, &cmd, access);
+}
+
+static int rnic_reg_mr_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
+			   struct rnic_pd *pd, u8 opcode, u64 iova, u64 length,
+			   u64 pbl_addr, u32 npages, u8 page_shift, u8 levels,
+			   int access)
+{
+	struct rnic_admin_cmd cmd;
+
+	rnic_mr_cmd_init(&cmd, pd, opcode, iova, length, pbl_addr);
+	cmd.mr.npages = cpu_to_le32(npages);
+	cmd.mr.page_shift = page_shift;
+	cmd.mr.levels = levels;
+	cmd.mr.key = rnic_next_key(rdev);
+	cmd.mr.kind = RNIC_MR_KIND_MEM;
+	return rnic_mr_cmd_exec(rdev, mr, pd, &cmd, access);
 }
 
 struct ib_mr *rnic_get_dma_mr(struct ib_pd *ibpd, int access)
@@ -294,6 +327,8 @@ int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	u32 net = mr->ctx ? mr->ctx->handle : RNIC_PD_MULTI_NET;
 	int ret;
 
+	if (mr->no_entry)
+		goto free;
 	if (mr->max_pages && (rdev->caps.caps & RNIC_CAP_DEREG_ANY_KEY)) {
 		/* whatever key the last REG_MR work request left */
 		ret = rnic_dereg_cmd(rdev, mr, index | mr->dev_key, net,
@@ -307,6 +342,7 @@ int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	}
 	if (ret && ret != -EIO)
 		return ret;
+free:
 	ib_umem_release(mr->umem);
 	rnic_dma_buf_free(rdev, &mr->pbl);
 	kfree(mr);

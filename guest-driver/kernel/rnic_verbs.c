@@ -175,6 +175,9 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->max_pi_fast_reg_page_list_len = 0;
+	/* ibv_alloc_dm(): the memory window (rnic_dm.c) */
+	if (rdev->dm_pool)
+		a->max_dm_size = rdev->scm_size;
 }
 
 static int rnic_query_device(struct ib_device *ibdev,
@@ -335,7 +338,7 @@ static int rnic_del_gid(const struct ib_gid_attr *attr, void **context)
 /* User contexts and mmap                                                 */
 /* ---------------------------------------------------------------------- */
 
-static struct rnic_mmap_entry *
+struct rnic_mmap_entry *
 rnic_mmap_entry_insert(struct rnic_ucontext *uc, enum rnic_mmap_type type,
 		       size_t size, u64 *key)
 {
@@ -487,6 +490,19 @@ static int rnic_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		pfn = page_to_pfn(virt_to_page(entry->buf.va));
 		prot = vma->vm_page_prot;
 		break;
+	case RNIC_MMAP_DM:
+		/*
+		 * The window is a prefetchable BAR of RAM: reads have no side
+		 * effect and stores may be merged, so write-combining is
+		 * allowed (as mlx5 maps its MEMIC). Not write-back: the
+		 * device's RDMA writes into the window do not snoop the CPU's
+		 * caches on real hardware, a cached load could return stale
+		 * bytes; WC loads are uncached. The provider fences its
+		 * stores (memcpy_to_dm) before the device may read them.
+		 */
+		pfn = entry->pfn_base;
+		prot = pgprot_writecombine(vma->vm_page_prot);
+		break;
 	default:
 		ret = -EINVAL;
 		goto out;
@@ -503,9 +519,12 @@ static void rnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
 	struct rnic_mmap_entry *entry = to_rmmap(rdma_entry);
 
+	struct rnic_dev *rdev = to_rdev(rdma_entry->ucontext->device);
+
 	if (entry->type == RNIC_MMAP_RING)
-		rnic_dma_buf_free(to_rdev(rdma_entry->ucontext->device),
-				  &entry->buf);
+		rnic_dma_buf_free(rdev, &entry->buf);
+	else if (entry->type == RNIC_MMAP_DM)
+		rnic_dm_mmap_free(rdev, entry);
 	kfree(entry);
 }
 
@@ -768,6 +787,7 @@ int rnic_ib_register(struct rnic_dev *rdev)
 	ib_set_device_ops(ibdev, &rnic_dev_ops);
 	if (rdev->caps.caps & RNIC_CAP_SRQ)
 		ib_set_device_ops(ibdev, &rnic_dev_srq_ops);
+	rnic_dm_set_ops(rdev);
 
 	if (rdev->netdev) {
 		ret = ib_device_set_netdev(ibdev, rdev->netdev, 1);

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * rnic provider: device match, user context (doorbell page), device and
- * port queries, PDs, memory regions and address handles. Queues are in
- * rnic_cq.c, rnic_qp.c and rnic_srq.c.
+ * port queries, PDs, memory regions, device memory (the memory window) and
+ * address handles. Queues are in rnic_cq.c, rnic_qp.c and rnic_srq.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#include <infiniband/cmd_ioctl.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 #include "rnic.h"
 
@@ -185,6 +188,135 @@ static int rnic_dereg_mr(struct verbs_mr *vmr)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Device memory: allocations of the memory window (BAR4), mapped here    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * What memcpy_to_dm/from_dm accept: inside the allocation, offset and
+ * length in 4-byte units (the rule of device memory in rdma-core, which
+ * its pyverbs tests check; the window itself would take any byte).
+ */
+static int rnic_dm_range(struct rnic_dm *dm, uint64_t offset, size_t length)
+{
+	if ((offset | length) & 3 || offset > dm->length ||
+	    length > dm->length - offset)
+		return EINVAL;
+	return 0;
+}
+
+static int rnic_memcpy_to_dm(struct ibv_dm *ibdm, uint64_t dm_offset,
+			     const void *host_addr, size_t length)
+{
+	struct rnic_dm *dm = to_rdm(ibdm);
+	int ret = rnic_dm_range(dm, dm_offset, length);
+
+	if (ret)
+		return ret;
+	memcpy((uint8_t *)dm->addr + dm_offset, host_addr, length);
+	/* the mapping is write-combining: out of the CPU before returning */
+	mmio_flush_writes();
+	return 0;
+}
+
+static int rnic_memcpy_from_dm(void *host_addr, struct ibv_dm *ibdm,
+			       uint64_t dm_offset, size_t length)
+{
+	struct rnic_dm *dm = to_rdm(ibdm);
+	int ret = rnic_dm_range(dm, dm_offset, length);
+
+	if (ret)
+		return ret;
+	memcpy(host_addr, (uint8_t *)dm->addr + dm_offset, length);
+	return 0;
+}
+
+static struct ibv_dm *rnic_alloc_dm(struct ibv_context *ibctx,
+				    struct ibv_alloc_dm_attr *attr)
+{
+	DECLARE_COMMAND_BUFFER(cmdb, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
+			       1);
+	struct rnic_alloc_dm_resp resp = {};
+	struct rnic_dm *dm;
+	int ret;
+
+	static_assert(RNIC_ATTR_ALLOC_DM_RESP == UVERBS_ID_DRIVER_NS,
+		      "the response is DM_ALLOC's first driver attribute");
+	if (attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm)
+		return NULL;
+	fill_attr_out_ptr(cmdb, RNIC_ATTR_ALLOC_DM_RESP, &resp);
+	ret = ibv_cmd_alloc_dm(ibctx, attr, &dm->vdm, cmdb);
+	if (ret) {
+		free(dm);
+		errno = ret;
+		return NULL;
+	}
+	if (resp.length < attr->length) {
+		verbs_err(&to_rctx(ibctx)->vctx,
+			  "rnic: device memory of %llu bytes for %zu\n",
+			  (unsigned long long)resp.length, attr->length);
+		ret = EPROTO;
+		goto err_free;
+	}
+	dm->length = attr->length;
+	dm->map_len = resp.length;
+	dm->addr = mmap(NULL, dm->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			ibctx->cmd_fd, resp.mmap_key);
+	if (dm->addr == MAP_FAILED) {
+		ret = errno;
+		goto err_free;
+	}
+	dm->vdm.dm.memcpy_to_dm = rnic_memcpy_to_dm;
+	dm->vdm.dm.memcpy_from_dm = rnic_memcpy_from_dm;
+	return &dm->vdm.dm;
+
+err_free:
+	ibv_cmd_free_dm(&dm->vdm);
+	free(dm);
+	errno = ret;
+	return NULL;
+}
+
+/* Unmapped only once the kernel freed it: a refused free keeps it usable. */
+static int rnic_free_dm(struct ibv_dm *ibdm)
+{
+	struct rnic_dm *dm = to_rdm(ibdm);
+	int ret;
+
+	ret = ibv_cmd_free_dm(&dm->vdm);
+	if (ret)
+		return ret;
+	munmap(dm->addr, dm->map_len);
+	free(dm);
+	return 0;
+}
+
+/* Zero-based (ibv_cmd_reg_dm_mr refuses otherwise): iova 0 = dm_offset. */
+static struct ibv_mr *rnic_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
+				     uint64_t dm_offset, size_t length,
+				     unsigned int access)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_dm_mr(pd, &to_rdm(ibdm)->vdm, dm_offset, length,
+				access, vmr, NULL);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Address handles: the kernel resolves the AV, UD WQEs carry a copy      */
 /* ---------------------------------------------------------------------- */
 
@@ -231,6 +363,7 @@ static int rnic_destroy_ah(struct ibv_ah *ibah)
 /* ---------------------------------------------------------------------- */
 
 static const struct verbs_context_ops rnic_ctx_ops = {
+	.alloc_dm = rnic_alloc_dm,
 	.alloc_pd = rnic_alloc_pd,
 	.create_ah = rnic_create_ah,
 	.create_cq = rnic_create_cq,
@@ -245,6 +378,7 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.destroy_qp = rnic_destroy_qp,
 	.destroy_srq = rnic_destroy_srq,
 	.free_context = rnic_free_context,
+	.free_dm = rnic_free_dm,
 	.modify_qp = rnic_modify_qp,
 	.modify_srq = rnic_modify_srq,
 	.poll_cq = rnic_poll_cq,
@@ -255,6 +389,7 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.query_port = rnic_query_port,
 	.query_qp = rnic_query_qp,
 	.query_srq = rnic_query_srq,
+	.reg_dm_mr = rnic_reg_dm_mr,
 	.reg_mr = rnic_reg_mr,
 	.req_notify_cq = rnic_req_notify_cq,
 	.resize_cq = rnic_resize_cq,

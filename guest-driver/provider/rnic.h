@@ -118,6 +118,14 @@ struct rnic_qp {
 	int wr_err;
 };
 
+/* ibv_alloc_dm(): an allocation of the memory window, mapped */
+struct rnic_dm {
+	struct verbs_dm vdm;
+	void *addr;			/* the window's bytes (write-combining) */
+	size_t map_len;			/* mapped: length rounded up to pages */
+	size_t length;			/* what was asked: memcpy bounds */
+};
+
 struct rnic_ah {
 	struct ibv_ah ibv_ah;
 	struct rnic_av av;		/* copied into every UD WQE */
@@ -126,6 +134,11 @@ struct rnic_ah {
 static inline struct rnic_context *to_rctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct rnic_context, vctx.context);
+}
+
+static inline struct rnic_dm *to_rdm(struct ibv_dm *ibdm)
+{
+	return container_of(ibdm, struct rnic_dm, vdm.dm);
 }
 
 static inline struct rnic_cq *to_rcq(struct ibv_cq *ibcq)

@@ -97,4 +97,21 @@ struct rnic_create_ah_resp {
 	__u8 av[32];
 };
 
+/*
+ * ibv_alloc_dm(): an allocation of the device's memory window (BAR4,
+ * RNIC_CAP_SCM). The uverbs DM_ALLOC method has no udata of its own, so
+ * the response is the driver attribute RNIC_ATTR_ALLOC_DM_RESP of that
+ * method (an ioctl attribute in the driver namespace, mandatory). The
+ * provider maps 'length' bytes at 'mmap_key' on the context's command fd:
+ * the window's bytes themselves, write-combined. Regions of it are
+ * registered with ibv_reg_dm_mr() (zero-based); their STag's key carries
+ * the storage semantic (RNIC_SCM_STAG() of the device ABI).
+ */
+#define RNIC_ATTR_ALLOC_DM_RESP	0x1000	/* UVERBS_ID_DRIVER_NS | 0 */
+
+struct rnic_alloc_dm_resp {
+	__aligned_u64 mmap_key;		/* mmap offset of the allocation */
+	__aligned_u64 length;		/* bytes mapped: the request, page-rounded */
+};
+
 #endif /* RNIC_USER_ABI_H */
