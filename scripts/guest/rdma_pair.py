@@ -247,6 +247,17 @@ def pair_netdev(kind: str, tmp: str, me: int, nic: str, mac: str,
     return ["-netdev", netdev, "-device", f"{device},netdev=n0,mac={mac}"]
 
 
+def scm_window(args: List[str], tmp: str, me: int, mib: int) -> List[str]:
+    """ARGS (pair_netdev's, the rnic device last) with a persistent memory
+    window of MIB MiB on guest ME's rnic: a shared file backend in TMP
+    (memory-backend-file share=on, what makes the window persist)."""
+    if not mib:
+        return args
+    backend = (f"memory-backend-file,id=scm{me},size={mib}M,"
+               f"mem-path={tmp}/scm{me}.img,share=on")
+    return ["-object", backend] + args[:-1] + [f"{args[-1]},scm=scm{me}"]
+
+
 def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic", "rnic"),
              mtu: int = 1500, qemu: Optional[str] = None,
              initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,
@@ -254,14 +265,16 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              log_dir: Optional[Path] = TOP / "build/guest-logs",
              sched: HostSched = HostSched(),
              netdev: str = "stream",
-             sndbuf: Optional[int] = None) -> Tuple[GuestResult, GuestResult]:
+             sndbuf: Optional[int] = None,
+             scm_mib: Tuple[int, int] = (0, 0)) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
     also kept in LOG_DIR/NAME-1.out and NAME-2.out. SCHED: host scheduling
     of both guests' QEMU threads (rnic_guest.HostSched); NETDEV: the
     segment's backend (pair_netdev); SNDBUF (stream only): connect the two
     QEMUs by a socket pair with this send buffer (socket_pair) instead of
     a listening unix socket. QEMU: the binary (default: $RNIC_QEMU or the
-    project's build, as for one guest)."""
+    project's build, as for one guest). SCM_MIB: per guest, a persistent
+    memory window of that many MiB on its rnic (scm_window; 0: none)."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
     if sndbuf is not None and netdev != "stream":
         raise ValueError("sndbuf: only with the stream netdev")
@@ -275,7 +288,8 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
                 guests.append(Guest(
                     script, name=f"{name}-{me}", qemu=qemu, initrd=initrd,
                     timeout=timeout, sched=sched,
-                    args=pair_netdev(netdev, tmp, me, kinds[me - 1], mac, fd),
+                    args=scm_window(pair_netdev(netdev, tmp, me, kinds[me - 1], mac, fd),
+                                    tmp, me, scm_mib[me - 1]),
                     pass_fds=[fd] if fd is not None else []))
             r1, r2 = run_guests(guests)
     finally:

@@ -28,9 +28,17 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            virtio-net) in the other: ibv_rc_pingpong,
                            ib_write_bw, ib_read_lat, rping, and
                            rnic_placement (RDMA WRITE and ATOMIC WRITE
-                           checked by the server), both directions; FLUSH
+                           checked by the server), both directions, and
+                           rxe writing rnic's device memory through its
+                           DURABLE rkey (persisted without FLUSH); FLUSH
                            fails against rxe of 6.12 as RXE_FLUSH_FAILS
                            says, checked to fail so
+  provider-dm-persist      device memory on a persistent memory window
+                           (rnic_placement -m): WRITE, FLUSH(persistence),
+                           ATOMIC WRITE through the DURABLE rkey of an
+                           ibv_reg_dm_mr() region, checked by the server
+                           with ibv_memcpy_from_dm(), the device's persists
+                           read through the MGMT rkey
   provider-lockstep-retry  the two-guest harness itself: a client rejected
                            by the server's CM runs the whole step again,
                            server included, and only the tool's own crash
@@ -244,6 +252,19 @@ def pyverbs_results(text: str) -> Dict[str, str]:
 
 PYVERBS_MUST_PASS = tuple(f"tests.test_qpex.QpExTestCase.{name}" for name in (
     "test_qp_ex_rc_flush", "test_qp_ex_rc_flush_type_violate", "test_qp_ex_rc_atomic_write"))
+# Device memory (ibv_alloc_dm on the memory window, ibv_memcpy_to/from_dm,
+# ibv_reg_dm_mr and traffic through DM MRs). test_device.SharedDMTest's
+# ibv_import_dm is not implemented: skipped ("Some object imports are not
+# supported").
+PYVERBS_DM_MUST_PASS = tuple(f"tests.test_device.DMTest.{name}" for name in (
+    "test_create_dm", "test_destroy_dm", "test_create_dm_bad_flow",
+    "test_destroy_dm_bad_flow", "test_dm_write", "test_dm_write_bad_flow", "test_dm_read",
+    "test_multi_process_alloc_dm")) + tuple(
+    f"tests.test_mr.DeviceMemoryAPITest.{name}" for name in (
+        "test_create_dm_mr", "test_dm_bad_access", "test_dm_bad_registration")) + tuple(
+    f"tests.test_mr.DeviceMemoryTest.{name}" for name in (
+        "test_dm_traffic", "test_dm_remote_traffic", "test_dm_remote_write_traffic_imm",
+        "test_dm_remote_read_traffic", "test_dm_atomic_fetch_add", "test_dm_atomic_cmp_swp"))
 
 
 def check_pyverbs(result: GuestResult) -> None:
@@ -264,7 +285,7 @@ def check_pyverbs(result: GuestResult) -> None:
         assert module in passed, f"nothing of {module} passed:\n{text[-5000:]}"
     # FLUSH (global, range and region; persistence refused by the region)
     # and ATOMIC WRITE through ibv_wr_flush() / ibv_wr_atomic_write()
-    for test in PYVERBS_MUST_PASS:
+    for test in PYVERBS_MUST_PASS + PYVERBS_DM_MUST_PASS:
         assert results.get(test) == "ok", \
             f"{test}: {results.get(test, 'did not run')}\n{text[-5000:]}"
     reasons: Dict[str, int] = {}
@@ -276,7 +297,13 @@ def check_pyverbs(result: GuestResult) -> None:
           f"{sum(reasons.values())} skipped, 0 failed", flush=True)
 
 
-case("provider-pyverbs", ["-device", "rnic", "-m", "1024"], lambda: PYVERBS_SCRIPT,
+# The rnic has a memory window for the DM tests: a volatile one
+# (memory-backend-ram), so the device's capabilities are otherwise what they
+# are without a window (no FLUSH_PERSISTENT: test_qpex's persistence cases
+# keep checking that a region of guest RAM refuses it) and no file is needed.
+PYVERBS_ARGS = ["-object", "memory-backend-ram,id=scm0,size=64M", "-device", "rnic,scm=scm0",
+                "-m", "1024"]
+case("provider-pyverbs", PYVERBS_ARGS, lambda: PYVERBS_SCRIPT,
      check_pyverbs, requires=["rnic"], initrd=pyverbs_image, timeout=1800)
 
 
@@ -407,24 +434,41 @@ RXE_STEPS: Sequence[Step] = (
      "rnic_placement -d rxe0 -c 10.0.0.1 -F", 1),
     ("placement.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -F",
      "rnic_placement -d rxe0 -s", 2),
+    # rxe WRITEs and ATOMIC WRITEs into device memory on rnic's window
+    # through the DURABLE rkey it was handed (rnic_placement -m): the data
+    # checked by the server, the device's persists counted by the client
+    # through the MGMT rkey; no FLUSH (RXE_FLUSH_FAILS)
+    ("dm.rnic-srv", "rnic_placement -d rnic0 -s -m",
+     "rnic_placement -d rxe0 -c 10.0.0.1 -F", 1),
     ("flush.rnic-srv", f"{ICRC_ERRORS}; rnic_placement -d rnic0 -s -n 1; {ICRC_ERRORS}",
      "rnic_placement -d rxe0 -c 10.0.0.1 -n 1", 1),
     ("flush.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -n 1",
      "rnic_placement -d rxe0 -s -n 1", 2),
 )
-PLACEMENT_STEPS = ("placement.rnic-srv", "placement.rxe-srv")
+PLACEMENT_STEPS = ("placement.rnic-srv", "placement.rxe-srv", "dm.rnic-srv")
 FLUSH_STEPS = ("flush.rnic-srv", "flush.rxe-srv")
 
 
-def check_placement(client_out: str, server_out: str, name: str) -> None:
-    """rnic_placement -F NAME: every iteration done and checked by the server."""
+def check_placement(client_out: str, server_out: str, name: str, flush: bool = False,
+                    dm: bool = False) -> None:
+    """rnic_placement NAME (-F unless FLUSH): every iteration done and
+    checked by the server; DM (-m): the server's DURABLE rkey, the device's
+    persists grown."""
     cli, srv = lines_of(client_out, name), lines_of(server_out, name)
-    assert re.search(r"^PLACEMENT-RESULT role=client iters=20 errors=0 \(no FLUSH\)$", cli,
+    suffix = "" if flush else r" \(no FLUSH\)"
+    assert re.search(rf"^PLACEMENT-RESULT role=client iters=20 errors=0{suffix}$", cli,
                      re.MULTILINE), f"{name} client:\n{cli}\nserver:\n{srv}"
     assert re.search(r"^PLACEMENT-RESULT role=server checks=20 errors=0$", srv, re.MULTILINE), \
         f"{name} server:\n{srv}\nclient:\n{cli}"
-    for step in ("write", "atomic-write", "server-check"):
+    steps = ["write", "atomic-write", "server-check"]
+    steps += ["flush-range", "flush-mr", "flush-word"] if flush else []
+    steps += [r"durable-persists \d+"] if dm else []
+    for step in steps:
         assert re.search(rf"^ok {step}$", cli, re.MULTILINE), cli
+    if dm:
+        assert re.search(r"^ok durable-rkey$", srv, re.MULTILINE), srv
+        if flush:
+            assert "FLUSH of type persistence" in cli, cli
 
 
 def check_rxe_flush(r1: str, r2: str) -> int:
@@ -452,7 +496,7 @@ def check_rxe_flush(r1: str, r2: str) -> int:
 @procedure("provider-rxe-interop", requires=["rnic", "virtio-net-pci"])
 def rxe_interop(qemu: str) -> None:
     r1, r2 = run_pair("provider-rxe-interop", RXE_STEPS, kinds=("rnic", "rxe"),
-                      qemu=qemu, initrd=provider_image())
+                      qemu=qemu, initrd=provider_image(), scm_mib=(64, 0))
     if no_wire(r1.output):
         raise Skip("the device has no RoCE wire path")
     for result in (r1, r2):
@@ -468,6 +512,7 @@ def rxe_interop(qemu: str) -> None:
     # ATOMIC WRITE, rnic requesting of rxe and rxe of rnic; FLUSH as it is
     check_placement(r2.output, r1.output, "placement.rnic-srv")
     check_placement(r1.output, r2.output, "placement.rxe-srv")
+    check_placement(r2.output, r1.output, "dm.rnic-srv", dm=True)
     flush_icrc = check_rxe_flush(r1.output, r2.output)
     print(f"# rnic<->rxe FLUSH: {RXE_FLUSH_FAILS} ({flush_icrc} dropped by rnic)", flush=True)
     # the rnic side saw no malformed frame from rxe (ICRC, headers) but
@@ -477,6 +522,31 @@ def rxe_interop(qemu: str) -> None:
     assert stat(r1.output, "roce_rx_err_header") == 0, stat(r1.output, "roce_rx_err_header")
     tools = [name for name in names if name not in PLACEMENT_STEPS]
     report_figures("rnic<->rxe", check_figures((r1.output, r2.output), tools))
+
+
+# Device memory between two rnics: guest 1's rnic has a persistent memory
+# window (a shared file, scm_window), its rnic_placement -m allocates DM
+# on it and registers it with FLUSH_PERSISTENT; guest 2 writes, FLUSHes
+# (persistence: range, region) and ATOMIC WRITEs through the DURABLE rkey it
+# was handed; the server checks every byte with ibv_memcpy_from_dm(), the
+# client reads the device's persist counter through the MGMT rkey.
+DM_STEPS: Sequence[Step] = (
+    ("dm", "rnic_placement -d rnic0 -s -m", "rnic_placement -d rnic0 -c 10.0.0.1", 1),
+)
+
+
+@procedure("provider-dm-persist", requires=["rnic"])
+def dm_persist(qemu: str) -> None:
+    r1, r2 = run_pair("provider-dm-persist", DM_STEPS, qemu=qemu, initrd=provider_image(),
+                      scm_mib=(64, 0))
+    if no_wire(r1.output) or no_wire(r2.output):
+        raise Skip("the device has no RoCE wire path")
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    for out in (r1.output, r2.output):
+        check_apps_ran(out, ["dm"])
+    check_placement(r2.output, r1.output, "dm", flush=True, dm=True)
 
 
 # The first client attempt plays "rejected by the server's CM" and leaves a

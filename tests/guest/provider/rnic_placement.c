@@ -30,6 +30,21 @@
  * device's placement capabilities first (device_cap_flags_ex), so a device
  * that refuses something says which of them it lacks.
  *
+ * With -m the server's region is device memory: rnic's memory window
+ * (-device rnic,scm=...), ibv_alloc_dm() of -S bytes, zeroed with
+ * ibv_memcpy_to_dm() and registered with ibv_reg_dm_mr() (zero-based:
+ * the client's addresses start at 0) with IBV_ACCESS_LOCAL_WRITE |
+ * REMOTE_WRITE | REMOTE_READ | FLUSH_PERSISTENT | ZERO_BASED. The rkey it
+ * hands out must carry the DURABLE storage semantic (rnic.ko's default for
+ * FLUSH_PERSISTENT registrations: every WRITE persisted before its ACK, a
+ * peer needs to know nothing of it), the client's FLUSHes are of placement
+ * type persistence, and the server checks through ibv_memcpy_from_dm().
+ * Before the first iteration and after the last the client reads the
+ * region's persist counter through its MGMT rkey (RNIC_SCM_STAG(rkey,
+ * MGMT): a WRITE of a STATUS request, a READ of struct rnic_scm_status)
+ * and requires it to have grown: with -F (no FLUSH) only the DURABLE
+ * key's WRITEs and ATOMIC WRITEs can have made the device persist.
+ *
  * Options:
  *   -d DEV     device (default: the first)    -g N  GID index (default:
  *   -p PORT    TCP port (default 18516)             the IPv4-mapped one)
@@ -37,6 +52,7 @@
  *   -F         (client) no FLUSH: steps 1, 4 and 6 only, for a peer whose
  *              FLUSH does not interoperate (Soft-RoCE of Linux 6.12:
  *              tests/guest/test_provider.py, RXE_STEPS)
+ *   -m         (server) the region on device memory, see above
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,6 +69,7 @@
 #include <sys/socket.h>
 
 #include <infiniband/verbs.h>
+#include <rnic/rnic-abi.h>	/* the storage semantic in an SCM key */
 
 #include "two_host.h"
 
@@ -71,16 +88,23 @@ enum { REQ_CHECK = 1, REQ_DONE };
 
 /* The client's steps per iteration, in order (run_client) */
 #define STEPS 5
-static const char *const step_name[STEPS] = {
+/* then, with -m, a management request and its status (mgmt_persists) */
+#define MGMT_WRITE STEPS
+#define MGMT_READ (STEPS + 1)
+static const char *const step_name[STEPS + 2] = {
 	"write", "flush-range", "flush-mr", "atomic-write", "flush-word",
+	"mgmt-write", "mgmt-read",
 };
-static const enum ibv_wc_opcode step_opcode[STEPS] = {
+static const enum ibv_wc_opcode step_opcode[STEPS + 2] = {
 	IBV_WC_RDMA_WRITE, IBV_WC_FLUSH, IBV_WC_FLUSH, IBV_WC_ATOMIC_WRITE,
-	IBV_WC_FLUSH,
+	IBV_WC_FLUSH, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ,
 };
 
+/* conn_info.flags */
+#define CONN_PERSISTENT	1	/* the server's region persists (-m) */
+
 struct conn_info {
-	uint32_t qpn, psn, rkey, pad;
+	uint32_t qpn, psn, rkey, flags;
 	uint64_t addr, len;
 	uint8_t gid[16];
 };
@@ -97,7 +121,10 @@ struct check_reply {
 
 static int iters = 20;
 static bool no_flush;
+static bool use_dm;
 static size_t region_size = 1 << 20;
+/* FLUSH placement type: persistence when the server's region persists */
+static enum ibv_placement_type flush_type = IBV_FLUSH_GLOBAL;
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -106,7 +133,8 @@ static struct ibv_cq *cq;
 static struct ibv_qp *qp;
 static struct ibv_qp_ex *qpx;
 static union ibv_gid gid;
-static uint8_t *mem;
+static uint8_t *mem;		/* -m: the server's copy of its DM */
+static struct ibv_dm *dm;
 static struct ibv_mr *mr;
 static int errors;
 
@@ -162,6 +190,7 @@ static void create_qp(void)
 	if (!server) {
 		ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
+				    IBV_QP_EX_WITH_RDMA_READ |
 				    IBV_QP_EX_WITH_FLUSH |
 				    IBV_QP_EX_WITH_ATOMIC_WRITE;
 	}
@@ -177,6 +206,36 @@ static void create_qp(void)
 	}
 }
 
+/* -m: the server's region on the memory window, its rkey DURABLE */
+static void register_dm(void)
+{
+	struct ibv_alloc_dm_attr attr = { .length = region_size };
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_FLUSH_PERSISTENT |
+		     IBV_ACCESS_ZERO_BASED;
+	unsigned int sem;
+	int ret;
+
+	dm = ibv_alloc_dm(ctx, &attr);
+	if (!dm)
+		die("ibv_alloc_dm(%zu bytes): %s", region_size, strerror(errno));
+	ret = ibv_memcpy_to_dm(dm, 0, mem, region_size);
+	if (ret)
+		die("ibv_memcpy_to_dm(zeroes): %s", strerror(ret));
+	mr = ibv_reg_dm_mr(pd, dm, 0, region_size, access);
+	if (!mr)
+		die("ibv_reg_dm_mr(%zu bytes, LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|"
+		    "FLUSH_PERSISTENT|ZERO_BASED): %s", region_size,
+		    strerror(errno));
+	sem = (mr->rkey >> RNIC_SCM_KEY_SEM_SHIFT) & 7;
+	if (sem != RNIC_SCM_SEM_DURABLE || mr->lkey != mr->rkey)
+		die("DM MR lkey %#x rkey %#x: semantic %u in the key, not DURABLE "
+		    "(%u)", mr->lkey, mr->rkey, sem, RNIC_SCM_SEM_DURABLE);
+	printf("placement: device memory %zu bytes, rkey %#x (DURABLE; PLAIN "
+	       "%#x)\nok durable-rkey\n", region_size, mr->rkey,
+	       RNIC_SCM_STAG(mr->rkey, RNIC_SCM_SEM_PLAIN));
+}
+
 static void register_memory(void)
 {
 	int access = IBV_ACCESS_LOCAL_WRITE;
@@ -185,6 +244,10 @@ static void register_memory(void)
 	if (!mem)
 		die("no memory");
 	memset(mem, 0, region_size);
+	if (server && use_dm) {
+		register_dm();
+		return;
+	}
 	if (server)
 		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL;
 	mr = ibv_reg_mr(pd, mem, region_size, access);
@@ -198,8 +261,10 @@ static void connect_qp(const struct conn_info *mine, const struct conn_info *pee
 {
 	struct rc_dest dest = { peer->qpn, peer->psn, peer->gid };
 
+	/* READ: the client's status reads through the MGMT rkey (-m) */
 	rc_connect(qp, gid_index, IBV_ACCESS_REMOTE_WRITE |
-		   IBV_ACCESS_FLUSH_GLOBAL, mine->psn, &dest, 16);
+		   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_FLUSH_GLOBAL, mine->psn,
+		   &dest, 16);
 }
 
 static void xfer(int fd, void *buf, size_t len, bool out)
@@ -285,7 +350,7 @@ static void post_write(const struct conn_info *peer, uint64_t off, uint64_t len)
 static void post_flush_range(const struct conn_info *peer, uint64_t off,
 			     uint64_t len)
 {
-	ibv_wr_flush(qpx, peer->rkey, peer->addr + off, len, IBV_FLUSH_GLOBAL,
+	ibv_wr_flush(qpx, peer->rkey, peer->addr + off, len, flush_type,
 		     IBV_FLUSH_RANGE);
 }
 
@@ -294,7 +359,7 @@ static void post_flush_mr(const struct conn_info *peer, uint64_t off,
 {
 	(void)off;
 	(void)len;
-	ibv_wr_flush(qpx, peer->rkey, peer->addr, 0, IBV_FLUSH_GLOBAL,
+	ibv_wr_flush(qpx, peer->rkey, peer->addr, 0, flush_type,
 		     IBV_FLUSH_MR);
 }
 
@@ -304,12 +369,72 @@ static void post_atomic_write(const struct conn_info *peer, uint64_t off,
 	ibv_wr_atomic_write(qpx, peer->rkey, peer->addr + off, &value);
 }
 
+/*
+ * -m: the MGMT rkey of the server's region; the request and the status in
+ * the client's buffer past everything the iterations use.
+ */
+#define MGMT_REQ_OFF	(region_size - 4096)
+#define MGMT_STATUS_OFF	(region_size - 2048)
+
+static void post_mgmt_write(const struct conn_info *peer, uint64_t off,
+			    uint64_t len)
+{
+	ibv_wr_rdma_write(qpx, RNIC_SCM_STAG(peer->rkey, RNIC_SCM_SEM_MGMT),
+			  peer->addr);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)mem + off, len);
+}
+
+static void post_mgmt_read(const struct conn_info *peer, uint64_t off,
+			   uint64_t len)
+{
+	ibv_wr_rdma_read(qpx, RNIC_SCM_STAG(peer->rkey, RNIC_SCM_SEM_MGMT),
+			 peer->addr);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)mem + off, len);
+}
+
+/* The device's persist operations so far, read through the MGMT rkey. */
+static uint64_t mgmt_persists(const struct conn_info *peer, uint64_t cookie)
+{
+	struct rnic_scm_mgmt req = { .op = RNIC_SCM_MGMT_STATUS,
+				     .cookie = cookie };
+	struct rnic_scm_status st;
+	const struct step wr = { post_mgmt_write, MGMT_REQ_OFF, sizeof(req) };
+	const struct step rd = { post_mgmt_read, MGMT_STATUS_OFF, sizeof(st) };
+
+	memcpy(mem + MGMT_REQ_OFF, &req, sizeof(req));
+	run_wr(MGMT_WRITE, &wr, 0, peer);
+	if (!errors)
+		run_wr(MGMT_READ, &rd, 0, peer);
+	if (errors)
+		die("management request through the MGMT rkey %#x failed",
+		    RNIC_SCM_STAG(peer->rkey, RNIC_SCM_SEM_MGMT));
+	memcpy(&st, mem + MGMT_STATUS_OFF, sizeof(st));
+	if (st.cookie != cookie || st.op != RNIC_SCM_MGMT_STATUS ||
+	    st.status != RNIC_SCM_ST_OK || st.persistent != 1 ||
+	    st.region_length != peer->len)
+		die("status through the MGMT rkey: cookie %#" PRIx64 " op %u "
+		    "status %u persistent %u length %" PRIu64, st.cookie, st.op,
+		    st.status, st.persistent, st.region_length);
+	printf("placement: window status: %" PRIu64 " persists, %" PRIu64
+	       " bytes\n", st.persists, st.persisted_bytes);
+	return st.persists;
+}
+
 static int run_client(int fd, const struct conn_info *peer)
 {
 	struct check_req req = { .kind = REQ_CHECK };
 	struct check_reply reply;
 	int it, k, passed = 0;
+	uint64_t persists = 0;
 
+	if (region_size < WORDS_OFFSET + 24 * (uint64_t)iters + 4096)
+		die("-S %zu is too small for %d iterations", region_size, iters);
+	if (peer->flags & CONN_PERSISTENT) {
+		flush_type = IBV_FLUSH_PERSISTENT;
+		printf("placement: the server's region persists: FLUSH of type "
+		       "persistence\n");
+		persists = mgmt_persists(peer, 1);
+	}
 	if (peer->len < WORDS_OFFSET + 24 * (uint64_t)iters)
 		die("server region of %" PRIu64 " bytes is too small for %d "
 		    "iterations", peer->len, iters);
@@ -352,6 +477,18 @@ static int run_client(int fd, const struct conn_info *peer)
 			printf("ok %s\n", step_name[k]);
 	if (!errors)
 		printf("ok server-check\n");
+	if (!errors && (peer->flags & CONN_PERSISTENT)) {
+		uint64_t now = mgmt_persists(peer, 2);
+
+		if (now > persists) {
+			printf("ok durable-persists %" PRIu64 "\n",
+			       now - persists);
+		} else {
+			printf("FAIL durable-persists: %" PRIu64 " before, %"
+			       PRIu64 " after\n", persists, now);
+			errors++;
+		}
+	}
 	req.kind = REQ_DONE;
 	xfer(fd, &req, sizeof(req), true);
 	printf("PLACEMENT-RESULT role=client iters=%d errors=%d%s\n", passed,
@@ -366,12 +503,19 @@ static bool check(const struct check_req *req, char *why, size_t size)
 {
 	uint8_t *want = malloc(req->slot_len), zero[8] = {};
 	size_t i;
+	int ret;
 
 	if (!want || req->slot_off + req->slot_len > region_size ||
 	    req->word_off < 8 || req->word_off + 16 > region_size) {
 		snprintf(why, size, "bad request (slot %" PRIu64 "+%" PRIu64
 			 ", word %" PRIu64 ")", req->slot_off, req->slot_len,
 			 req->word_off);
+		free(want);
+		return false;
+	}
+	ret = dm ? ibv_memcpy_from_dm(mem, dm, 0, region_size) : 0;
+	if (ret) {
+		snprintf(why, size, "ibv_memcpy_from_dm: %s", strerror(ret));
 		free(want);
 		return false;
 	}
@@ -434,16 +578,17 @@ int main(int argc, char **argv)
 	int opt, fd;
 
 	port = 18516;
-	while ((opt = getopt(argc, argv, "sc:d:g:p:n:S:F")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:d:g:p:n:S:Fm")) != -1) {
 		if (two_host_option(opt, optarg))
 			continue;
 		switch (opt) {
 		case 'n': iters = atoi(optarg); break;
 		case 'F': no_flush = true; break;
+		case 'm': use_dm = true; break;
 		case 'S': region_size = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: %s -s | -c HOST [-d DEV] [-g N] "
-				"[-p PORT] [-n ITERS] [-S BYTES] [-F]\n",
+				"[-p PORT] [-n ITERS] [-S BYTES] [-F] [-m]\n",
 				argv[0]);
 			return 2;
 		}
@@ -463,8 +608,9 @@ int main(int argc, char **argv)
 	mine.psn = lrand48() & 0xffffff;
 	memcpy(mine.gid, gid.raw, 16);
 	if (server) {
-		mine.addr = (uintptr_t)mem;
+		mine.addr = dm ? 0 : (uintptr_t)mem;	/* DM: zero-based */
 		mine.rkey = mr->rkey;
+		mine.flags = dm ? CONN_PERSISTENT : 0;
 		mine.len = region_size;
 		fd = tcp_accept_one(port, "placement");
 		xfer(fd, &peer, sizeof(peer), false);
