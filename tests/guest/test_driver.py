@@ -142,6 +142,7 @@ def check_probe(result: GuestResult) -> None:
     assert "dmesg: BAD" not in out
     assert re.search(r"dmesg: .*rnic ABI 1\.\d+, caps", out), out
     assert re.search(r"dmesg: .*rnic0: \d+ MSI-X vectors, \d+ event queues", out), out
+    assert re.search(r"dmesg: .*memory window: 16384 KiB, volatile, device memory", out), out
     assert int(values(out, "irqs")[0]) >= 2, out
     assert re.search(r"rdma: link rnic0/1 state ACTIVE .*netdev eth0", out), out
     assert re.search(r"rdma-after: link rnic0/1 state ACTIVE", out), out
@@ -154,7 +155,10 @@ def check_probe(result: GuestResult) -> None:
     assert values(out, "lsmod_after")[0] == "0", out
 
 
-case("driver-probe-remove", ["-device", "rnic"], lambda: PROBE_SCRIPT, check_probe,
+# With a (volatile) memory window: every probe builds the device-memory
+# pool of its pages, every remove destroys it.
+case("driver-probe-remove", ["-object", "memory-backend-ram,id=scm0,size=16M",
+                             "-device", "rnic,scm=scm0"], lambda: PROBE_SCRIPT, check_probe,
      requires=["rnic"], initrd=rdma_image, timeout=180)
 
 

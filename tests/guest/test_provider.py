@@ -39,6 +39,10 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            ibv_reg_dm_mr() region, checked by the server
                            with ibv_memcpy_from_dm(), the device's persists
                            read through the MGMT rkey
+  provider-dm-reset        a process holding device memory (mapped, an MR
+                           on it) while the device resets: clean recovery,
+                           device memory works again (loopback, FLUSH
+                           too), rmmod finds the pool whole
   provider-lockstep-retry  the two-guest harness itself: a client rejected
                            by the server's CM runs the whole step again,
                            server included, and only the tool's own crash
@@ -51,12 +55,14 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
 
 import re
 import subprocess
+import tempfile
 import threading
 from typing import Dict, Sequence, Tuple
 
 from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
+from rnic_guest import Guest
 from rdma_pair import (DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of, rc_lines,
-                       run_pair, stat, tool_figure)
+                       run_pair, scm_window, stat, tool_figure)
 
 IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = TOP / "build/guest/initramfs-pyverbs.cpio.gz"
@@ -450,15 +456,16 @@ FLUSH_STEPS = ("flush.rnic-srv", "flush.rxe-srv")
 
 
 def check_placement(client_out: str, server_out: str, name: str, flush: bool = False,
-                    dm: bool = False) -> None:
+                    dm: bool = False, iters: int = 20) -> None:
     """rnic_placement NAME (-F unless FLUSH): every iteration done and
     checked by the server; DM (-m): the server's DURABLE rkey, the device's
     persists grown."""
     cli, srv = lines_of(client_out, name), lines_of(server_out, name)
     suffix = "" if flush else r" \(no FLUSH\)"
-    assert re.search(rf"^PLACEMENT-RESULT role=client iters=20 errors=0{suffix}$", cli,
+    assert re.search(rf"^PLACEMENT-RESULT role=client iters={iters} errors=0{suffix}$", cli,
                      re.MULTILINE), f"{name} client:\n{cli}\nserver:\n{srv}"
-    assert re.search(r"^PLACEMENT-RESULT role=server checks=20 errors=0$", srv, re.MULTILINE), \
+    assert re.search(rf"^PLACEMENT-RESULT role=server checks={iters} errors=0$", srv,
+                     re.MULTILINE), \
         f"{name} server:\n{srv}\nclient:\n{cli}"
     steps = ["write", "atomic-write", "server-check"]
     steps += ["flush-range", "flush-mr", "flush-word"] if flush else []
@@ -547,6 +554,65 @@ def dm_persist(qemu: str) -> None:
     for out in (r1.output, r2.output):
         check_apps_ran(out, ["dm"])
     check_placement(r2.output, r1.output, "dm", flush=True, dm=True)
+
+
+# Device memory across a device reset: a process holds an allocation of the
+# window (mapped) and a DM MR on it while the device resets behind the
+# driver; the re-probe disassociates it (its mapping zapped, the range back
+# in the pool once it exits), device memory works again after recovery (a
+# loopback rnic_placement -m, FLUSH included), and rmmod finds the pool whole.
+DM_RESET_SCRIPT = ONE_GUEST + """
+rnic_placement -d rnic0 -s -m -p 18600 >/tmp/holder.out 2>&1 &
+holder=$!
+n=0
+until grep -q listening /tmp/holder.out; do
+    n=$((n + 1)); [ $n -lt 100 ] || { echo "holder did not start"; cat /tmp/holder.out; exit 1; }
+    sleep 0.2
+done
+sed 's/^/holder: /' /tmp/holder.out
+for f in /sys/kernel/debug/rnic/*/device_reset; do echo 1 >$f; done
+echo "reset written"
+tries=0
+until dmesg | grep -q 'recovering the device' && [ -e /sys/class/infiniband/rnic0 ]; do
+    tries=$((tries + 1)); [ $tries -lt 120 ] || { echo "no recovery"; exit 1; }
+    sleep 0.5
+done
+kill $holder; wait $holder
+ip link set eth0 up
+ip addr add 10.0.0.1/24 dev eth0 2>/dev/null
+""" + WAIT_GID.format(dev="rnic0") + """
+rnic_placement -d rnic0 -s -m -n 4 >/tmp/srv.out 2>&1 &
+srv=$!
+timeout 120 rnic_placement -d rnic0 -c 10.0.0.1 -n 4 2>&1 | sed 's/^/after cli: /'
+wait $srv; echo "rc=after-srv:$?"
+sed 's/^/after srv: /' /tmp/srv.out
+rmmod rnic; echo "rc=rmmod:$?"
+dmesg | grep -E 'rnic .*(memory window|leaked|recover)' | sed 's/^/dmesg: /'
+""" + DMESG_CHECK
+
+
+def check_dm_reset(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    assert re.search(r"^holder: ok durable-rkey$", out, re.MULTILINE), out
+    assert "reset written" in out, out
+    assert re.search(r"dmesg: .*recovering the device: re-probing", out), out
+    assert len(re.findall(r"dmesg: .*memory window: 65536 KiB, persistent", out)) == 2, out
+    assert "leaked" not in out, out
+    rcs = rc_lines(out)
+    assert rcs.get("after-srv") == [0] and rcs.get("rmmod") == [0], out
+    check_placement(out, out, "after", flush=True, dm=True, iters=4)
+
+
+@procedure("provider-dm-reset", requires=["rnic"])
+def dm_reset(qemu: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rnic-dm-") as tmp:
+        # a persistent window: the holder registers with FLUSH_PERSISTENT
+        args = scm_window(["-device", "rnic"], tmp, 1, 64)
+        result = Guest(DM_RESET_SCRIPT, name="provider-dm-reset", qemu=qemu,
+                       initrd=provider_image(), timeout=600, args=args).run()
+    assert result.ok, result.report()
+    check_dm_reset(result)
 
 
 # The first client attempt plays "rejected by the server's CM" and leaves a
