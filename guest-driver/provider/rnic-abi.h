@@ -2,7 +2,9 @@
 /*
  * The uverbs commands of the rnic provider: the core part of each command
  * followed by rnic's udata (include/rnic/rnic-user-abi.h). No request
- * carries driver data; the responses do.
+ * carries driver data; the responses do. ibv_alloc_dm() is ioctl-only and
+ * its method has no udata: its response is the driver attribute
+ * RNIC_ATTR_ALLOC_DM_RESP (rnic.c, rnic_alloc_dm()).
  *
  * <kernel-abi/rnic-user-abi.h> is made from the uapi header at build time
  * by rdma-core's make_abi_structs.py (CMakeLists.txt), as rdma-core does

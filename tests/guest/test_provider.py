@@ -43,6 +43,10 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            on it) while the device resets: clean recovery,
                            device memory works again (loopback, FLUSH
                            too), rmmod finds the pool whole
+  provider-dm-powercut     durability by power failure (scm-powerfail=on):
+                           what a client wrote through the DURABLE rkey,
+                           without FLUSH, survives qom-set power-cut; a
+                           write through the PLAIN rkey does not
   provider-lockstep-retry  the two-guest harness itself: a client rejected
                            by the server's CM runs the whole step again,
                            server included, and only the tool's own crash
@@ -613,6 +617,49 @@ def dm_reset(qemu: str) -> None:
                        initrd=provider_image(), timeout=600, args=args).run()
     assert result.ok, result.report()
     check_dm_reset(result)
+
+
+# Durability through the DURABLE rkey, by power failure: the window has
+# scm-powerfail=on; over the loopback path a client writes and ATOMIC
+# WRITEs 8 times through the server's DURABLE rkey without any FLUSH (-F),
+# then once through the region's PLAIN rkey; when the server is ready
+# (POWER-CUT-READY, a canary stored by the CPU) the host cuts the power
+# (qom-set power-cut) and the server requires every DURABLE byte to be
+# still there and the PLAIN write (and the canary) gone.
+DM_POWERCUT_SCRIPT = ONE_GUEST + """
+rnic_placement -d rnic0 -s -m -P -n 8 &
+srv=$!
+timeout 300 rnic_placement -d rnic0 -c 10.0.0.1 -n 8 -F 2>&1 | sed 's/^/cut cli: /'
+wait $srv; echo "rc=cut-srv:$?"
+""" + DMESG_CHECK
+
+
+@procedure("provider-dm-powercut", requires=["rnic"])
+def dm_powercut(qemu: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rnic-dm-") as tmp:
+        args = scm_window(["-device", "rnic,id=nic0,scm-powerfail=on"], tmp, 1, 64)
+        guest = Guest(DM_POWERCUT_SCRIPT, name="provider-dm-powercut", qemu=qemu,
+                      initrd=provider_image(), timeout=600, args=args)
+        guest.launch()
+        try:
+            ready = guest.wait_console(r"^POWER-CUT-READY", 500)
+            cut = (guest.vm.qmp("qom-set", path="/machine/peripheral/nic0",
+                                property="power-cut", value=True)
+                   if ready else None)
+        finally:
+            result = guest.wait()
+    assert ready, "the server never got ready for the power cut:\n" + result.report()
+    assert cut is not None and "error" not in cut, f"qom-set power-cut: {cut}"
+    assert result.ok, result.report()
+    out = result.output
+    assert_clean_dmesg(out)
+    assert rc_lines(out).get("cut-srv") == [0], out
+    for line in (r"ok durable-rkey", r"placement: the canary vanished: the window rolled back",
+                 r"ok power-cut-durable 8", r"ok power-cut-plain-lost",
+                 r"PLACEMENT-RESULT role=server checks=8 errors=0",
+                 r"cut cli: ok plain-write", r"cut cli: ok durable-persists \d+",
+                 r"cut cli: PLACEMENT-RESULT role=client iters=8 errors=0 \(no FLUSH\)"):
+        assert re.search(rf"^{line}$", out, re.MULTILINE), f"{line!r} not in:\n{out}"
 
 
 # The first client attempt plays "rejected by the server's CM" and leaves a

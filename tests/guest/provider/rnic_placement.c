@@ -53,6 +53,16 @@
  *              FLUSH does not interoperate (Soft-RoCE of Linux 6.12:
  *              tests/guest/test_provider.py, RXE_STEPS)
  *   -m         (server) the region on device memory, see above
+ *   -P         (server, with -m; -n up to 8) power-cut check, for a window
+ *              with scm-powerfail=on: after the client's iterations and
+ *              one WRITE through the region's PLAIN rkey (the client does
+ *              it when the server asks), the server stores a canary with
+ *              ibv_memcpy_to_dm(), prints POWER-CUT-READY and waits for
+ *              the canary to vanish (the host's qom-set power-cut rolled
+ *              the window back to its durable image), then requires every
+ *              iteration's bytes still there (the DURABLE key persisted
+ *              them; run the client with -F so no FLUSH did) and the PLAIN
+ *              write gone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -91,17 +101,26 @@ enum { REQ_CHECK = 1, REQ_DONE };
 /* then, with -m, a management request and its status (mgmt_persists) */
 #define MGMT_WRITE STEPS
 #define MGMT_READ (STEPS + 1)
-static const char *const step_name[STEPS + 2] = {
+#define PLAIN_WRITE (STEPS + 2)	/* -P */
+static const char *const step_name[STEPS + 3] = {
 	"write", "flush-range", "flush-mr", "atomic-write", "flush-word",
-	"mgmt-write", "mgmt-read",
+	"mgmt-write", "mgmt-read", "plain-write",
 };
-static const enum ibv_wc_opcode step_opcode[STEPS + 2] = {
+static const enum ibv_wc_opcode step_opcode[STEPS + 3] = {
 	IBV_WC_RDMA_WRITE, IBV_WC_FLUSH, IBV_WC_FLUSH, IBV_WC_ATOMIC_WRITE,
-	IBV_WC_FLUSH, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ,
+	IBV_WC_FLUSH, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE,
 };
+/* -P: the PLAIN write and the canary, each in a page of its own (a
+ * persist covers whole pages) */
+#define PLAIN_OFF	(region_size - 8192)
+#define CANARY_OFF	(region_size - 16384)
+#define MARK_LEN	64
+#define PLAIN_SEED	7777
+#define CANARY_SEED	4242
 
 /* conn_info.flags */
 #define CONN_PERSISTENT	1	/* the server's region persists (-m) */
+#define CONN_POWERCUT	2	/* -P: the client writes through PLAIN too */
 
 struct conn_info {
 	uint32_t qpn, psn, rkey, flags;
@@ -121,7 +140,7 @@ struct check_reply {
 
 static int iters = 20;
 static bool no_flush;
-static bool use_dm;
+static bool use_dm, power_cut;
 static size_t region_size = 1 << 20;
 /* FLUSH placement type: persistence when the server's region persists */
 static enum ibv_placement_type flush_type = IBV_FLUSH_GLOBAL;
@@ -392,6 +411,14 @@ static void post_mgmt_read(const struct conn_info *peer, uint64_t off,
 	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)mem + off, len);
 }
 
+static void post_plain_write(const struct conn_info *peer, uint64_t off,
+			     uint64_t len)
+{
+	ibv_wr_rdma_write(qpx, RNIC_SCM_STAG(peer->rkey, RNIC_SCM_SEM_PLAIN),
+			  peer->addr + off);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)mem + off, len);
+}
+
 /* The device's persist operations so far, read through the MGMT rkey. */
 static uint64_t mgmt_persists(const struct conn_info *peer, uint64_t cookie)
 {
@@ -477,6 +504,14 @@ static int run_client(int fd, const struct conn_info *peer)
 			printf("ok %s\n", step_name[k]);
 	if (!errors)
 		printf("ok server-check\n");
+	if (!errors && (peer->flags & CONN_POWERCUT)) {
+		const struct step st = { post_plain_write, PLAIN_OFF, MARK_LEN };
+
+		fill(mem + PLAIN_OFF, MARK_LEN, PLAIN_SEED);
+		run_wr(PLAIN_WRITE, &st, 0, peer);
+		if (!errors)
+			printf("ok plain-write\n");
+	}
 	if (!errors && (peer->flags & CONN_PERSISTENT)) {
 		uint64_t now = mgmt_persists(peer, 2);
 
@@ -546,9 +581,63 @@ static bool check(const struct check_req *req, char *why, size_t size)
 	return true;
 }
 
+/* -P: is the MARK_LEN pattern(seed) at off (after reading the DM)? */
+static bool marked(uint64_t off, uint32_t seed)
+{
+	uint8_t want[MARK_LEN];
+
+	fill(want, MARK_LEN, seed);
+	return !ibv_memcpy_from_dm(mem + off, dm, off, MARK_LEN) &&
+	       !memcmp(mem + off, want, MARK_LEN);
+}
+
+/* -P: the window rolled back to its durable image; what must be in it */
+static void power_cut_check(const struct check_req *reqs, int n)
+{
+	char why[128];
+	int i, waited;
+
+	if (!marked(PLAIN_OFF, PLAIN_SEED)) {
+		printf("FAIL power-cut: the PLAIN write is not there before the cut\n");
+		errors++;
+		return;
+	}
+	fill(mem + CANARY_OFF, MARK_LEN, CANARY_SEED);
+	if (ibv_memcpy_to_dm(dm, CANARY_OFF, mem + CANARY_OFF, MARK_LEN) ||
+	    !marked(CANARY_OFF, CANARY_SEED)) {
+		printf("FAIL power-cut: cannot store the canary\n");
+		errors++;
+		return;
+	}
+	printf("POWER-CUT-READY\n");
+	fflush(stdout);
+	for (waited = 0; marked(CANARY_OFF, CANARY_SEED); waited++) {
+		if (waited == 1200) {
+			printf("FAIL power-cut: the canary is still there after 120 s\n");
+			errors++;
+			return;
+		}
+		usleep(100 * 1000);
+	}
+	printf("placement: the canary vanished: the window rolled back\n");
+	for (i = 0; i < n; i++)
+		if (!check(&reqs[i], why, sizeof(why))) {
+			printf("FAIL power-cut-durable: iteration %d: %s\n", i, why);
+			errors++;
+			return;
+		}
+	printf("ok power-cut-durable %d\n", n);
+	if (marked(PLAIN_OFF, PLAIN_SEED)) {
+		printf("FAIL power-cut-plain: the PLAIN write survived the cut\n");
+		errors++;
+		return;
+	}
+	printf("ok power-cut-plain-lost\n");
+}
+
 static int run_server(int fd)
 {
-	struct check_req req;
+	struct check_req req, reqs[SLOTS];
 	int checks = 0;
 
 	for (;;) {
@@ -562,11 +651,15 @@ static int run_server(int fd)
 			printf("FAIL check: %s\n", reply.why);
 			errors++;
 		}
+		if (checks < SLOTS)
+			reqs[checks] = req;
 		checks++;
 		xfer(fd, &reply, sizeof(reply), true);
 	}
 	if (!errors && checks)
 		printf("ok server-check\n");
+	if (!errors && power_cut)
+		power_cut_check(reqs, checks < SLOTS ? checks : SLOTS);
 	printf("PLACEMENT-RESULT role=server checks=%d errors=%d\n", checks,
 	       errors);
 	return errors || !checks ? 1 : 0;
@@ -578,22 +671,24 @@ int main(int argc, char **argv)
 	int opt, fd;
 
 	port = 18516;
-	while ((opt = getopt(argc, argv, "sc:d:g:p:n:S:Fm")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:d:g:p:n:S:FmP")) != -1) {
 		if (two_host_option(opt, optarg))
 			continue;
 		switch (opt) {
 		case 'n': iters = atoi(optarg); break;
 		case 'F': no_flush = true; break;
 		case 'm': use_dm = true; break;
+		case 'P': power_cut = true; break;
 		case 'S': region_size = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: %s -s | -c HOST [-d DEV] [-g N] "
-				"[-p PORT] [-n ITERS] [-S BYTES] [-F] [-m]\n",
+				"[-p PORT] [-n ITERS] [-S BYTES] [-F] [-m [-P]]\n",
 				argv[0]);
 			return 2;
 		}
 	}
 	if (server == !!host || iters < 1 || region_size < WORDS_OFFSET + 4096 ||
+	    (power_cut && (!use_dm || iters > SLOTS)) ||
 	    region_size > (1u << 30)) {
 		fprintf(stderr, "usage: %s -s | -c HOST [-n 1..] [-S %d..1G]\n",
 			argv[0], WORDS_OFFSET + 4096);
@@ -610,7 +705,8 @@ int main(int argc, char **argv)
 	if (server) {
 		mine.addr = dm ? 0 : (uintptr_t)mem;	/* DM: zero-based */
 		mine.rkey = mr->rkey;
-		mine.flags = dm ? CONN_PERSISTENT : 0;
+		mine.flags = (dm ? CONN_PERSISTENT : 0) |
+			     (power_cut ? CONN_POWERCUT : 0);
 		mine.len = region_size;
 		fd = tcp_accept_one(port, "placement");
 		xfer(fd, &peer, sizeof(peer), false);
