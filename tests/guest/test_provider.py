@@ -43,6 +43,8 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            on it) while the device resets: clean recovery,
                            device memory works again (loopback, FLUSH
                            too), rmmod finds the pool whole
+  provider-dm-volatile     a volatile window: max_dm_size, DM MRs asking
+                           for FLUSH_PERSISTENT refused (EOPNOTSUPP)
   provider-dm-powercut     durability by power failure (scm-powerfail=on):
                            what a client wrote through the DURABLE rkey,
                            without FLUSH, survives qom-set power-cut; a
@@ -617,6 +619,31 @@ def dm_reset(qemu: str) -> None:
                        initrd=provider_image(), timeout=600, args=args).run()
     assert result.ok, result.report()
     check_dm_reset(result)
+
+
+# A volatile window (memory-backend-ram) has device memory but cannot make
+# it durable: ibv_reg_dm_mr() with IBV_ACCESS_FLUSH_PERSISTENT is refused
+# with EOPNOTSUPP (rnic_placement -m asks for it), the allocation itself works.
+DM_VOLATILE_SCRIPT = ONE_GUEST + """
+ibv_devinfo -v -d rnic0 | grep -E 'device memory' | sed 's/^/devinfo: /'
+rnic_placement -d rnic0 -s -m -p 18601 2>&1 | sed 's/^/volatile: /'
+""" + DMESG_CHECK
+
+
+def check_dm_volatile(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    assert re.search(r"^devinfo:\s+maximum available device memory:\s+16777216Bytes$", out,
+                     re.MULTILINE), out
+    vol = lines_of(out, "volatile")
+    assert re.search(r"^FAIL setup: ibv_reg_dm_mr\(.*FLUSH_PERSISTENT.*\): Operation not supported$",
+                     vol, re.MULTILINE), vol
+    assert "ibv_alloc_dm" not in vol, vol
+
+
+case("provider-dm-volatile", ["-object", "memory-backend-ram,id=scm0,size=16M",
+                              "-device", "rnic,scm=scm0"], lambda: DM_VOLATILE_SCRIPT,
+     check_dm_volatile, requires=["rnic"], initrd=provider_image, timeout=180)
 
 
 # Durability through the DURABLE rkey, by power failure: the window has
