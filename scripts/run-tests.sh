@@ -12,7 +12,8 @@
 # generic-fuzz on the rnic and the engine's libFuzzer targets, each for a
 # fixed time from the committed corpus), guest (TCG guests with -device rnic).
 #   RNIC_SUITES="unit qtest" scripts/run-tests.sh    a subset
-#   RNIC_FUZZ_SECONDS=30                             fuzzing time per target
+#   RNIC_FUZZ_SECONDS=30                             fuzzing time per engine target
+#   RNIC_GENERIC_FUZZ_SECONDS=20                     ... per generic-fuzz target (rnic, rnic-scm)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -93,7 +94,7 @@ for suite in $suites; do
         step "fuzz: generic-fuzz on the rnic, the engine's libFuzzer targets"
         # the fuzzer is printed as missing by the script's TAP if the build failed
         asan_qemu
-        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_FUZZ_SECONDS:-30}" rnic rnic-scm |
+        tests/generic-fuzz/run-generic-fuzz.sh "${RNIC_GENERIC_FUZZ_SECONDS:-20}" rnic rnic-scm |
             tee "$logs/fuzz-generic.tap"
         summary+=(--tap "$logs/fuzz-generic.tap")
         if [ -x tests/fuzz/run-fuzz.sh ]; then

@@ -68,7 +68,9 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
 {
     RNIC_UNINIT RnicPacket pkt;
 
-    rnic_scm_persist_pending(e);    /* what the ACK covers is durable first */
+    if (e->scm.npending) {
+        rnic_scm_persist_pending(e);  /* what the ACK covers is durable first */
+    }
     rnic_resp_packet(e, qp, &pkt, RNIC_ROCE_RC_ACKNOWLEDGE, psn);
     pkt.aeth.syndrome = syndrome;
     if ((syndrome & RNIC_ROCE_AETH_TYPE_MASK) != RNIC_ROCE_AETH_ACK) {
@@ -154,7 +156,9 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
             resp->res_send++;
             resp->res_pending--;
         }
-        rnic_scm_persist_pending(e);
+        if (e->scm.npending) {
+            rnic_scm_persist_pending(e);    /* durable before answered */
+        }
         rnic_xmit(e, qp, &pkt);
         sent++;
         if (qp->state == RNIC_QPS_ERR) {
