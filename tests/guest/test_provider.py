@@ -579,7 +579,10 @@ sed 's/^/holder: /' /tmp/holder.out
 for f in /sys/kernel/debug/rnic/*/device_reset; do echo 1 >$f; done
 echo "reset written"
 tries=0
-until dmesg | grep -q 'recovering the device' && [ -e /sys/class/infiniband/rnic0 ]; do
+# the re-probe is done once it printed its last line (the first probe's
+# rnic0 and eth0 may still be there when 'recovering' is logged)
+until [ "$(dmesg | grep -c 'MSI-X vectors, .* event queues')" -ge 2 ] &&
+      [ -e /sys/class/infiniband/rnic0 ]; do
     tries=$((tries + 1)); [ $tries -lt 120 ] || { echo "no recovery"; exit 1; }
     sleep 0.5
 done
