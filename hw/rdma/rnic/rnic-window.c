@@ -138,7 +138,13 @@ void rnic_window_persist(void *opaque, uint64_t off, uint64_t len)
     RnicState *s = opaque;
     RnicWindow *w = &s->window;
 
-    assert(w->persistent && off <= w->size && len <= w->size - off);
+    /* the engine asks only for ranges of a window that persists */
+    if (!w->persistent || off > w->size || len > w->size - off) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: persist of [0x%" PRIx64
+                      ", +%" PRIu64 ") outside a persistent window\n",
+                      off, len);
+        return;
+    }
     memory_region_msync(w->mr, off, len);
     if (w->durable) {
         memcpy(w->durable + off, w->host + off, len);
