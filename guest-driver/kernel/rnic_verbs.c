@@ -518,7 +518,6 @@ out:
 static void rnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
 	struct rnic_mmap_entry *entry = to_rmmap(rdma_entry);
-
 	struct rnic_dev *rdev = to_rdev(rdma_entry->ucontext->device);
 
 	if (entry->type == RNIC_MMAP_RING)
