@@ -43,7 +43,7 @@
 #define RNIC_BAR_REGS           0   /* registers, MSI-X table and PBA */
 #define RNIC_BAR_DOORBELLS      2   /* doorbell pages, 64-bit */
 #define RNIC_BAR_SCM            4   /* persistent memory window (RNIC_CAP_SCM) */
-#define RNIC_BAR_MSIX           RNIC_BAR_REGS
+#define RNIC_BAR_MSIX           0   /* in BAR0, the registers' BAR */
 #define RNIC_REGS_SIZE          0x1000  /* the registers: BAR0 [0, 4 KiB) */
 #define RNIC_MSIX_PBA_OFFSET    0x1000  /* in BAR0 */
 #define RNIC_MSIX_TABLE_OFFSET  0x8000  /* in BAR0, up to 2048 entries */
