@@ -452,6 +452,39 @@ static void test_local(TvFixture *f, gconstpointer cfg)
                     3000);
 }
 
+/*
+ * A DURABLE key as a local key: a SEND received into the window and a
+ * READ's sink there are durable when their completions are seen.
+ */
+static void test_durable_local(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    uint32_t stag = scm_region(p, ALL_SEMS);
+    uint32_t durable = RNIC_SCM_STAG(stag, RNIC_SCM_SEM_DURABLE);
+    struct rnic_sge r = tv_sge(0x1000, 2000, durable);
+    struct rnic_sge s = tv_sge(p->bufb, 2000, p->mrb);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
+
+    tv_fill(p->d, p->bufb, 2000, 6);
+    tv_post_recv(p->d, p->a, 7, &r, 1);
+    tv_post_send(p->d, p->b, &w, &s, NULL);
+    tv_expect_cqe(p->d, p->cqa, 7, RNIC_WC_RECV, RNIC_WC_SUCCESS);
+    g_assert_cmpmem(p->d->scm_durable + REG_OFF + 0x1000, 2000,
+                    test_ptr(p->d, p->bufb), 2000);
+    tv_expect_cqe(p->d, p->cqb, 1, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+
+    /* a READ from B's buffer into the window through the DURABLE lkey */
+    tv_fill(p->d, p->bufb + 8192, 3000, 8);
+    w = tv_wqe(2, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = p->bufb + 8192;
+    w.rdma.rkey = p->mrb;
+    s = tv_sge(0x4000, 3000, durable);
+    tv_post_send(p->d, p->a, &w, &s, NULL);
+    tv_expect_cqe(p->d, p->cqa, 2, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    g_assert_cmpmem(p->d->scm_durable + REG_OFF + 0x4000, 3000,
+                    test_ptr(p->d, p->bufb + 8192), 3000);
+}
+
 /* The registration log replays window regions with their semantics. */
 static void test_state_load(TvFixture *f, gconstpointer cfg)
 {
@@ -525,6 +558,8 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/scm/mgmt", win_cfg(true), test_mgmt);
     g_test_add_func("/rnic/scm/volatile", test_volatile);
     tv_test_add_pair("/rnic/scm/local", win_cfg(true), test_local);
+    tv_test_add_pair("/rnic/scm/durable-local", win_cfg(true),
+                     test_durable_local);
     tv_test_add_pair("/rnic/scm/state-load", win_cfg(true), test_state_load);
     g_test_add_func("/rnic/scm/config-check", test_config_check);
     return g_test_run();

@@ -242,6 +242,10 @@ void rnic_cq_post(RnicEngine *e, RnicCq *cq, const RnicQp *qp,
                     sizeof(struct rnic_cqe);
     struct rnic_cqe cqe;
 
+    if (e->scm.npending) {
+        /* what a DURABLE key placed is durable before its completion */
+        rnic_scm_persist_pending(e);
+    }
     if (cq->error) {
         return;
     }

@@ -1252,6 +1252,7 @@ int rnic_sges_place(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
         if (rnic_mr_place(e, sge[i].mr, sge[i].addr + off, pl, poff, n)) {
             return -1;
         }
+        rnic_scm_written(e, sge[i].mr, sge[i].lkey, sge[i].addr + off, n);
         poff += n;
         len -= n;
         off = 0;

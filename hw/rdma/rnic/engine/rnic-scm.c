@@ -9,7 +9,9 @@
  *
  *   PLAIN     RDMA as on any region
  *   DURABLE   a write is persisted before the ACK that covers it leaves;
- *             a READ persists its range before it is answered
+ *             a READ persists its range before it is answered; as a local
+ *             key (a receive buffer, a READ's or atomic's sink) what is
+ *             placed is persisted before the completion is written
  *   VISIBLE   acknowledged once globally visible (every placement is)
  *   ATOMIC8   only 8-byte aligned writes of 8 bytes, placed in one piece
  *   READONLY  reads only
@@ -276,7 +278,8 @@ static void rnic_scm_defer(RnicEngine *e, uint64_t off, uint64_t len)
 void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,
                       uint64_t va, uint64_t len)
 {
-    if (mr->kind == RNIC_MR_KIND_SCM && len &&
+    /* (a zero-length SGE may name no region) */
+    if (len && mr && mr->kind == RNIC_MR_KIND_SCM &&
         rnic_stag_sem(stag) == RNIC_SCM_SEM_DURABLE) {
         rnic_scm_defer(e, rnic_scm_off(mr, va), len);
     }
