@@ -1125,6 +1125,12 @@ static bool rnic_qp_load_resp(RnicEngine *e, RnicImageReader *rd,
                    res->kind < RNIC_RES_KIND_COUNT && res->next <= res->npsn &&
                    res->npsn <= (1u << 23) && res->len <= RNIC_MAX_MSG_SIZE,
                    "QP %u: bad responder resource %u", h, i);
+        /* FLUSH, ATOMIC WRITE: one empty answer, never data to stream */
+        LOAD_CHECK((res->kind != RNIC_RES_FLUSH &&
+                    res->kind != RNIC_RES_ATOMIC_WRITE) ||
+                   (res->len == 0 && res->npsn == 1),
+                   "QP %u: responder resource %u of kind %u with data", h, i,
+                   res->kind);
     }
     return true;
 }
