@@ -189,6 +189,9 @@ static const char *const rnic_stat_names[RNIC_STAT_COUNT] = {
 	[RNIC_STAT_RX_ERR_QPN] = "roce_rx_err_qpn",
 	[RNIC_STAT_RX_ERR_ADDR] = "roce_rx_err_addr",
 	[RNIC_STAT_RX_ERR_OPCODE] = "roce_rx_err_opcode",
+	[RNIC_STAT_WQC_HITS] = "wqe_cache_hits",
+	[RNIC_STAT_WQC_MISSES] = "wqe_cache_misses",
+	[RNIC_STAT_WQC_STALE] = "wqe_cache_stale",
 };
 
 /* The name of counter i into buf (ETH_GSTRING_LEN bytes). */

@@ -173,6 +173,15 @@ enum rnic_stat {
     RNIC_STAT_RX_ERR_QPN,       /* no such QP in the frame's context */
     RNIC_STAT_RX_ERR_ADDR,      /* RC: source/destination GID not the QP's path */
     RNIC_STAT_RX_ERR_OPCODE,    /* opcode unsupported or not of the QP's transport */
+    /*
+     * The WQE translation cache (docs/spec.md "WQE translation cache"):
+     * SGE lists of posted WQEs served from it, translated afresh (no
+     * entry, or a stale one), and of those the stale ones (made under a
+     * registration or QP attributes that changed since).
+     */
+    RNIC_STAT_WQC_HITS,
+    RNIC_STAT_WQC_MISSES,
+    RNIC_STAT_WQC_STALE,
     RNIC_STAT_COUNT
 };
 

@@ -14,7 +14,9 @@
  *
  * Not a test: build with 'meson compile -C build/project', run
  * build/project/tests/bench/bench-engine [--no-map] [--time=ms] [--mtu=N]
+ * [--wqe-cache]
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static void bench_init(Bench *b, uint8_t mtu, bool map)
+static void bench_init(Bench *b, uint8_t mtu, bool map, uint8_t sq_shift)
 {
     uint8_t g0[16], g1[16];
 
@@ -64,7 +66,7 @@ static void bench_init(Bench *b, uint8_t mtu, bool map)
     b->pd = tv_pd(b->h, b->ctx, 0);
     b->cqa = tv_cq(b->h, 12, RNIC_HANDLE_NONE, 0);
     b->cqb = tv_cq(b->h, 12, RNIC_HANDLE_NONE, 0);
-    tv_sq_shift = 7;                /* 4 SGEs per send WQE, as perftest */
+    tv_sq_shift = sq_shift;         /* 7: 4 SGEs per send WQE, as perftest */
     b->a = tv_qp(b->h, RNIC_QPT_RC, b->pd, b->cqa, b->cqa, NULL, SQ_LOG, 0);
     b->b = tv_qp(b->h, RNIC_QPT_RC, b->pd, b->cqb, b->cqb, NULL, SQ_LOG, 0);
     tv_path_mtu = mtu;
@@ -88,14 +90,17 @@ static void bench_fini(Bench *b)
 }
 
 /*
- * Run 'opcode' of 'size' bytes for about 'budget' ns; returns ops done and
- * the elapsed time. Offsets walk through the 64 MiB regions.
+ * Run 'opcode' of 'size' bytes, gathered from 'nsge' equal pieces, for
+ * about 'budget' ns; returns ops done and the elapsed time. Offsets walk
+ * through the first 'cycle' bytes of the 64 MiB regions (REGION: each WQE
+ * unlike the last; 4096: the 64 WQEs perftest's cycle buffer repeats).
  */
 static uint64_t bench_run(Bench *b, uint8_t opcode, uint32_t size,
-                          uint64_t budget, uint64_t *elapsed)
+                          uint32_t nsge, uint64_t cycle, uint64_t budget,
+                          uint64_t *elapsed)
 {
     TestHost *h = b->h;
-    uint32_t slots = REGION / MAX(size, 64);
+    uint32_t slots = cycle / MAX(size, 64);
     uint64_t ops = 0, t0, t, last;
     struct rnic_cqe c[BATCH];
     uint8_t *src, *dst;
@@ -112,13 +117,18 @@ static uint64_t bench_run(Bench *b, uint8_t opcode, uint32_t size,
     do {
         for (i = 0; i < BATCH; i++) {
             uint64_t off = (uint64_t)((ops + i) % slots) * MAX(size, 64);
-            struct rnic_sge s = tv_sge(b->bufa + off, size, b->mra);
+            struct rnic_sge s[RNIC_CFG_MAX_SGE];
             struct rnic_sq_wqe w;
+            uint32_t k;
 
+            for (k = 0; k < nsge; k++) {
+                s[k] = tv_sge(b->bufa + off + k * (size / nsge), size / nsge,
+                              b->mra);
+            }
             memset(&w, 0, sizeof(w));
             w.wr_id = ops + i;
             w.opcode = opcode;
-            w.num_sge = 1;
+            w.num_sge = nsge;
             w.flags = (i % SIGNAL_EVERY == SIGNAL_EVERY - 1) ?
                       RNIC_WQE_SIGNALED : 0;
             w.rdma.remote_addr = b->bufb + off;
@@ -128,7 +138,7 @@ static uint64_t bench_run(Bench *b, uint8_t opcode, uint32_t size,
 
                 tv_write_recv(h, b->b, ops + i, &r, 1);
             }
-            tv_write_send(h, b->a, &w, &s, NULL);
+            tv_write_send(h, b->a, &w, s, NULL);
         }
         if (opcode == RNIC_WR_SEND) {
             tv_ring_rq(h, b->b);
@@ -188,6 +198,74 @@ static double memcpy_gbps(uint8_t *src, uint8_t *dst, uint32_t size,
     return (double)n * size / (t - t0);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * The WQE translation cache (issue 21): 64-byte WRITEs from 1 to 8 SGEs,
+ * the WQEs perftest repeats (a 4 KiB cycle: 64 distinct SGE lists) and
+ * WQEs that never repeat, with the cache off and on in alternating rounds
+ * of one run; the median of 'rounds' per cell, and the hit rate.
+ */
+static void bench_wqe_cache(uint64_t budget, int rounds)
+{
+    static const uint32_t nsges[] = { 1, 2, 4, 8 };
+    static const struct {
+        uint64_t cycle;
+        const char *name;
+    } pats[] = {
+        { 4096, "repeated (4 KiB cycle)" },
+        { REGION, "unique (64 MiB walk)" },
+    };
+    Bench b;
+    size_t g, p;
+    int r, on;
+
+    printf("rnic engine benchmark: WQE translation cache, 64 B RDMA WRITE, "
+           "loopback,\n%d WQEs per doorbell, 1 in %d signaled; median of %d "
+           "alternating rounds of %" PRIu64 " ms\n\n", BATCH, SIGNAL_EVERY,
+           rounds, budget / 1000000);
+    printf("%-4s %-24s %12s %12s %7s %7s\n", "sge", "WQEs", "off ops/s",
+           "on ops/s", "on/off", "hits");
+    bench_init(&b, RNIC_MTU_4096, true, 8);
+    for (g = 0; g < G_N_ELEMENTS(nsges); g++) {
+        for (p = 0; p < G_N_ELEMENTS(pats); p++) {
+            double rate[2][64];
+            uint64_t hits = 0, looked = 0;
+
+            for (r = 0; r < rounds; r++) {
+                for (on = 0; on < 2; on++) {
+                    uint64_t elapsed, n, h0, m0;
+
+                    rnic_engine_set_wqe_cache(b.h->engine, on);
+                    h0 = tv_stat(b.h, RNIC_STAT_WQC_HITS);
+                    m0 = tv_stat(b.h, RNIC_STAT_WQC_MISSES);
+                    n = bench_run(&b, RNIC_WR_RDMA_WRITE, 64, nsges[g],
+                                  pats[p].cycle, budget, &elapsed);
+                    rate[on][r] = n * 1e9 / elapsed;
+                    if (on) {
+                        hits += tv_stat(b.h, RNIC_STAT_WQC_HITS) - h0;
+                        looked += tv_stat(b.h, RNIC_STAT_WQC_HITS) - h0 +
+                                  tv_stat(b.h, RNIC_STAT_WQC_MISSES) - m0;
+                    }
+                }
+            }
+            qsort(rate[0], rounds, sizeof(double), cmp_double);
+            qsort(rate[1], rounds, sizeof(double), cmp_double);
+            printf("%-4u %-24s %12.0f %12.0f %6.2fx %6.1f%%\n", nsges[g],
+                   pats[p].name, rate[0][rounds / 2], rate[1][rounds / 2],
+                   rate[1][rounds / 2] / rate[0][rounds / 2],
+                   looked ? 100.0 * hits / looked : 0.0);
+            fflush(stdout);
+        }
+    }
+    bench_fini(&b);
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 64, 4096, 65536, 1u << 20 };
@@ -201,7 +279,7 @@ int main(int argc, char **argv)
     };
     uint64_t budget = 400 * 1000000ull;
     uint8_t mtu = RNIC_MTU_4096;
-    bool map = true;
+    bool map = true, wqe_cache = false;
     uint8_t *hs, *hd, *hs_mem, *hd_mem;
     double big;
     Bench b;
@@ -211,6 +289,8 @@ int main(int argc, char **argv)
     for (a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--no-map")) {
             map = false;
+        } else if (!strcmp(argv[a], "--wqe-cache")) {
+            wqe_cache = true;
         } else if (!strncmp(argv[a], "--time=", 7)) {
             budget = strtoull(argv[a] + 7, NULL, 0) * 1000000ull;
         } else if (!strncmp(argv[a], "--mtu=", 6)) {
@@ -220,10 +300,14 @@ int main(int argc, char **argv)
                  mtu++) {
             }
         } else {
-            fprintf(stderr, "usage: %s [--no-map] [--time=ms] [--mtu=bytes]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--no-map] [--time=ms] [--mtu=bytes] "
+                    "[--wqe-cache]\n", argv[0]);
             return 2;
         }
+    }
+    if (wqe_cache) {
+        bench_wqe_cache(budget / 2, 7);
+        return 0;
     }
     /* host buffers laid out as the engine's: page aligned, skewed */
     hs_mem = g_malloc(REGION + 8192);
@@ -243,12 +327,12 @@ int main(int argc, char **argv)
            "\nratio: engine GB/s over the one-piece memcpy\n\n");
     printf("%-6s %8s %12s %9s %8s %8s %7s\n", "op", "size", "ops/s", "GB/s",
            "memcpy", "mc/MTU", "ratio");
-    bench_init(&b, mtu, map);
+    bench_init(&b, mtu, map, 7);
     for (o = 0; o < G_N_ELEMENTS(ops); o++) {
         for (i = 0; i < G_N_ELEMENTS(sizes); i++) {
             uint64_t elapsed;
-            uint64_t n = bench_run(&b, ops[o].opcode, sizes[i], budget,
-                                   &elapsed);
+            uint64_t n = bench_run(&b, ops[o].opcode, sizes[i], 1, REGION,
+                                   budget, &elapsed);
             double gbps = (double)n * sizes[i] / elapsed;
             double mc = memcpy_gbps(hs, hd, sizes[i], sizes[i], budget / 2);
             double mcp = memcpy_gbps(hs, hd, sizes[i], 128u << mtu,

@@ -225,6 +225,10 @@ TestHost *test_host_new_sized(const RnicEngineConfig *cfg, uint64_t ram_size)
     h->scm = g_malloc0(h->scm_size);
     h->scm_durable = g_malloc0(h->scm_size);
     h->engine = rnic_engine_new(&h->cfg, &test_host_ops, h);
+    /* the suites run once with the WQE translation cache off as well */
+    if (!g_strcmp0(g_getenv("RNIC_WQE_CACHE"), "off")) {
+        rnic_engine_set_wqe_cache(h->engine, false);
+    }
     return h;
 }
 

@@ -829,6 +829,7 @@ static void rnic_init_state(RnicState *s)
                                                          rnic_vm_state_change,
                                                          s);
     s->engine = rnic_engine_new(&s->cfg, &rnic_host_ops, s);
+    rnic_engine_set_wqe_cache(s->engine, s->wqe_cache);
     rnic_postcopy_refuse(true);
     vmstate_register_any(VMSTATE_IF(s), &rnic_config_vmstate, s);
 }
@@ -1219,6 +1220,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("device-id", RnicState, cfg.device_id, RNIC_PCI_DEVICE_ID),
     /* off: doorbell work only in the bottom half (for comparisons) */
     DEFINE_PROP_BOOL("x-doorbell-inline", RnicState, doorbell_inline, true),
+    /* off: every WQE's SGEs translated afresh (same results, slower) */
+    DEFINE_PROP_BOOL("x-wqe-cache", RnicState, wqe_cache, true),
     /* the memory window (BAR4, regions of kind SCM): docs/usage.md */
     DEFINE_PROP_LINK("scm", RnicState, window.backend, TYPE_MEMORY_BACKEND,
                      HostMemoryBackend *),

@@ -56,6 +56,7 @@ struct RnicState {
     bool vm_running;
     bool run_deferred;          /* a run was asked for while stopped */
     bool doorbell_inline;       /* x-doorbell-inline: work in the MMIO write */
+    bool wqe_cache;             /* x-wqe-cache: the WQE translation cache */
     uint64_t timer_deadline;    /* the engine's deadline, UINT64_MAX: none */
     /*
      * Engine calls from outside QEMU's re-entrancy guard (the timer, the

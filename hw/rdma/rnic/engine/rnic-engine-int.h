@@ -282,6 +282,12 @@ struct RnicMr {
     uint32_t max_pages;         /* fast-reg: page list capacity */
     RnicPbl *pbl;               /* NULL while a fast-reg MR is unregistered */
     struct rnic_scm_status *scm_status; /* SCM: after its first MGMT write */
+    /*
+     * Its version: RnicEngine.mr_gen when it was created or last changed
+     * (rnic_mr_changed), unique over the engine's life, so that a cached
+     * translation can tell "the same region, unchanged" (rnic-wqc.c).
+     */
+    uint64_t gen;
 };
 
 /*
@@ -376,6 +382,17 @@ typedef struct RnicSgeRes {
     RnicMr *mr;                 /* valid while RnicEngine.mr_gen is unchanged */
 } RnicSgeRes;
 
+/* SGE lists the WQE translation cache holds (rnic-wqc.c): at most this */
+#define RNIC_WQC_MAX_SGE 8
+
+/* A translated SGE list, as the WQE translation cache serves it. */
+typedef struct RnicSgeList {
+    RnicSgeRes *sge;            /* the SGEs resolved */
+    uint32_t length;            /* total bytes */
+    uint32_t nsegs;             /* segs[]: 0 = not computed */
+    RnicDmaSeg *segs;           /* the whole message's, RNIC_WQC_MAX_SGE */
+} RnicSgeList;
+
 /* Decoded, validated send WQE (the requester's WQE cache). */
 typedef struct RnicSendWqe {
     bool valid;
@@ -384,9 +401,24 @@ typedef struct RnicSendWqe {
     struct rnic_sq_wqe hdr;
     uint32_t nsge;
     uint32_t length;            /* total bytes */
+    /*
+     * A message of one packet: its payload's guest DMA segments, made
+     * once (and kept by the translation cache); 0: per packet.
+     */
+    uint32_t nsegs;
+    RnicDmaSeg segs[RNIC_WQC_MAX_SGE];
     RnicSgeRes sge[RNIC_CFG_MAX_SGE];
     uint8_t inline_data[RNIC_CFG_MAX_INLINE];
 } RnicSendWqe;
+
+/* A QP's WQE translation cache (rnic-wqc.c). */
+typedef struct RnicWqc RnicWqc;
+
+/* A cache probe: the fingerprint and set of one SGE list (rnic-wqc.c). */
+typedef struct RnicWqcProbe {
+    uint64_t fp;
+    uint32_t set;
+} RnicWqcProbe;
 
 /* A receive WQE being filled by the responder. */
 typedef struct RnicRecvWqe {
@@ -566,6 +598,9 @@ struct RnicQp {
     uint32_t work_flags;        /* enum rnic_qp_work */
 
     /* caches (rebuilt on demand, never migrated) */
+    RnicWqc *wqc;               /* WQE translation cache, NULL until used */
+    uint32_t wqc_gen;           /* bumped by every attribute change */
+    uint32_t wqc_cold;          /* misses in a row */
     RnicSendWqe *txc;           /* WQE being transmitted */
     RnicSendWqe *rxc;           /* WQE receiving READ/atomic responses */
     RnicQp *peer;               /* loopback destination of RC traffic */
@@ -662,6 +697,9 @@ struct RnicEngine {
 
     /* generations: cached pointers are valid while these are unchanged */
     uint64_t mr_gen;            /* bumped by every MR change */
+    /* WQE translation cache (rnic-wqc.c): on/off (x-wqe-cache), its bytes */
+    bool wqc_on;
+    uint64_t wqc_bytes;
     uint64_t qp_gen;            /* bumped by QP create/destroy, GID changes */
 
     GRand *rand;                /* unpredictable STag indexes */
@@ -717,6 +755,15 @@ void rnic_event_vprintf(RnicEngine *e, RnicEvent ev, uint64_t v0, uint64_t v1,
 static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 {
     e->stats[s]++;
+}
+
+/*
+ * Every change to a region's fields (state, key, bounds, pages, rights)
+ * and its creation: a new version, and every cached pointer re-checked.
+ */
+static inline void rnic_mr_changed(RnicEngine *e, RnicMr *mr)
+{
+    mr->gen = ++e->mr_gen;
 }
 
 void rnic_engine_schedule(RnicEngine *e);
@@ -998,6 +1045,20 @@ static inline void rnic_qp_work(RnicEngine *e, RnicQp *qp, uint32_t flags)
 /* Read a receive WQE from the RQ/SRQ ring and resolve its SGEs. */
 bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
                      uint8_t *status);
+/*
+ * The WQE translation cache (rnic-wqc.c). Lookup: the posted SGE list
+ * 'sg' resolved for 'access' in 'pd' into *out (true), or a miss; then translate it and hand the result to rnic_wqc_insert with the
+ * same probe (ignored when the list is not one to cache).
+ */
+/* The "access" of a receive WQE's list (LOCAL_WRITE, in the RQ's PD). */
+#define RNIC_WQC_RECV (1u << 31)
+bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
+                     uint32_t access, const struct rnic_sge *sg, uint32_t nsge,
+                     RnicSgeList *out, RnicWqcProbe *probe);
+void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
+                     uint32_t access, const struct rnic_sge *sg,
+                     const RnicSgeList *res, uint32_t nsge);
+void rnic_wqc_free(RnicEngine *e, RnicQp *qp);
 /* Resolve SGEs (lkey, PD, bounds, access); false on a protection error. */
 bool rnic_sges_resolve(RnicEngine *e, const RnicMrTable *t, const RnicPd *pd,
                        RnicSgeRes *sge, uint32_t nsge, uint32_t access);

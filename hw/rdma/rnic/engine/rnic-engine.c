@@ -152,6 +152,7 @@ RnicEngine *rnic_engine_new(const RnicEngineConfig *cfg,
     e->ops = ops;
     e->opaque = opaque;
     e->rand = g_rand_new();
+    e->wqc_on = true;
     e->bounce = g_malloc(RNIC_BOUNCE_SIZE);
     rnic_list_init(&e->work);
     rnic_transport_init(e);

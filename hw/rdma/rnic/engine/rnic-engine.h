@@ -186,6 +186,11 @@ RnicEngine *rnic_engine_new(const RnicEngineConfig *cfg,
                             const RnicHostOps *ops, void *opaque);
 void rnic_engine_free(RnicEngine *e);
 const RnicEngineConfig *rnic_engine_config(const RnicEngine *e);
+/*
+ * The WQE translation cache (on by default; QEMU: x-wqe-cache): off for
+ * comparisons, with the same results. Not part of the device's state.
+ */
+void rnic_engine_set_wqe_cache(RnicEngine *e, bool on);
 
 /* Function-level reset: every object destroyed, registers to reset values. */
 void rnic_engine_reset(RnicEngine *e);

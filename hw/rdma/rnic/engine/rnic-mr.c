@@ -786,6 +786,7 @@ static RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
     mr->owner = owner;
     mr->ctx = pd->ctx;
     mr->pd = pd;
+    rnic_mr_changed(e, mr);
     rnic_mrt_set(e, t, index, mr);
     t->count++;
     if (!pd->ctx) {
@@ -847,6 +848,7 @@ static void rnic_reg_mr_insert(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     mr->iova = GUINT64_FROM_LE(cmd->mr.iova);
     mr->length = GUINT64_FROM_LE(cmd->mr.length);
     mr->pbl = pbl;
+    rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_REG, mr);
     rnic_reglog_compact(e, false);
     res->result0 = mr->stag;
@@ -942,6 +944,7 @@ void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     mr->state = RNIC_MR_INVALID;
     mr->fast_reg = true;
     mr->max_pages = npages;
+    rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_ALLOC, mr);
     rnic_reglog_compact(e, false);
     res->result0 = mr->stag;
@@ -1048,7 +1051,7 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
     mr->length = length;
     mr->access = access;
     mr->state = RNIC_MR_VALID;
-    e->mr_gen++;
+    rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_FAST_REG, mr);
     rnic_reglog_compact(e, false);
     return RNIC_WC_SUCCESS;
@@ -1067,7 +1070,7 @@ uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
         return RNIC_WC_LOC_PROT_ERR;
     }
     mr->state = RNIC_MR_INVALID;
-    e->mr_gen++;
+    rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_INVALIDATE, mr);
     rnic_reglog_compact(e, false);
     return RNIC_WC_SUCCESS;
@@ -1444,7 +1447,7 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
     }
     rnic_reglog_append(e, rec->op, mr);
     rnic_reglog_compact(e, false);
-    e->mr_gen++;
+    rnic_mr_changed(e, mr);
     return true;
 }
 

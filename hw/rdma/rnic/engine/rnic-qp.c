@@ -225,6 +225,7 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
     if (qp->srq) {
         qp->srq->refs--;
     }
+    rnic_wqc_free(e, qp);
     g_free(qp->txc);
     g_free(qp->rxc);
     g_free(qp->resp.res);
@@ -735,6 +736,7 @@ static const char *rnic_qp_check_attr(RnicEngine *e, const RnicQp *qp,
 static void rnic_qp_apply_attr(RnicEngine *e, RnicQp *qp,
                                const struct rnic_qp_attr *a, uint32_t mask)
 {
+    qp->wqc_gen++;              /* no cached translation outlives it */
     if (mask & RNIC_QP_PKEY_INDEX) {
         qp->pkey_index = GUINT16_FROM_LE(a->pkey_index);
     }
@@ -1184,6 +1186,8 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     uint8_t buf[16 + RNIC_CFG_MAX_SGE * sizeof(struct rnic_sge)];
     struct rnic_rq_wqe *w = (struct rnic_rq_wqe *)buf;
     struct rnic_sge *sg = (struct rnic_sge *)(buf + 16);
+    RnicSgeList l = { .sge = rw->sge };
+    RnicWqcProbe probe;
     uint64_t total = 0, slot;
     uint32_t i;
 
@@ -1218,6 +1222,10 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
         return true;
     }
     rw->nsge = w->num_sge;
+    if (rnic_wqc_lookup(e, qp, pd, RNIC_WQC_RECV, sg, rw->nsge, &l, &probe)) {
+        rw->length = l.length;
+        return true;
+    }
     for (i = 0; i < rw->nsge; i++) {
         rw->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
         rw->sge[i].length = GUINT32_FROM_LE(sg[i].length);
@@ -1228,7 +1236,10 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, pd), pd, rw->sge, rw->nsge,
                            RNIC_ACCESS_LOCAL_WRITE)) {
         *status = RNIC_WC_LOC_PROT_ERR;
+        return true;
     }
+    l.length = rw->length;
+    rnic_wqc_insert(e, qp, &probe, RNIC_WQC_RECV, sg, &l, rw->nsge);
     return true;
 }
 

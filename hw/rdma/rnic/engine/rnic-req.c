@@ -79,6 +79,7 @@ void rnic_req_reset_qp(RnicQp *qp)
     qp->rewinding = false;
     qp->txc->valid = false;
     qp->rxc->valid = false;
+    qp->wqc_gen++;
     qp->una_psn = qp->req_psn;
     rnic_req_ackreq_restart(qp);
     qp->sq_stalled = false;
@@ -111,6 +112,7 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
                                      RNIC_CFG_MAX_SGE * 16)];
     const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
     struct rnic_sq_wqe *w = &wqe->hdr;
+    RnicWqcProbe probe;
     uint64_t total = 0;
     uint32_t access = 0, i;
 
@@ -132,6 +134,7 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     wqe->mr_gen = e->mr_gen;
     wqe->nsge = 0;
     wqe->length = 0;
+    wqe->nsegs = 0;
     if (w->opcode >= RNIC_WR_OPCODE_COUNT) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "unknown opcode");
@@ -180,26 +183,41 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                     "SGEs on a FLUSH/ATOMIC WRITE");
         }
+        RnicSgeList l = { .sge = wqe->sge, .segs = wqe->segs };
+
         wqe->nsge = w->num_sge;
-        for (i = 0; i < wqe->nsge; i++) {
-            wqe->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
-            wqe->sge[i].length = GUINT32_FROM_LE(sg[i].length);
-            wqe->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
-            total += wqe->sge[i].length;
-        }
-        if (total > RNIC_MAX_MSG_SIZE) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
-                                    "message longer than 2 GiB");
-        }
-        wqe->length = total;
         if (rnic_wr_is_rd_atomic(w->opcode)) {
             access = RNIC_ACCESS_LOCAL_WRITE;
         }
-        if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, wqe->sge,
-                               wqe->nsge, access)) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
-                                    "local protection error");
+        if (!rnic_wqc_lookup(e, qp, qp->pd, access, sg, wqe->nsge, &l,
+                             &probe)) {
+            for (i = 0; i < wqe->nsge; i++) {
+                wqe->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
+                wqe->sge[i].length = GUINT32_FROM_LE(sg[i].length);
+                wqe->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
+                total += wqe->sge[i].length;
+            }
+            if (total > RNIC_MAX_MSG_SIZE) {
+                return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
+                                        "message longer than 2 GiB");
+            }
+            if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd,
+                                   wqe->sge, wqe->nsge, access)) {
+                return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
+                                        "local protection error");
+            }
+            l.length = total;
+            l.nsegs = 0;
+            /* a payload of one packet: its DMA segments, once */
+            if (!access && total && total <= rnic_qp_pmtu(qp) &&
+                !rnic_sges_segs(wqe->sge, wqe->nsge, 0, total, wqe->segs,
+                                &l.nsegs, RNIC_WQC_MAX_SGE)) {
+                l.nsegs = 0;
+            }
+            rnic_wqc_insert(e, qp, &probe, access, sg, &l, wqe->nsge);
         }
+        wqe->length = l.length;
+        wqe->nsegs = l.nsegs;
     }
     if ((w->opcode == RNIC_WR_ATOMIC_CMP_SWP ||
          w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) && wqe->length != 8) {
@@ -252,6 +270,7 @@ static uint8_t rnic_req_revalidate(RnicEngine *e, RnicQp *qp, RnicSendWqe *wqe)
         wqe->valid = false;
         return RNIC_WC_LOC_PROT_ERR;
     }
+    wqe->nsegs = 0;             /* made again per packet */
     wqe->mr_gen = e->mr_gen;
     return RNIC_WC_SUCCESS;
 }
@@ -438,6 +457,11 @@ static bool rnic_req_payload(const RnicSendWqe *wqe, uint32_t off, uint32_t len,
         return true;
     }
     pkt->payload.data = NULL;
+    if (wqe->nsegs && off == 0 && len == wqe->length) {
+        pkt->payload.segs = wqe->segs;      /* made by the decode */
+        pkt->payload.nsegs = wqe->nsegs;
+        return true;
+    }
     pkt->payload.segs = segs;
     pkt->payload.nsegs = 0;
     return rnic_sges_segs(wqe->sge, wqe->nsge, off, len, segs,

@@ -14,28 +14,6 @@
 #include "rnic-image.h"
 #include "rnic-state.h"
 
-enum rnic_section_tag {
-    RNIC_SEC_REGS = 1,
-    RNIC_SEC_STATS = 2,
-    RNIC_SEC_UCTX = 3,
-    RNIC_SEC_NET_CTX = 4,
-    RNIC_SEC_GIDS = 5,
-    RNIC_SEC_PDS = 6,
-    RNIC_SEC_EQS = 7,
-    RNIC_SEC_CQS = 8,
-    RNIC_SEC_SRQS = 9,
-    RNIC_SEC_MR_LOG = 10,
-    RNIC_SEC_QPS = 11,
-    /*
-     * ABI 1.1 multi-network PDs and their QPs' bindings: mandatory when
-     * present (a device without them cannot run the guest's objects), and
-     * written only when such a PD exists, so other images are unchanged.
-     */
-    RNIC_SEC_MNET_PDS = 12,
-    RNIC_SEC_MNET_BINDS = 13,
-    RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
-};
-
 static const RnicImageField rnic_regs_fields[] = {
     RNIC_IMG_U32(RnicRegs, dev_ctrl),
     RNIC_IMG_U32(RnicRegs, dev_status),

@@ -9,6 +9,29 @@
 #include "rnic-engine-int.h"
 #include "rnic-image.h"
 
+/* The sections of a state image (the table in rnic-state.c). */
+enum rnic_section_tag {
+    RNIC_SEC_REGS = 1,
+    RNIC_SEC_STATS = 2,
+    RNIC_SEC_UCTX = 3,
+    RNIC_SEC_NET_CTX = 4,
+    RNIC_SEC_GIDS = 5,
+    RNIC_SEC_PDS = 6,
+    RNIC_SEC_EQS = 7,
+    RNIC_SEC_CQS = 8,
+    RNIC_SEC_SRQS = 9,
+    RNIC_SEC_MR_LOG = 10,
+    RNIC_SEC_QPS = 11,
+    /*
+     * ABI 1.1 multi-network PDs and their QPs' bindings: mandatory when
+     * present (a device without them cannot run the guest's objects), and
+     * written only when such a PD exists, so other images are unchanged.
+     */
+    RNIC_SEC_MNET_PDS = 12,
+    RNIC_SEC_MNET_BINDS = 13,
+    RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
+};
+
 /* save, load, and dump (the image's fields as text, no engine needed) */
 #define RNIC_STATE_SECTION(name) \
     void rnic_##name##_save(RnicEngine *e, RnicImageWriter *w); \

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic engine: the WQE translation cache (patent d, US 9,497,268).
+ *
+ * A WQE as the guest writes it (type 1) names its buffers by SGEs {addr,
+ * length, lkey}; what the engine executes (type 2) has each SGE resolved
+ * to its region's entry, its key, PD, bounds and rights checked. Guests
+ * post the same SGE lists again and again (perftest's buffer cycle, RPC
+ * loops, storage ULPs with fixed buffers), so each QP keeps a small table
+ * of the lists it translated, found by a fingerprint of the list: a
+ * repeated list is a lookup, not a translation.
+ *
+ * What is cached is exactly the translation's input and output: the SGE
+ * list as posted and the access it was resolved for, and the resolved
+ * regions. A hit compares the posted bytes too, so no fingerprint
+ * collision a guest can arrange changes what it gets. Everything else a
+ * WQE says (wr_id, flags, immediate, remote address and key, inline data)
+ * is read from the fresh WQE every time and its checks re-run: they cost
+ * a few compares.
+ *
+ * Correct by construction: an entry records the version of each region it
+ * resolved (RnicMr.gen, renewed by every change: fast-register, local and
+ * remote invalidation, registration-log replay; a new region has a new
+ * one) and of the QP's attributes (RnicQp.wqc_gen, renewed by every
+ * MODIFY_QP and reset). A hit is only served when the QP's version is the
+ * one the entry was made under and, if any region changed anywhere since
+ * the entry was last checked (RnicEngine.mr_gen moved), each SGE's key
+ * still finds, in the live mapping table, the very region it found then,
+ * at the same version. The cached pointer is only compared, never followed
+ * unless the live table returned it: a deregistered region's entry is
+ * never touched.
+ *
+ * Derived state: never migrated (a loaded QP starts without a cache),
+ * freed with the QP, not kept across a device reset. Bounded: per QP
+ * RNIC_WQC_SETS x RNIC_WQC_WAYS entries of at most RNIC_WQC_MAX_SGE SGEs,
+ * allocated when the QP first posts a list it could hold, and all caches
+ * together at most an eighth of the host memory budget (a QP past it runs
+ * without one). x-wqe-cache=off (rnic_engine_set_wqe_cache) turns it off.
+ */
+#include <string.h>
+#include "rnic-engine-int.h"
+
+#define RNIC_WQC_SETS       16
+#define RNIC_WQC_WAYS       8
+/*
+ * A list of fewer SGEs is translated directly: one SGE's translation (a
+ * table lookup and its checks) costs what a lookup here does (measured,
+ * docs/benchmarks.md "WQE translation cache").
+ */
+#define RNIC_WQC_MIN_SGE    2
+/*
+ * After this many misses in a row (a QP whose lists never repeat), only
+ * one list in RNIC_WQC_COLD_EVERY is looked up and entered, until a hit:
+ * a stream of unique lists pays a sixteenth of the misses' cost.
+ */
+#define RNIC_WQC_COLD_AFTER 64
+#define RNIC_WQC_COLD_EVERY 16
+
+/* One SGE of an entry: as posted (little endian), and what it resolved to. */
+typedef struct RnicWqcSge {
+    struct rnic_sge key;
+    const RnicMr *mr;           /* NULL for an empty SGE */
+    uint64_t mr_gen;
+} RnicWqcSge;
+
+typedef struct RnicWqcEntry {
+    uint64_t mr_epoch;          /* RnicEngine.mr_gen when last checked */
+    uint32_t qp_gen;            /* RnicQp.wqc_gen it was made under */
+    uint32_t access;            /* what the SGEs were resolved for */
+    uint32_t length;            /* total bytes */
+    uint8_t nsge;
+    uint8_t nsegs;              /* segs[] (0: not computed) */
+    RnicWqcSge sge[RNIC_WQC_MAX_SGE];
+    RnicDmaSeg segs[RNIC_WQC_MAX_SGE];
+} RnicWqcEntry;
+
+/* The fingerprints and LRU stamps of a set apart: one probe, one line. */
+struct RnicWqc {
+    uint32_t clock;
+    uint64_t fp[RNIC_WQC_SETS][RNIC_WQC_WAYS];     /* 0: empty */
+    uint32_t used[RNIC_WQC_SETS][RNIC_WQC_WAYS];
+    RnicWqcEntry ent[RNIC_WQC_SETS][RNIC_WQC_WAYS];
+};
+
+void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
+{
+    e->wqc_on = on;
+}
+
+/*
+ * The fingerprint: the list's words folded (xor, a rotation apart so that
+ * swapped fields differ) and mixed once by a multiply, never 0. It only
+ * picks the way to compare: a collision, chosen or not, costs a compare.
+ * The set: the first buffer's address in 64-byte units, folded to 4 bits,
+ * so that buffers a stride apart (a cycle of 64-byte messages in 4 KiB, of
+ * pages in a region) spread evenly over the sets instead of by chance.
+ */
+static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
+                           uint32_t nsge, RnicWqcProbe *p)
+{
+    uint64_t h = (uint64_t)access << 8 | nsge;
+    uint64_t x = GUINT64_FROM_LE(sg[0].addr) >> 6;
+    uint32_t i;
+
+    for (i = 0; i < nsge; i++) {
+        uint64_t w[2];
+
+        memcpy(w, &sg[i], sizeof(w));
+        h = ((h << 23) | (h >> 41)) ^ w[0] ^ ((w[1] << 7) | (w[1] >> 57));
+    }
+    h *= 0x9e3779b97f4a7c15ull;
+    p->fp = (h ^ (h >> 31)) | 1;
+    x ^= GUINT32_FROM_LE(sg[0].lkey) >> 8;
+    x ^= x >> 32;
+    x ^= x >> 16;
+    x ^= x >> 8;
+    x ^= x >> 4;
+    p->set = x & (RNIC_WQC_SETS - 1);
+}
+
+/* Is entry c the list sg, resolved for access? (the bytes, not the hash) */
+static bool rnic_wqc_same(const RnicWqcEntry *c, uint32_t access,
+                          const struct rnic_sge *sg, uint32_t nsge)
+{
+    uint32_t i;
+
+    if (c->nsge != nsge || c->access != access) {
+        return false;
+    }
+    for (i = 0; i < nsge; i++) {
+        if (memcmp(&c->sge[i].key, &sg[i], sizeof(*sg))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Does every SGE's key still find the region, unchanged, it found then? */
+static bool rnic_wqc_current(RnicEngine *e, const RnicPd *pd,
+                             const RnicWqcEntry *c)
+{
+    const RnicMrTable *t = rnic_pd_lkeys(e, pd);
+    uint32_t i;
+
+    for (i = 0; i < c->nsge; i++) {
+        const RnicWqcSge *s = &c->sge[i];
+        const RnicMr *mr;
+
+        if (!s->mr) {
+            continue;           /* an empty SGE names no region */
+        }
+        mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(GUINT32_FROM_LE(s->key.lkey)));
+        if (mr != s->mr || mr->gen != s->mr_gen) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
+                     uint32_t access, const struct rnic_sge *sg, uint32_t nsge,
+                     RnicSgeList *out, RnicWqcProbe *probe)
+{
+    RnicWqc *wqc = qp->wqc;
+    RnicWqcEntry *c;
+    uint32_t w, i;
+
+    probe->fp = 0;
+    if (!e->wqc_on || nsge < RNIC_WQC_MIN_SGE || nsge > RNIC_WQC_MAX_SGE) {
+        return false;
+    }
+    /* lists that never repeat: only every RNIC_WQC_COLD_EVERY-th tried */
+    if (qp->wqc_cold >= RNIC_WQC_COLD_AFTER &&
+        (qp->wqc_cold++ % RNIC_WQC_COLD_EVERY)) {
+        return false;
+    }
+    rnic_wqc_probe(access, sg, nsge, probe);
+    if (!wqc) {
+        qp->wqc_cold++;
+        rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
+        return false;
+    }
+    for (w = 0; w < RNIC_WQC_WAYS; w++) {
+        if (wqc->fp[probe->set][w] == probe->fp &&
+            rnic_wqc_same(&wqc->ent[probe->set][w], access, sg, nsge)) {
+            break;
+        }
+    }
+    if (w == RNIC_WQC_WAYS) {
+        qp->wqc_cold++;
+        rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
+        return false;
+    }
+    c = &wqc->ent[probe->set][w];
+    if (c->qp_gen != qp->wqc_gen ||
+        (c->mr_epoch != e->mr_gen && !rnic_wqc_current(e, pd, c))) {
+        wqc->fp[probe->set][w] = 0;
+        rnic_stat_inc(e, RNIC_STAT_WQC_STALE);
+        rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
+        return false;
+    }
+    c->mr_epoch = e->mr_gen;
+    wqc->used[probe->set][w] = ++wqc->clock;
+    qp->wqc_cold = 0;
+    for (i = 0; i < nsge; i++) {
+        out->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
+        out->sge[i].length = GUINT32_FROM_LE(sg[i].length);
+        out->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
+        out->sge[i].mr = (RnicMr *)c->sge[i].mr;
+    }
+    out->length = c->length;
+    out->nsegs = c->nsegs;
+    if (c->nsegs) {
+        memcpy(out->segs, c->segs, c->nsegs * sizeof(c->segs[0]));
+    }
+    rnic_stat_inc(e, RNIC_STAT_WQC_HITS);
+    return true;
+}
+
+static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
+{
+    uint64_t cap = ((uint64_t)e->cfg.mem_budget_mib << 20) / 8;
+
+    if (!qp->wqc && e->wqc_bytes + sizeof(RnicWqc) <= cap) {
+        qp->wqc = g_new0(RnicWqc, 1);
+        e->wqc_bytes += sizeof(RnicWqc);
+    }
+    return qp->wqc;
+}
+
+void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
+                     uint32_t access, const struct rnic_sge *sg,
+                     const RnicSgeList *res, uint32_t nsge)
+{
+    RnicWqc *wqc;
+    RnicWqcEntry *c;
+    uint32_t w, v, i;
+
+    if (!probe->fp || !(wqc = rnic_wqc_get(e, qp))) {
+        return;
+    }
+    /* an empty way, else the least recently used */
+    for (v = 0, w = 0; w < RNIC_WQC_WAYS; w++) {
+        if (!wqc->fp[probe->set][w]) {
+            v = w;
+            break;
+        }
+        if ((int32_t)(wqc->used[probe->set][w] -
+                      wqc->used[probe->set][v]) < 0) {
+            v = w;
+        }
+    }
+    wqc->fp[probe->set][v] = probe->fp;
+    wqc->used[probe->set][v] = ++wqc->clock;
+    c = &wqc->ent[probe->set][v];
+    c->mr_epoch = e->mr_gen;
+    c->qp_gen = qp->wqc_gen;
+    c->access = access;
+    c->length = res->length;
+    c->nsge = nsge;
+    c->nsegs = res->nsegs;
+    for (i = 0; i < nsge; i++) {
+        c->sge[i].key = sg[i];
+        c->sge[i].mr = res->sge[i].mr;
+        c->sge[i].mr_gen = res->sge[i].mr ? res->sge[i].mr->gen : 0;
+    }
+    if (res->nsegs) {
+        memcpy(c->segs, res->segs, res->nsegs * sizeof(res->segs[0]));
+    }
+}
+
+void rnic_wqc_free(RnicEngine *e, RnicQp *qp)
+{
+    if (qp->wqc) {
+        g_free(qp->wqc);
+        qp->wqc = NULL;
+        e->wqc_bytes -= sizeof(RnicWqc);
+    }
+}

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Engine unit tests: the WQE translation cache (rnic-wqc.c). A repeated
+ * SGE list is served from the cache (the counters say so) and moves the
+ * bytes the fresh WQE names; every change that could make a cached
+ * translation wrong is staged between two posts of the same list, and the
+ * second must behave as a fresh translation would: deregistration,
+ * fast-register of the same index with another key or with other pages
+ * under the same key, local invalidation, invalidation by a peer's SEND
+ * with invalidate, a MODIFY_QP, a receive list whose region goes away, and
+ * a list built to share the first one's fingerprint. Every test here also
+ * runs with the cache off (meson: the "-wqc-off" runs of the suite), with
+ * the same results.
+ */
+#include <string.h>
+#include "rnic-test-verbs.h"
+
+/* Two SGEs, 32 bytes each, at bufa + off and bufa + off + 0x100. */
+static void two_sges(struct rnic_sge *s, uint64_t base, uint32_t key)
+{
+    s[0] = tv_sge(base, 32, key);
+    s[1] = tv_sge(base + 0x100, 32, key);
+}
+
+static struct rnic_sq_wqe write_wqe(uint64_t wr_id, uint64_t raddr,
+                                    uint32_t rkey)
+{
+    struct rnic_sq_wqe w = tv_wqe(wr_id, RNIC_WR_RDMA_WRITE, 2);
+
+    w.rdma.remote_addr = raddr;
+    w.rdma.rkey = rkey;
+    return w;
+}
+
+static bool cache_on(void)
+{
+    return g_strcmp0(g_getenv("RNIC_WQE_CACHE"), "off") != 0;
+}
+
+static void dereg(TestHost *h, uint32_t ctx, uint32_t stag)
+{
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
+
+    c.destroy.handle = stag;
+    c.destroy.net_ctx = ctx;
+    g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_OK);
+}
+
+/* bufb [0, 64) holds the two 32-byte pieces at src and src + 0x100 */
+static void assert_gathered(TestHost *h, uint64_t src, uint64_t dst)
+{
+    tv_assert_same(h, src, dst, 32);
+    tv_assert_same(h, src + 0x100, dst + 32, 32);
+}
+
+/*
+ * The same list three times, with other data, wr_id and signaling: the
+ * second and third are hits and move the bytes as they are now.
+ */
+static void test_hit(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    uint64_t h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+    uint64_t m0 = tv_stat(h, RNIC_STAT_WQC_MISSES);
+    struct rnic_sge s[2];
+    int i;
+
+    two_sges(s, p->bufa, p->mra);
+    for (i = 0; i < 3; i++) {
+        struct rnic_sq_wqe w = write_wqe(10 + i, p->bufb, p->mrb);
+
+        tv_fill(h, p->bufa, 0x200, 20 + i);
+        tv_post_send(h, p->a, &w, s, NULL);
+        tv_expect_cqe(h, p->cqa, 10 + i, RNIC_WC_RDMA_WRITE,
+                      RNIC_WC_SUCCESS);
+        assert_gathered(h, p->bufa, p->bufb);
+    }
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_MISSES) - m0, ==, 1);
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 2);
+    } else {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_MISSES), ==, 0);
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS), ==, 0);
+    }
+}
+
+/* A source MR of its own, a's two-SGE WRITE from it posted once. */
+static uint32_t src_cached(TvPair *p, struct rnic_sge *s)
+{
+    uint32_t src = tv_reg_mr(p->d, p->pd, p->bufa, 4096, TV_ACCESS_ALL, 0,
+                             NULL);
+    struct rnic_sq_wqe w = write_wqe(1, p->bufb, p->mrb);
+
+    two_sges(s, p->bufa, src);
+    tv_post_send(p->d, p->a, &w, s, NULL);
+    tv_expect_status(p->d, p->cqa, 1, RNIC_WC_SUCCESS);
+    return src;
+}
+
+/* Deregistered between two posts: the second is a local protection error. */
+static void test_dereg(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    struct rnic_sge s[2];
+    uint32_t src = src_cached(p, s);
+    struct rnic_sq_wqe w = write_wqe(2, p->bufb, p->mrb);
+
+    dereg(p->d, p->ctx, src);
+    tv_post_send(p->d, p->a, &w, s, NULL);
+    tv_expect_status(p->d, p->cqa, 2, RNIC_WC_LOC_PROT_ERR);
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(p->d, RNIC_STAT_WQC_STALE), ==, 1);
+    }
+}
+
+/*
+ * A WQE already in the ring when its region goes: written, then the MR
+ * deregistered, then the doorbell.
+ */
+static void test_dereg_posted(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    struct rnic_sge s[2];
+    uint32_t src = src_cached(p, s);
+    struct rnic_sq_wqe w = write_wqe(2, p->bufb, p->mrb);
+
+    tv_write_send(p->d, p->a, &w, s, NULL);
+    dereg(p->d, p->ctx, src);
+    tv_ring_sq(p->d, p->a);
+    tv_expect_status(p->d, p->cqa, 2, RNIC_WC_LOC_PROT_ERR);
+}
+
+/*
+ * A fast-register MR (key 0x10) over a page of 'fill' bytes at 0x70000,
+ * registered from the other QP of the PD; a's two-SGE WRITE from it
+ * posted once (cached). Returns the STag.
+ */
+#define FR_RIGHTS (RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ)
+
+static uint32_t fast_reg_cached(TvPair *p, struct rnic_sge *s)
+{
+    TestHost *h = p->d;
+    uint32_t stag = tv_alloc_mr(h, p->pd, 1, 0x10);
+    uint64_t pg = test_alloc(h, 4096, 4096);
+    struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, 100, stag, 0x70000, pg, 1,
+                                            FR_RIGHTS);
+    struct rnic_sq_wqe w = write_wqe(1, p->bufb, p->mrb);
+
+    two_sges(s, 0x70000, stag);
+    tv_fill(h, pg, 4096, 1);
+    tv_post_send(h, p->b, &fr, NULL, NULL);
+    tv_expect_status(h, p->cqb, 100, RNIC_WC_SUCCESS);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    assert_gathered(h, pg, p->bufb);
+    return stag;
+}
+
+static void local_inv(TvPair *p, uint64_t wr_id, uint32_t stag)
+{
+    struct rnic_sq_wqe inv = tv_wqe(wr_id, RNIC_WR_LOCAL_INV, 0);
+
+    inv.imm_or_inv = stag;
+    tv_post_send(p->d, p->b, &inv, NULL, NULL);
+    tv_expect_status(p->d, p->cqb, wr_id, RNIC_WC_SUCCESS);
+}
+
+/* Invalidated locally (by the other QP): the list is refused. */
+static void test_fast_reg(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    struct rnic_sge s[2];
+    uint32_t stag = fast_reg_cached(p, s);
+    struct rnic_sq_wqe w = write_wqe(2, p->bufb, p->mrb);
+
+    local_inv(p, 101, stag);
+    tv_post_send(p->d, p->a, &w, s, NULL);
+    tv_expect_status(p->d, p->cqa, 2, RNIC_WC_LOC_PROT_ERR);
+}
+
+/*
+ * Registered again under the same key over another page: the list reads
+ * the new page; then the index under a new key: the old key is refused.
+ */
+static void test_fast_reg_pages(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    struct rnic_sge s[2];
+    uint32_t stag = fast_reg_cached(p, s);
+    uint32_t stag2 = RNIC_STAG(RNIC_STAG_INDEX(stag), 0x11);
+    uint64_t pg2 = test_alloc(h, 4096, 4096);
+    struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, 102, stag, 0x70000, pg2, 1,
+                                            FR_RIGHTS);
+    struct rnic_sq_wqe w = write_wqe(2, p->bufb, p->mrb);
+
+    tv_fill(h, pg2, 4096, 2);
+    local_inv(p, 101, stag);
+    tv_post_send(h, p->b, &fr, NULL, NULL);
+    tv_expect_status(h, p->cqb, 102, RNIC_WC_SUCCESS);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_SUCCESS);
+    assert_gathered(h, pg2, p->bufb);
+
+    local_inv(p, 103, stag);
+    fr = tv_fast_reg_wqe(h, 104, stag2, 0x70000, pg2, 1, FR_RIGHTS);
+    tv_post_send(h, p->b, &fr, NULL, NULL);
+    tv_expect_status(h, p->cqb, 104, RNIC_WC_SUCCESS);
+    w.wr_id = 3;
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 3, RNIC_WC_LOC_PROT_ERR);
+}
+
+/* Invalidated by the peer's SEND with invalidate: refused as a local key. */
+static void test_remote_inv(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    uint32_t stag = tv_alloc_mr(h, p->pd, 1, 0x20);
+    uint64_t pg = test_alloc(h, 4096, 4096);
+    struct rnic_sq_wqe fr = tv_fast_reg_wqe(h, 100, stag, 0x80000, pg, 1,
+                                            RNIC_ACCESS_LOCAL_WRITE);
+    struct rnic_sq_wqe si = tv_wqe(200, RNIC_WR_SEND_INV, 1);
+    struct rnic_sq_wqe w = write_wqe(1, p->bufb + 4096, p->mrb);
+    struct rnic_sge s[2], r = tv_sge(p->bufa + 8192, 64, p->mra);
+    struct rnic_sge one = tv_sge(p->bufb, 16, p->mrb);
+
+    two_sges(s, 0x80000, stag);
+    tv_post_send(h, p->a, &fr, NULL, NULL);
+    tv_expect_status(h, p->cqa, 100, RNIC_WC_SUCCESS);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    /* b tells a "done with your buffer" */
+    tv_post_recv(h, p->a, 300, &r, 1);
+    si.imm_or_inv = stag;
+    tv_post_send(h, p->b, &si, &one, NULL);
+    tv_expect_status(h, p->cqb, 200, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 300, RNIC_WC_SUCCESS);
+    w.wr_id = 2;
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_LOC_PROT_ERR);
+}
+
+/* A MODIFY_QP between two posts: the entry made before is not served. */
+static void test_modify(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    struct rnic_sq_wqe w = write_wqe(1, p->bufb, p->mrb);
+    struct rnic_qp_attr a = { .qp_access_flags = TV_ACCESS_ALL };
+    struct rnic_sge s[2];
+    uint64_t hits;
+
+    two_sges(s, p->bufa, p->mra);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    a.qp_state = RNIC_QPS_RTS;
+    g_assert_cmpuint(tv_modify(h, p->a, &a,
+                               RNIC_QP_STATE | RNIC_QP_ACCESS_FLAGS),
+                     ==, RNIC_ST_OK);
+    hits = tv_stat(h, RNIC_STAT_WQC_HITS);
+    w.wr_id = 2;
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS), ==, hits);
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_STALE), ==, 1);
+    }
+}
+
+/* Receive lists: repeated ones hit; one whose region went is refused. */
+static void test_recv(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    uint32_t dst = tv_reg_mr(h, p->pd, p->bufb, 4096, TV_ACCESS_ALL, 0, NULL);
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_SEND, 1);
+    struct rnic_sge s = tv_sge(p->bufa, 64, p->mra), r[2];
+    uint64_t h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+    int i;
+
+    two_sges(r, p->bufb, dst);
+    for (i = 0; i < 3; i++) {
+        tv_fill(h, p->bufa, 64, 40 + i);
+        tv_post_recv(h, p->b, 50 + i, r, 2);
+        w.wr_id = 1 + i;
+        tv_post_send(h, p->a, &w, &s, NULL);
+        tv_expect_status(h, p->cqb, 50 + i, RNIC_WC_SUCCESS);
+        tv_expect_status(h, p->cqa, 1 + i, RNIC_WC_SUCCESS);
+        tv_assert_same(h, p->bufa, p->bufb, 32);
+        tv_assert_same(h, p->bufa + 32, p->bufb + 0x100, 32);
+    }
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 2);
+    }
+    dereg(h, p->ctx, dst);
+    tv_post_recv(h, p->b, 60, r, 2);
+    w.wr_id = 9;
+    tv_post_send(h, p->a, &w, &s, NULL);
+    tv_expect_status(h, p->cqb, 60, RNIC_WC_LOC_PROT_ERR);
+}
+
+/*
+ * A second list with the first one's fingerprint and set under the
+ * cache's fold (SGE 1's address and length each one bit apart, seven bits
+ * of rotation between them): only the byte compare tells them apart, and
+ * the second must gather its own 32 + 33 bytes.
+ */
+static void test_collision(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    struct rnic_sq_wqe w = write_wqe(1, p->bufb, p->mrb);
+    struct rnic_sge s[2], t[2];
+    uint64_t hits;
+
+    two_sges(s, p->bufa, p->mra);
+    t[0] = s[0];
+    t[1] = tv_sge(p->bufa + (0x100 ^ 0x80), 32 ^ 1, p->mra);
+    tv_fill(h, p->bufa, 0x400, 5);
+    memset(test_ptr(h, p->bufb), 0, 128);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 1, RNIC_WC_SUCCESS);
+    hits = tv_stat(h, RNIC_STAT_WQC_HITS);
+    w.wr_id = 2;
+    tv_post_send(h, p->a, &w, t, NULL);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS), ==, hits);
+    tv_assert_same(h, p->bufa, p->bufb, 32);
+    tv_assert_same(h, p->bufa + 0x180, p->bufb + 32, 33);
+    g_assert_cmpuint(*(uint8_t *)test_ptr(h, p->bufb + 65), ==, 0);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    tv_test_add_pair("/rnic/wqc/hit", NULL, test_hit);
+    tv_test_add_pair("/rnic/wqc/dereg", NULL, test_dereg);
+    tv_test_add_pair("/rnic/wqc/dereg-posted", NULL, test_dereg_posted);
+    tv_test_add_pair("/rnic/wqc/fast-reg-invalidated", NULL, test_fast_reg);
+    tv_test_add_pair("/rnic/wqc/fast-reg-pages-and-key", NULL,
+                     test_fast_reg_pages);
+    tv_test_add_pair("/rnic/wqc/remote-invalidate", NULL, test_remote_inv);
+    tv_test_add_pair("/rnic/wqc/modify-qp", NULL, test_modify);
+    tv_test_add_pair("/rnic/wqc/recv", NULL, test_recv);
+    tv_test_add_pair("/rnic/wqc/collision", NULL, test_collision);
+    return g_test_run();
+}
