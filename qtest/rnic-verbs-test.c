@@ -810,9 +810,65 @@ static void test_trace(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_null(strstr(text, "rnic_wqe_start"));
 }
 
+/*
+ * x-wqe-cache: the WQE translation cache on (data: "on") or off. The same
+ * two-SGE WRITE four times moves the bytes as they are each time; with the
+ * cache the last three are hits (statistic 33); the source region
+ * deregistered, the fifth is a local protection error either way.
+ */
+static void *wqe_cache_before(GString *cmd_line, void *arg)
+{
+    g_string_append_printf(cmd_line, " -global rnic.x-wqe-cache=%s ",
+                           (const char *)arg);
+    return arg;
+}
+
+static void test_wqe_cache(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    bool on = !strcmp(data, "on");
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
+    struct rnic_sge sg[2];
+    struct rnic_sq_wqe w;
+    uint32_t src;
+    uint64_t hits;
+    int i;
+
+    loop_init(&l, obj);
+    src = tv_reg_mr(l.d, l.pd, l.bufa, 4096, TV_ACCESS_ALL, 0, NULL);
+    sg[0] = tv_sge(l.bufa, 100, src);
+    sg[1] = tv_sge(l.bufa + 1000, 100, src);
+    hits = tv_stat(l.d, RNIC_STAT_WQC_HITS);
+    for (i = 0; i < 5; i++) {
+        w = tv_wqe(70 + i, RNIC_WR_RDMA_WRITE, 2);
+        w.rdma.remote_addr = l.bufb;
+        w.rdma.rkey = l.mrb;
+        if (i == 4) {
+            c.destroy.handle = src;
+            c.destroy.net_ctx = l.ctx;
+            g_assert_cmpuint(tv_cmd(l.d, &c).status, ==, RNIC_ST_OK);
+        }
+        tv_fill(l.d, l.bufa, 1100, 10 + i);
+        tv_post_send(l.d, l.a, &w, sg, NULL);
+        if (i == 4) {
+            tv_expect_cqe(l.d, l.cqa, 74, 0, RNIC_WC_LOC_PROT_ERR);
+            break;
+        }
+        tv_expect_cqe(l.d, l.cqa, 70 + i, RNIC_WC_RDMA_WRITE,
+                      RNIC_WC_SUCCESS);
+        tv_assert_same(l.d, l.bufa, l.bufb, 100);
+        tv_assert_same(l.d, l.bufa + 1000, l.bufb + 100, 100);
+    }
+    g_assert_cmpuint(tv_stat(l.d, RNIC_STAT_WQC_HITS) - hits, ==, on ? 3 : 0);
+}
+
 static void rnic_register_verbs_tests(void)
 {
     QOSGraphTestOptions trace_opts = { .before = trace_before };
+    QOSGraphTestOptions wqc_on = { .before = wqe_cache_before,
+                                   .arg = (void *)"on" };
+    QOSGraphTestOptions wqc_off = { .before = wqe_cache_before,
+                                    .arg = (void *)"off" };
 
     qos_add_test("verbs/admin-objects", "rnic", test_admin_objects, NULL);
     qos_add_test("verbs/admin-bad-input", "rnic", test_admin_bad_input, NULL);
@@ -828,6 +884,8 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/ud", "rnic", test_ud, NULL);
     qos_add_test("verbs/msix-at-bar0", "rnic", test_msix_at_bar0, NULL);
     qos_add_test("verbs/trace", "rnic", test_trace, &trace_opts);
+    qos_add_test("verbs/wqe-cache-on", "rnic", test_wqe_cache, &wqc_on);
+    qos_add_test("verbs/wqe-cache-off", "rnic", test_wqe_cache, &wqc_off);
 }
 
 libqos_init(rnic_register_verbs_tests);
