@@ -28,6 +28,13 @@
  * Seeds (fuzz-common.h): programs that bring up a device and move traffic
  * in loopback and to the peer:
  *   ./fuzz-device corpus -max_total_time=60
+ *
+ * Built with FUZZ_WQC_DIFF (target fuzz-wqc-diff) it runs each program
+ * twice, with the WQE translation cache on and off, from the same state
+ * (STag randomness seeded alike), and aborts unless both runs leave the
+ * same guest memory, memory window, frames on the wire (a digest),
+ * interrupts and counters: the cache may change nothing but its own
+ * counters, whatever WQEs and registrations the program stages.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -103,6 +110,11 @@ typedef struct Host {
     bool scheduled;
     uint64_t now, deadline;
     uint64_t frames, dma_read, writes;  /* counters */
+#ifdef FUZZ_WQC_DIFF
+    uint64_t tx_digest, irqs;           /* what the wire and the CPU saw */
+    RnicEngineConfig cfg;
+    bool wqe_cache;                     /* of the run */
+#endif
     unsigned depth;                     /* our nested callbacks */
 } Host;
 
@@ -250,6 +262,9 @@ static void h_raise_irq(void *opaque, unsigned vector)
     Obj *qp = &H.objs[K_QP][0];
 
     CHECK(vector < RNIC_DEFAULT_VECTORS);
+#ifdef FUZZ_WQC_DIFF
+    H.irqs = H.irqs * 31 + vector + 1;
+#endif
     switch (H.msi_action[vector]) {
     case 1:
         reenter_ctrl(RNIC_CTRL_RESET);
@@ -278,6 +293,12 @@ static void h_transmit(void *opaque, const struct iovec *iov, int iovcnt)
 
     for (i = 0; i < iovcnt; i++) {
         len += iov[i].iov_len;
+#ifdef FUZZ_WQC_DIFF
+        for (size_t k = 0; k < iov[i].iov_len; k++) {
+            H.tx_digest = (H.tx_digest ^ ((uint8_t *)iov[i].iov_base)[k]) *
+                          0x100000001b3ull;
+        }
+#endif
     }
     CHECK(len <= MAX_FRAME_BYTES);
     H.frames++;
@@ -1003,7 +1024,20 @@ static void reset_host(void)
 {
     unsigned u;
 
+#ifdef FUZZ_WQC_DIFF
+    /*
+     * both runs from the same state: a new engine (a reset keeps handle
+     * cursors running), STag randomness seeded alike
+     */
+    rnic_engine_free(H.e);
+    H.e = rnic_engine_new(&H.cfg, &host_ops, NULL);
+    rnic_engine_set_wqe_cache(H.e, H.wqe_cache);
+    g_rand_set_seed(H.e->rand, 1);
+    memset(H.win, 0, WIN_SIZE);
+    H.frames = H.tx_digest = H.irqs = H.persists = 0;
+#else
     rnic_engine_reset(H.e);
+#endif
     memset(H.ram, 0, RAM_SIZE);
     for (u = 0; u < UNITS; u++) {
         memset(H.ram + (uint64_t)u * UNIT + USABLE, CANARY, PAGE);
@@ -1082,7 +1116,7 @@ static void step(Prog *g)
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void run_program(const uint8_t *data, size_t size)
 {
     Prog g = { data, data + size };
     unsigned n;
@@ -1095,8 +1129,58 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     advance(1000000000ull);
     run_all();
     check_canaries();
+}
+
+#ifdef FUZZ_WQC_DIFF
+/* What a run leaves that the guest or a peer can see, but guest memory. */
+typedef struct Outcome {
+    uint64_t frames, tx_digest, irqs, persists;
+    uint64_t stats[RNIC_STAT_COUNT];
+} Outcome;
+
+static void outcome(Outcome *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->frames = H.frames;
+    o->tx_digest = H.tx_digest;
+    o->irqs = H.irqs;
+    o->persists = H.persists;
+    memcpy(o->stats, H.e->stats, sizeof(o->stats));
+    /* the cache's own counters differ, by design */
+    o->stats[RNIC_STAT_WQC_HITS] = 0;
+    o->stats[RNIC_STAT_WQC_MISSES] = 0;
+    o->stats[RNIC_STAT_WQC_STALE] = 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static uint8_t *ram, *win;
+    Outcome on, off;
+
+    if (!ram) {
+        ram = g_malloc(RAM_SIZE);
+        win = g_malloc(WIN_SIZE);
+    }
+    H.wqe_cache = true;
+    run_program(data, size);
+    outcome(&on);
+    memcpy(ram, H.ram, RAM_SIZE);
+    memcpy(win, H.win, WIN_SIZE);
+    H.wqe_cache = false;
+    run_program(data, size);
+    outcome(&off);
+    CHECK(!memcmp(&on, &off, sizeof(on)));
+    CHECK(!memcmp(ram, H.ram, RAM_SIZE));
+    CHECK(!memcmp(win, H.win, WIN_SIZE));
     return 0;
 }
+#else
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    run_program(data, size);
+    return 0;
+}
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* Seeds                                                                  */
@@ -1146,11 +1230,18 @@ static void seed_setup(GByteArray *b, uint8_t qp_type)
     /* cmd 6: CREATE_CQ log 6 on EQ slot 5 */
     ADMIN(b, RNIC_CMD_CREATE_CQ, 0, 5, 0, 5, 0);
     RUN(b);
-    /* cmd 7: REG_MR 16 KiB at data unit 0, all rights, PD slot 4 */
-    ADMIN(b, RNIC_CMD_REG_MR, 4, 0xff, 0x3f, 0, 0, 0, 1, 0, 4, 0x1f, 0x5a);
-    /* cmds 8, 9: CREATE_QP */
-    ADMIN(b, RNIC_CMD_CREATE_QP, 0, qp_type, 4, 2, 4, 4, 4, 6, 6);
-    ADMIN(b, RNIC_CMD_CREATE_QP, 0, qp_type, 4, 2, 4, 4, 4, 6, 6);
+    /*
+     * cmd 7: REG_MR 16 KiB at data unit 0 (page list in unit 0 of the
+     * lists), PD slot 4, local/remote read/write/atomic rights, key 0x5a
+     */
+    ADMIN(b, RNIC_CMD_REG_MR, 4, 0xff, 0x3f, 0, 0, 0, 1, 0, 4, 0x1f, 0x00,
+          0x5a);
+    /*
+     * cmds 8, 9: CREATE_QP: 16 send WQEs of 256 bytes, 16 receive WQEs of
+     * 64 (3 SGEs), PD slot 4, CQ slot 6
+     */
+    ADMIN(b, RNIC_CMD_CREATE_QP, 0, qp_type, 4, 2, 4, 2, 4, 6, 6);
+    ADMIN(b, RNIC_CMD_CREATE_QP, 0, qp_type, 4, 2, 4, 2, 4, 6, 6);
     RUN(b);
 }
 
@@ -1160,9 +1251,46 @@ static void seed_modify(GByteArray *b, uint8_t qp, uint8_t state,
                         uint8_t dest)
 {
     ADMIN(b, RNIC_CMD_MODIFY_QP, 1 | mask << 1, state, 3, 14, 7, 7, 1, 4, 4,
-          0, 100, 100, 0, dest | 0x80, dest, 0x0f, dgid, sgid, qp,
+          0, 100, 100, dest | 0x80, dest, 0x0f, 0x00, dgid, sgid, qp,
           0, 0, 0, 0);
     RUN(b);
+}
+
+/*
+ * A send WQE on the SQ of QP slot 'qp' in build_send's layout: signaled,
+ * 'nsge' SGEs of 'len' bytes at 'off', 'off' + 256, ... of data unit 0
+ * under the MR (slot 7, cmd 7), to 0x1000 + 'off' of the same region.
+ */
+static void seed_send(GByteArray *b, uint8_t qp, uint8_t wr_id,
+                      uint8_t opcode, uint8_t nsge, uint16_t len,
+                      uint16_t off)
+{
+    uint16_t raddr = 0x1000 + off;
+    int k;
+
+    /* which (SQ), QP, wr_id, opcode, flags, SGEs, immediate 0 */
+    emit(b, 12, OP_SEND, 1, qp, wr_id, opcode, RNIC_WQE_SIGNALED, nsge,
+         0, 0, 0, 0, 0);
+    /* remote address in a data unit (unit 0), the MR's key */
+    emit(b, 5, 1, raddr & 0xff, raddr >> 8, 0, 7);
+    if (opcode == RNIC_WR_ATOMIC_CMP_SWP || opcode == RNIC_WR_ATOMIC_FETCH_ADD) {
+        emit(b, 2, 5, 0);       /* compare/add, swap */
+    } else {
+        emit(b, 1, 0);          /* no UD address */
+    }
+    for (k = 0; k < nsge; k++) {
+        uint16_t a = off + k * 256;
+
+        emit(b, 6, len & 0xff, len >> 8, a & 0xff, a >> 8, 0, 7);
+    }
+}
+
+/* A receive WQE of one SGE ('len' bytes at 'off' of data unit 0, MR 7). */
+static void seed_recv(GByteArray *b, uint8_t qp, uint8_t wr_id, uint16_t len,
+                      uint16_t off)
+{
+    emit(b, 11, OP_SEND, 0, qp, wr_id, 1, len & 0xff, len >> 8, off & 0xff,
+         off >> 8, 0, 7);
 }
 
 static void write_seeds(const char *dir)
@@ -1181,17 +1309,36 @@ static void write_seeds(const char *dir)
     }
     fuzz_write_seed_bytes(dir, b);
     /* + a receive on QP 1 and a SEND, a READ, an atomic on QP 0 */
-    emit(b, 10, OP_SEND, 0, 1, 1, 1, 0, 1, 0, 0, 0);
+    seed_recv(b, 1, 1, 256, 0x2000);
     emit(b, 1, OP_RUN);
-    emit(b, 12, OP_SEND, 1, 0, 1, 0, 1, 1, 0, 7, 0x10, 0, 0);
-    emit(b, 12, OP_SEND, 1, 0, 2, RNIC_WR_RDMA_READ, 1, 1, 0xff, 0xff, 0xff,
-         0xff, 1);
+    seed_send(b, 0, 1, RNIC_WR_SEND, 1, 64, 0);
+    seed_send(b, 0, 2, RNIC_WR_RDMA_READ, 1, 64, 0x800);
+    seed_send(b, 0, 3, RNIC_WR_ATOMIC_FETCH_ADD, 1, 8, 0x900);
     emit(b, 4, OP_RUN, OP_STEP, 10, OP_RUN);
     fuzz_write_seed_bytes(dir, b);
     /* + an MSI aimed at DEV_CTRL (RESET) and a retransmit timeout */
     emit(b, 2, OP_MSI, 0x80 | 1 << 3 | 1);
-    emit(b, 12, OP_SEND, 1, 0, 3, RNIC_WR_SEND, 1, 1, 0, 0, 0, 0, 0);
+    seed_send(b, 0, 4, RNIC_WR_SEND, 1, 64, 0);
     emit(b, 5, OP_RUN, OP_STEP, 23, OP_STEP, 23);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+
+    /*
+     * RC loopback, the same two-SGE WRITE three times (the WQE translation
+     * cache's hits; mutations stage registrations between them)
+     */
+    seed_setup(b, RNIC_QPT_RC);
+    for (i = 0; i < 2; i++) {
+        uint8_t me = i ? 1 : 0, other = i ? 0 : 1;
+
+        seed_modify(b, me, RNIC_QPS_INIT, 0, 0, 0, 0);
+        seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
+        seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
+    }
+    for (i = 0; i < 3; i++) {
+        seed_send(b, 0, 5 + i, RNIC_WR_RDMA_WRITE, 2, 64, 0);
+        emit(b, 1, OP_RUN);
+    }
     fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 
@@ -1202,7 +1349,7 @@ static void write_seeds(const char *dir)
         seed_modify(b, i, RNIC_QPS_RTR, 4, 0, 0, 0);
         seed_modify(b, i, RNIC_QPS_RTS, 5, 0, 0, 0);
     }
-    emit(b, 10, OP_SEND, 0, 0, 1, 1, 0, 1, 0, 0, 0);
+    seed_recv(b, 0, 1, 256, 0);
     emit(b, 11, OP_FRAME, 0, 2, 0, 0, 0x64, 0, 0, 0, 0, 0);
     emit(b, 3, OP_RUN, OP_STEP, 5);
     fuzz_write_seed_bytes(dir, b);
@@ -1213,8 +1360,7 @@ static void write_seeds(const char *dir)
     seed_modify(b, 0, RNIC_QPS_INIT, 0, 0, 0, 0);
     seed_modify(b, 0, RNIC_QPS_RTR, 1, 0, 2, 0x77);
     seed_modify(b, 0, RNIC_QPS_RTS, 2, 0, 2, 0x77);
-    emit(b, 12, OP_SEND, 1, 0, 2, RNIC_WR_RDMA_READ, 1, 1, 0xff, 0xff, 0xff,
-         0xff, 1);
+    seed_send(b, 0, 2, RNIC_WR_RDMA_READ, 1, 64, 0);
     emit(b, 1, OP_RUN);
     emit(b, 13, OP_FRAME, 0, 2, 0, 0x0d, 0, 100, 0, 0, 0, 0, 0, 0);
     emit(b, 13, OP_FRAME, 0, 2, 0, 0x11, 0, 101, 0, 0, 0, 0, 0, 0);
@@ -1254,6 +1400,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     H.ram = g_malloc0(RAM_SIZE);
     H.win = g_malloc0(WIN_SIZE);
     H.e = rnic_engine_new(&cfg, &host_ops, NULL);
+#ifdef FUZZ_WQC_DIFF
+    H.cfg = cfg;
+#endif
     fuzz_seeds(*argc, *argv, write_seeds);
     return 0;
 }
