@@ -98,7 +98,7 @@ for suite in $suites; do
             tee "$logs/fuzz-generic.tap"
         summary+=(--tap "$logs/fuzz-generic.tap")
         if [ -x tests/fuzz/run-fuzz.sh ]; then
-            tests/fuzz/run-fuzz.sh "${RNIC_FUZZ_SECONDS:-30}" >"$logs/fuzz-engine.tap" 2>"$logs/fuzz-engine.log"
+            tests/fuzz/run-fuzz.sh "${RNIC_FUZZ_SECONDS:-24}" >"$logs/fuzz-engine.tap" 2>"$logs/fuzz-engine.log"
             rc=$?
             cat "$logs/fuzz-engine.tap"
             if [ $rc != 0 ]; then

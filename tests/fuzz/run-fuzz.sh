@@ -16,7 +16,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 build=build/fuzz
 work=$build/work
-targets="fuzz-roce-decode fuzz-wire-rx fuzz-state-load fuzz-device"
+targets="fuzz-roce-decode fuzz-wire-rx fuzz-state-load fuzz-device fuzz-wqc-diff"
 opts=(-rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
 
 mkdir -p "$work"
@@ -52,8 +52,11 @@ for t in $targets; do
     dir=$work/$t
     rm -rf "$dir"
     mkdir -p "$dir/corpus"
-    if [ -d tests/fuzz/corpus/$t ]; then
-        cp tests/fuzz/corpus/$t/* "$dir/corpus/" 2>/dev/null
+    # fuzz-wqc-diff runs fuzz-device's programs: its corpus
+    src=$t
+    [ $t = fuzz-wqc-diff ] && src=fuzz-device
+    if [ -d tests/fuzz/corpus/$src ]; then
+        cp tests/fuzz/corpus/$src/* "$dir/corpus/" 2>/dev/null
     fi
     regs=(tests/fuzz/regressions/$t/*)
     if [ -e "${regs[0]}" ]; then

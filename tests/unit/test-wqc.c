@@ -14,6 +14,7 @@
  */
 #include <string.h>
 #include "rnic-test-verbs.h"
+#include "rnic-engine-int.h"
 
 /* Two SGEs, 32 bytes each, at bufa + off and bufa + off + 0x100. */
 static void two_sges(struct rnic_sge *s, uint64_t base, uint32_t key)
@@ -332,6 +333,50 @@ static void test_collision(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(*(uint8_t *)test_ptr(h, p->bufb + 65), ==, 0);
 }
 
+/*
+ * All caches together stay within an eighth of the memory budget: 48 QPs
+ * posting a list each on a 16 MiB device get caches up to 2 MiB, the rest
+ * translate without one (their WQEs still go out: the peer is not there,
+ * the requests are counted as sent).
+ */
+static void test_bounded(void)
+{
+    RnicEngineConfig cfg;
+    uint64_t cap = (16u << 20) / 8;
+    TvPair *p;
+    TestHost *h;
+    uint8_t far[16];
+    uint64_t wqes;
+    int i;
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.mem_budget_mib = 16;
+    cfg.max_mr = 1024;
+    p = tv_pair_new(&cfg);
+    h = p->d;
+    tv_gid_bytes(far, p->ctx, 200);
+    wqes = tv_stat(h, RNIC_STAT_WQES);
+    for (i = 0; i < 48; i++) {
+        TvQp *qp = tv_qp(h, RNIC_QPT_RC, p->pd, p->cqa, p->cqa, NULL, 4, 0);
+        struct rnic_sq_wqe w = write_wqe(i, 0x1000, 0x1234);
+        struct rnic_sge s[2];
+
+        tv_rc_connect(h, qp, 0, far, 0x100 + i);
+        two_sges(s, p->bufa, p->mra);
+        tv_post_send(h, qp, &w, s, NULL);
+        g_free(qp);
+    }
+    test_host_run(h);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQES) - wqes, ==, 48);
+    g_assert_cmpuint(h->engine->wqc_bytes, <=, cap);
+    if (cache_on()) {
+        g_assert_cmpuint(h->engine->wqc_bytes, >=, cap / 2);
+    } else {
+        g_assert_cmpuint(h->engine->wqc_bytes, ==, 0);
+    }
+    tv_pair_free(p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -345,5 +390,6 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/wqc/modify-qp", NULL, test_modify);
     tv_test_add_pair("/rnic/wqc/recv", NULL, test_recv);
     tv_test_add_pair("/rnic/wqc/collision", NULL, test_collision);
+    g_test_add_func("/rnic/wqc/bounded", test_bounded);
     return g_test_run();
 }
