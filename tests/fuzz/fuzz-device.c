@@ -1340,6 +1340,12 @@ static void write_seeds(const char *dir)
         emit(b, 1, OP_RUN);
     }
     fuzz_write_seed_bytes(dir, b);
+    /* + the MR deregistered (slot 7 of ctx slot 1), the same WRITE again */
+    ADMIN(b, RNIC_CMD_DEREG_MR, 0, K_MR, 7, 0, 1, 0);
+    RUN(b);
+    seed_send(b, 0, 8, RNIC_WR_RDMA_WRITE, 2, 64, 0);
+    emit(b, 1, OP_RUN);
+    fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 
     /* UD: two QPs, frames from the wire to them and a structured READ */
