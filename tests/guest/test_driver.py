@@ -421,7 +421,9 @@ echo "ktest_status=$status"
 t1=$(cut -d' ' -f1 /proc/uptime)
 echo "ktest_seconds=$(echo "$t1 $t0" | awk '{{ print $1 - $2 }}')"
 dmesg | grep rnic_ktest
-ethtool -S eth0 | grep -E 'roce_(tx|rx)' | tr -d ' '
+ethtool -S eth0 | grep -E 'roce_(tx|rx)|wqe_cache' | tr -d ' '
+rdma statistic show link rnic0/1 | tr ' ' '\n' | grep -A1 wqe_cache_hits |
+    tr '\n' ' ' | sed 's/^/rdma_stat: /'; echo
 """ + DMESG_CHECK.replace("{", "{{").replace("}", "}}") + "exit $status\n"
 
 
@@ -459,6 +461,15 @@ def ktest_two_guests(qemu: str) -> None:
     assert sres.ok, sres.report()
     assert values(sres.output, "ktest_status")[0] == "0", sres.output
     assert_clean_dmesg(sres.output)
+    # the second round's two-SGE SENDs repeat the first's lists: the WQE
+    # translation cache serves them, ethtool and rdma statistic say so
+    hits = re.search(r"wqe_cache_hits:(\d+)", cres.output)
+    assert hits and int(hits.group(1)) > 0, cres.output
+    rdma = re.search(r"rdma_stat: wqe_cache_hits (\d+)", cres.output)
+    assert rdma and int(rdma.group(1)) == int(hits.group(1)), cres.output
+    misses = re.search(r"wqe_cache_misses:(\d+)", cres.output)
+    print(f"# ktest client: wqe_cache_hits {hits.group(1)}, misses "
+          f"{misses.group(1) if misses else '?'}")
 
 
 # ---------------------------------------------------------------------------
