@@ -860,6 +860,19 @@ static void test_wqe_cache(void *obj, void *data, QGuestAllocator *alloc)
         tv_assert_same(l.d, l.bufa + 1000, l.bufb + 100, 100);
     }
     g_assert_cmpuint(tv_stat(l.d, RNIC_STAT_WQC_HITS) - hits, ==, on ? 3 : 0);
+    /* the host sees the counters too */
+    {
+        QDict *r = qtest_qmp(rnic_qts(l.d), "{ 'execute': 'qom-get', "
+                             "'arguments': { 'path': "
+                             "'/machine/peripheral-anon/device[0]', "
+                             "'property': 'x-stats' } }");
+        g_autofree char *want = g_strdup_printf("\nwqe_cache_hits %" PRIu64
+                                                "\n", hits + (on ? 3 : 0));
+        const char *text = qdict_get_str(r, "return");
+
+        g_assert_nonnull(strstr(text, want));
+        qobject_unref(r);
+    }
 }
 
 static void rnic_register_verbs_tests(void)

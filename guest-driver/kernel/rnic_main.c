@@ -22,6 +22,7 @@
 #include <linux/seq_file.h>
 
 #include "rnic.h"
+#include "rnic/rnic-abi-names.h"
 
 MODULE_AUTHOR("qemu-rnic project");
 MODULE_DESCRIPTION("Driver for the qemu-rnic emulated RoCEv2 RDMA NIC");
@@ -150,55 +151,13 @@ static void rnic_health_check(struct work_struct *work)
 
 static struct dentry *rnic_debugfs_root;
 
-/*
- * Names of the device's counters (enum rnic_stat), for debugfs and ethtool.
- * Designated, so counters the header adds later show up as "stat_<n>"
- * until they get a name here.
- */
-static const char *const rnic_stat_names[RNIC_STAT_COUNT] = {
-	[RNIC_STAT_ADMIN_CMDS] = "admin_cmds",
-	[RNIC_STAT_ADMIN_ERRORS] = "admin_errors",
-	[RNIC_STAT_DOORBELLS] = "doorbells",
-	[RNIC_STAT_DOORBELL_ERRORS] = "doorbell_errors",
-	[RNIC_STAT_WQES] = "wqes",
-	[RNIC_STAT_CQES] = "cqes",
-	[RNIC_STAT_EQES] = "eqes",
-	[RNIC_STAT_TX_FRAMES] = "roce_tx_frames",
-	[RNIC_STAT_RX_FRAMES] = "roce_rx_frames",
-	[RNIC_STAT_RX_DROPPED] = "roce_rx_dropped",
-	[RNIC_STAT_DMA_ERRORS] = "dma_errors",
-	[RNIC_STAT_TX_DROPPED] = "roce_tx_dropped",
-	[RNIC_STAT_RETRANSMITS] = "retransmits",
-	[RNIC_STAT_ETH_TX_FRAMES] = "eth_tx_frames",
-	[RNIC_STAT_ETH_TX_BYTES] = "eth_tx_bytes",
-	[RNIC_STAT_ETH_TX_ERRORS] = "eth_tx_errors",
-	[RNIC_STAT_ETH_TX_LINK_DOWN] = "eth_tx_link_down",
-	[RNIC_STAT_ETH_RX_FRAMES] = "eth_rx_frames",
-	[RNIC_STAT_ETH_RX_BYTES] = "eth_rx_bytes",
-	[RNIC_STAT_ETH_RX_MULTICAST] = "eth_rx_multicast",
-	[RNIC_STAT_ETH_RX_FILTERED] = "eth_rx_filtered",
-	[RNIC_STAT_ETH_RX_DISABLED] = "eth_rx_disabled",
-	[RNIC_STAT_ETH_RX_LENGTH_ERRORS] = "eth_rx_length_errors",
-	[RNIC_STAT_ETH_RX_DESC_ERRORS] = "eth_rx_desc_errors",
-	[RNIC_STAT_ETH_IRQS] = "eth_irqs",
-	[RNIC_STAT_RX_ERR_HEADER] = "roce_rx_err_header",
-	[RNIC_STAT_RX_ERR_ICRC] = "roce_rx_err_icrc",
-	[RNIC_STAT_RX_ERR_PKEY] = "roce_rx_err_pkey",
-	[RNIC_STAT_RX_ERR_NET] = "roce_rx_err_net",
-	[RNIC_STAT_RX_ERR_GID] = "roce_rx_err_gid",
-	[RNIC_STAT_RX_ERR_QPN] = "roce_rx_err_qpn",
-	[RNIC_STAT_RX_ERR_ADDR] = "roce_rx_err_addr",
-	[RNIC_STAT_RX_ERR_OPCODE] = "roce_rx_err_opcode",
-	[RNIC_STAT_WQC_HITS] = "wqe_cache_hits",
-	[RNIC_STAT_WQC_MISSES] = "wqe_cache_misses",
-	[RNIC_STAT_WQC_STALE] = "wqe_cache_stale",
-};
-
 /* The name of counter i into buf (ETH_GSTRING_LEN bytes). */
 void rnic_stat_name(u32 i, char *buf)
 {
-	if (i < RNIC_STAT_COUNT && rnic_stat_names[i])
-		strscpy(buf, rnic_stat_names[i], ETH_GSTRING_LEN);
+	const char *name = rnic_abi_stat_name(i);
+
+	if (name)
+		strscpy(buf, name, ETH_GSTRING_LEN);
 	else
 		snprintf(buf, ETH_GSTRING_LEN, "stat_%u", i);
 }

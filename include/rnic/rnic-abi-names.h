@@ -68,4 +68,53 @@ static inline const char *rnic_admin_status_name(unsigned int status)
     return "?";
 }
 
+/*
+ * The statistics counters' names (enum rnic_stat): ethtool -S and rdma
+ * statistic in the guest, x-stats on the host. NULL for a counter without
+ * one (shown as "stat_<n>").
+ */
+static inline const char *rnic_abi_stat_name(unsigned int i)
+{
+    static const char *const names[RNIC_STAT_COUNT] = {
+        [RNIC_STAT_ADMIN_CMDS] = "admin_cmds",
+        [RNIC_STAT_ADMIN_ERRORS] = "admin_errors",
+        [RNIC_STAT_DOORBELLS] = "doorbells",
+        [RNIC_STAT_DOORBELL_ERRORS] = "doorbell_errors",
+        [RNIC_STAT_WQES] = "wqes",
+        [RNIC_STAT_CQES] = "cqes",
+        [RNIC_STAT_EQES] = "eqes",
+        [RNIC_STAT_TX_FRAMES] = "roce_tx_frames",
+        [RNIC_STAT_RX_FRAMES] = "roce_rx_frames",
+        [RNIC_STAT_RX_DROPPED] = "roce_rx_dropped",
+        [RNIC_STAT_DMA_ERRORS] = "dma_errors",
+        [RNIC_STAT_TX_DROPPED] = "roce_tx_dropped",
+        [RNIC_STAT_RETRANSMITS] = "retransmits",
+        [RNIC_STAT_ETH_TX_FRAMES] = "eth_tx_frames",
+        [RNIC_STAT_ETH_TX_BYTES] = "eth_tx_bytes",
+        [RNIC_STAT_ETH_TX_ERRORS] = "eth_tx_errors",
+        [RNIC_STAT_ETH_TX_LINK_DOWN] = "eth_tx_link_down",
+        [RNIC_STAT_ETH_RX_FRAMES] = "eth_rx_frames",
+        [RNIC_STAT_ETH_RX_BYTES] = "eth_rx_bytes",
+        [RNIC_STAT_ETH_RX_MULTICAST] = "eth_rx_multicast",
+        [RNIC_STAT_ETH_RX_FILTERED] = "eth_rx_filtered",
+        [RNIC_STAT_ETH_RX_DISABLED] = "eth_rx_disabled",
+        [RNIC_STAT_ETH_RX_LENGTH_ERRORS] = "eth_rx_length_errors",
+        [RNIC_STAT_ETH_RX_DESC_ERRORS] = "eth_rx_desc_errors",
+        [RNIC_STAT_ETH_IRQS] = "eth_irqs",
+        [RNIC_STAT_RX_ERR_HEADER] = "roce_rx_err_header",
+        [RNIC_STAT_RX_ERR_ICRC] = "roce_rx_err_icrc",
+        [RNIC_STAT_RX_ERR_PKEY] = "roce_rx_err_pkey",
+        [RNIC_STAT_RX_ERR_NET] = "roce_rx_err_net",
+        [RNIC_STAT_RX_ERR_GID] = "roce_rx_err_gid",
+        [RNIC_STAT_RX_ERR_QPN] = "roce_rx_err_qpn",
+        [RNIC_STAT_RX_ERR_ADDR] = "roce_rx_err_addr",
+        [RNIC_STAT_RX_ERR_OPCODE] = "roce_rx_err_opcode",
+        [RNIC_STAT_WQC_HITS] = "wqe_cache_hits",
+        [RNIC_STAT_WQC_MISSES] = "wqe_cache_misses",
+        [RNIC_STAT_WQC_STALE] = "wqe_cache_stale",
+    };
+
+    return i < RNIC_STAT_COUNT ? names[i] : NULL;
+}
+
 #endif /* RNIC_ABI_NAMES_H */

@@ -32,6 +32,7 @@
 #include "system/runstate.h"
 #include "system/system.h"
 #include "hw/rdma/rnic.h"
+#include "rnic/rnic-abi-names.h"
 #include "trace.h"
 
 /* One macro for the guest's mistakes: trace event plus guest-error log. */
@@ -1240,6 +1241,30 @@ static char *rnic_get_tables(Object *obj, Error **errp)
     return s->engine ? rnic_engine_describe_tables(s->engine) : g_strdup("");
 }
 
+/*
+ * 'x-stats': the device's counters (BAR0 statistics) as "name value"
+ * lines, the names ethtool -S shows in the guest. Read-only, for qom-get.
+ */
+static char *rnic_get_stats(Object *obj, Error **errp)
+{
+    RnicState *s = RNIC(obj);
+    GString *out = g_string_new(NULL);
+    unsigned i;
+
+    for (i = 0; s->engine && i < RNIC_STAT_COUNT; i++) {
+        const char *name = rnic_abi_stat_name(i);
+
+        if (name) {
+            g_string_append_printf(out, "%s %" PRIu64 "\n", name,
+                                   rnic_engine_stat(s->engine, i));
+        } else {
+            g_string_append_printf(out, "stat_%u %" PRIu64 "\n", i,
+                                   rnic_engine_stat(s->engine, i));
+        }
+    }
+    return g_string_free(out, false);
+}
+
 static void rnic_class_init(ObjectClass *oc, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(oc);
@@ -1262,6 +1287,9 @@ static void rnic_class_init(ObjectClass *oc, void *data)
     object_class_property_add_str(oc, "x-tables", rnic_get_tables, NULL);
     object_class_property_set_description(oc, "x-tables",
         "per-network-context mapping tables and QPs (read-only)");
+    object_class_property_add_str(oc, "x-stats", rnic_get_stats, NULL);
+    object_class_property_set_description(oc, "x-stats",
+        "the device's counters, one 'name value' line each (read-only)");
     rnic_window_class_init(oc);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
