@@ -377,6 +377,36 @@ static void test_bounded(void)
     tv_pair_free(p);
 }
 
+/*
+ * A QP whose lists never repeat looks up only one in 16 after 64 misses;
+ * a list that then repeats is found again and the QP is warm: of 48
+ * repeats at least the last 16 are hits.
+ */
+static void test_cold(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    struct rnic_sge s[2];
+    uint64_t h0 = 0;
+    int i;
+
+    for (i = 0; i < 80 + 48; i++) {
+        struct rnic_sq_wqe w = write_wqe(i, p->bufb, p->mrb);
+
+        if (i == 80) {
+            h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+        }
+        two_sges(s, p->bufa + (i < 80 ? i * 64 : 0), p->mra);
+        tv_post_send(h, p->a, &w, s, NULL);
+        tv_expect_status(h, p->cqa, i, RNIC_WC_SUCCESS);
+    }
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, >=, 16);
+        /* the unique ones: not all looked up */
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_MISSES), <, 80);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -391,5 +421,6 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/wqc/recv", NULL, test_recv);
     tv_test_add_pair("/rnic/wqc/collision", NULL, test_collision);
     g_test_add_func("/rnic/wqc/bounded", test_bounded);
+    tv_test_add_pair("/rnic/wqc/cold", NULL, test_cold);
     return g_test_run();
 }

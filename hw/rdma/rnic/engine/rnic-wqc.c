@@ -47,7 +47,9 @@
  * table lookup and its checks) costs what a lookup here does (measured,
  * docs/benchmarks.md "WQE translation cache").
  */
+#ifndef RNIC_WQC_MIN_SGE        /* -D for the measurement's other side */
 #define RNIC_WQC_MIN_SGE    2
+#endif
 /*
  * After this many misses in a row (a QP whose lists never repeat), only
  * one list in RNIC_WQC_COLD_EVERY is looked up and entered, until a hit:
