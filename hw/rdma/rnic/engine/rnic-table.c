@@ -154,25 +154,39 @@ void rnic_work_queue(RnicEngine *e, RnicWork *w)
 /* Below this size a copy through the bounce buffer beats mapping. */
 #define RNIC_MAP_MIN 1024
 
+/*
+ * Guest-to-guest copy. Both sides mapped: memmove between them, since a
+ * guest may name overlapping source and destination (a WRITE within one
+ * buffer, or two guest addresses of the same host memory) and a copy of
+ * overlapping bytes must not be memcpy's. Otherwise through the bounce
+ * buffer.
+ */
 int rnic_dma_copy(RnicEngine *e, uint64_t dst, uint64_t src, uint64_t len)
 {
     const RnicHostOps *ops = e->ops;
 
     while (len) {
-        uint64_t n = len;
-        void *p = NULL;
+        uint64_t n = len, m;
+        void *p = NULL, *q = NULL;
 
         if (ops->dma_map && len >= RNIC_MAP_MIN) {
             p = ops->dma_map(e->opaque, dst, &n, true);
         }
         if (p) {
-            int r = ops->dma_read(e->opaque, src, p, n);
-
-            ops->dma_unmap(e->opaque, p, n, true, r ? 0 : n);
-            if (r) {
-                rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
-                return -1;
+            m = n;
+            q = ops->dma_map(e->opaque, src, &m, false);
+            if (!q) {
+                ops->dma_unmap(e->opaque, p, n, true, 0);
+                p = NULL;
             }
+        }
+        if (p) {
+            uint64_t k = MIN(n, m);
+
+            memmove(p, q, k);
+            ops->dma_unmap(e->opaque, q, m, false, k);
+            ops->dma_unmap(e->opaque, p, n, true, k);
+            n = k;
         } else {
             n = MIN(len, RNIC_BOUNCE_SIZE);
             if (rnic_dma_read(e, src, e->bounce, n) ||
