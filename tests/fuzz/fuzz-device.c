@@ -1293,12 +1293,11 @@ static void seed_recv(GByteArray *b, uint8_t qp, uint8_t wr_id, uint16_t len,
          off >> 8, 0, 7);
 }
 
-static void write_seeds(const char *dir)
+/* RC loopback: QP slot 0 (cmd 8) <-> slot 1 (cmd 9), both in RTS. */
+static void seed_rc_loopback(GByteArray *b)
 {
-    GByteArray *b = g_byte_array_new();
     int i;
 
-    /* RC loopback: QP slot 0 (cmd 8) <-> slot 1 (cmd 9), SEND + RECV */
     seed_setup(b, RNIC_QPT_RC);
     for (i = 0; i < 2; i++) {
         uint8_t me = i ? 1 : 0, other = i ? 0 : 1;
@@ -1307,6 +1306,15 @@ static void write_seeds(const char *dir)
         seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
         seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
     }
+}
+
+static void write_seeds(const char *dir)
+{
+    GByteArray *b = g_byte_array_new();
+    int i;
+
+    /* RC loopback, SEND + RECV */
+    seed_rc_loopback(b);
     fuzz_write_seed_bytes(dir, b);
     /* + a receive on QP 1 and a SEND, a READ, an atomic on QP 0 */
     seed_recv(b, 1, 1, 256, 0x2000);
@@ -1327,14 +1335,7 @@ static void write_seeds(const char *dir)
      * RC loopback, the same two-SGE WRITE three times (the WQE translation
      * cache's hits; mutations stage registrations between them)
      */
-    seed_setup(b, RNIC_QPT_RC);
-    for (i = 0; i < 2; i++) {
-        uint8_t me = i ? 1 : 0, other = i ? 0 : 1;
-
-        seed_modify(b, me, RNIC_QPS_INIT, 0, 0, 0, 0);
-        seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
-        seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
-    }
+    seed_rc_loopback(b);
     for (i = 0; i < 3; i++) {
         seed_send(b, 0, 5 + i, RNIC_WR_RDMA_WRITE, 2, 64, 0);
         emit(b, 1, OP_RUN);
