@@ -10,10 +10,28 @@
 # asks ninja, which finds nothing to do.
 #
 #   scripts/build-qemu.sh            fetch + overlay + configure + build
+#   scripts/build-qemu.sh --install  the same, then install qemu-system-x86_64,
+#                                    qemu-img and qemu-bridge-helper into the
+#                                    prefix (a libvirt <emulator>)
 #   QEMU_SANITIZE=1 scripts/...      separate clang ASan/UBSan + libFuzzer build
 #                                    in build/qemu/build-asan: the same binaries
 #                                    plus qemu-fuzz-x86_64 (generic-fuzz-rnic)
+#   RNIC_QEMU_DEVICES=full ...       QEMU's whole default x86 device set plus
+#                                    rnic, in build/qemu/build-full (default:
+#                                    the reduced set of scripts/qemu/rnic-devices.mak)
+#   RNIC_QEMU_PREFIX=DIR ...         the prefix (default /opt/qemu-rnic); its
+#                                    etc/qemu/bridge.conf and libexec are what
+#                                    -netdev bridge uses
+#
+# KVM is enabled: the binary uses it with -accel kvm where /dev/kvm works
+# and runs TCG elsewhere (the tests use TCG).
 set -euo pipefail
+install=0
+case "${1:-}" in
+    --install) install=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--install]" >&2; exit 2 ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=$top/build/qemu
 dl=$top/build/dl
@@ -96,21 +114,28 @@ add_line_after tests/qtest/fuzz/generic_fuzz_configs.h \
 # Firmware comes from Debian's packages, not from the stripped tarball.
 firmware=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
 bdir=$work/build
+prefix=${RNIC_QEMU_PREFIX:-/opt/qemu-rnic}
 flags=(--python=/usr/bin/python3 --target-list=x86_64-softmmu
-       --without-default-devices --with-devices-x86_64=rnic
+       --prefix="$prefix" --with-devices-x86_64=rnic
        --firmwarepath=$firmware
        --disable-docs --disable-werror --enable-slirp --disable-gtk
        --disable-sdl --disable-vnc --disable-download --disable-rust
-       --disable-install-blobs --disable-xen --disable-kvm --enable-tcg
+       --disable-install-blobs --disable-xen --enable-kvm --enable-tcg
        --disable-spice --disable-opengl --disable-curses --disable-capstone
        --disable-libusb --disable-usb-redir --disable-smartcard --disable-linux-io-uring
        --disable-plugins --enable-trace-backends=log)
 cc=gcc cxx=g++
-targets=(qemu-system-x86_64 qemu-img tests/qtest/rnic/rnic-qos-test tests/qtest/rnic/rnic-cli-test)
+case "${RNIC_QEMU_DEVICES:-reduced}" in
+    reduced) flags+=(--without-default-devices) ;;
+    full) bdir=$work/build-full ;;
+    *) log "RNIC_QEMU_DEVICES must be 'reduced' or 'full'"; exit 2 ;;
+esac
+targets=(qemu-system-x86_64 qemu-img qemu-bridge-helper
+         tests/qtest/rnic/rnic-qos-test tests/qtest/rnic/rnic-cli-test)
 if [ "${QEMU_SANITIZE:-0}" = 1 ]; then
     # clang, so that one build serves the sanitized qtests and libFuzzer
     # (--enable-fuzzing needs -fsanitize=fuzzer: clang + libclang-rt-14-dev).
-    bdir=$work/build-asan
+    bdir=$bdir-asan
     cc=clang cxx=clang++
     flags+=(--enable-fuzzing --enable-asan --enable-ubsan)
     targets+=(qemu-fuzz-x86_64)
@@ -146,3 +171,26 @@ log "building in $bdir"
 ninja -C "$bdir" "${targets[@]}"
 echo "$(cat "$src/DEBIAN_VERSION")" > "$bdir/RNIC_QEMU_VERSION"
 log "done: $bdir/qemu-system-x86_64 (QEMU $(cat "$src/DEBIAN_VERSION"))"
+
+# --- 6. install (--install) ----------------------------------------------------
+# Only what a user runs: the emulator, qemu-img and the bridge helper, at the
+# paths the binaries were configured for (firmware stays Debian's). The
+# helper is setuid root, executable by the group kvm as in Debian's package,
+# so that an unprivileged QEMU (libvirt's qemu:// session, a user) can attach
+# to the bridges its bridge.conf allows; bridge.conf allows none until edited.
+if [ "$install" = 1 ]; then
+    log "installing into $prefix"
+    install -D -m 755 "$bdir/qemu-system-x86_64" "$prefix/bin/qemu-system-x86_64"
+    install -D -m 755 "$bdir/qemu-img" "$prefix/bin/qemu-img"
+    if getent group kvm >/dev/null; then
+        install -D -o root -g kvm -m 4750 "$bdir/qemu-bridge-helper" "$prefix/libexec/qemu-bridge-helper"
+    else
+        install -D -m 755 "$bdir/qemu-bridge-helper" "$prefix/libexec/qemu-bridge-helper"
+    fi
+    if [ ! -e "$prefix/etc/qemu/bridge.conf" ]; then
+        install -d "$prefix/etc/qemu"
+        printf '%s\n' "# qemu-bridge-helper ACL: one 'allow BRIDGE' (or 'allow all') per line" \
+            "# allow br0" > "$prefix/etc/qemu/bridge.conf"
+    fi
+    log "installed: $prefix/bin/qemu-system-x86_64, qemu-img, $prefix/libexec/qemu-bridge-helper"
+fi

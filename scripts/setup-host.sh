@@ -9,7 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # Packages from bookworm itself. clang and libclang-rt-14-dev: the sanitized
 # QEMU (--enable-fuzzing needs -fsanitize=fuzzer) and the libFuzzer targets;
-# llvm: llvm-symbolizer for their stacks.
+# llvm: llvm-symbolizer for their stacks. libcap-ng-dev: qemu-bridge-helper
+# drops its capabilities with it.
 BASE_PKGS=(
     build-essential pkg-config ninja-build flex bison python3-venv python3
     libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev zlib1g-dev
@@ -17,7 +18,7 @@ BASE_PKGS=(
     qemu-system-data seabios ipxe-qemu
     cmake libnl-3-dev libnl-route-3-dev libudev-dev
     ccache git ca-certificates dwarves tshark
-    clang libclang-rt-14-dev llvm
+    clang libclang-rt-14-dev llvm libcap-ng-dev
 )
 # Packages that must come from bookworm-backports.
 BPO_PKGS=(meson python3-pycotap)

@@ -94,6 +94,12 @@ class MigrationRun:
     # frames the switch received from each port (by MAC's first port):
     # {"before": {port: n}, "after": {...}} at the migration's start / end
     hub_frames: Dict[str, Dict[int, int]] = field(default_factory=dict)
+    b_port: object = None           # B's port on the segment
+    # a segment that reports where a MAC is now (linux_bridge.Bridge): A's
+    # port before the migration, the port it moved to after the switchover
+    # with A still on the segment (the announce), and how long that took
+    a_ports: tuple = ()
+    relearn_ms: Optional[float] = None
     # B's clock: host monotonic time minus B's "t=" (seconds since B's
     # traffic started), from when its progress lines appeared on the console
     b_clock_offset: Optional[float] = None
@@ -187,18 +193,6 @@ def _last_progress(console: str, regex: str) -> Optional[int]:
     return int(found[-1]) if found else None
 
 
-def _hub_frames(log: str) -> Dict[int, int]:
-    """{port: frames-in} from the hub's last statistics in LOG."""
-    return {int(m.group(1)): int(m.group(2)) for m in
-            re.finditer(r"port (\d+) frames-in=(\d+)", log)}
-
-
-def port_of(hub_log: str, mac: str) -> Optional[int]:
-    """The port where the switch first learned MAC."""
-    match = re.search(rf"mac {mac} learned on port (\d+)", hub_log)
-    return int(match.group(1)) if match else None
-
-
 class _Clock:
     """Maps B's "t=" onto the host's monotonic clock: each progress line
     is stamped when it first appears on B's console; the smallest
@@ -234,28 +228,35 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
                   max_bandwidth: int = 2 << 30,
                   downtime_limit: Optional[int] = None,
                   memory: int = 512,
-                  server_port: Optional[int] = None) -> MigrationRun:
+                  server_port: Optional[int] = None,
+                  segment=None) -> MigrationRun:
     """Boot A, B and A', start the traffic, migrate A -> A' once B's console
     matches RUNNING (or, if RUNNING_FRAMES, once the switch has received
     that many frames from B), + SETTLE seconds; wait for both scripts,
     return it all.
     MAX_BANDWIDTH (bytes/s) and DOWNTIME_LIMIT (ms, None: QEMU's default
     300) are the migration parameters. SERVER_PORT: B's command starts only
-    once A's command listens on this TCP port."""
+    once A's command listens on this TCP port. SEGMENT: the Ethernet
+    segment (default: a new rnic_hub.Hub; or a linux_bridge.Bridge): its
+    attach (the destination's first, then A's, then B's), port_of and
+    frames_from are used."""
     run = MigrationRun()
-    with Hub() as hub, tempfile.TemporaryDirectory(prefix="rnic-mig-") as tmp:
+    with (segment or Hub()) as hub, tempfile.TemporaryDirectory(prefix="rnic-mig-") as tmp:
         uri = f"unix:{tmp}/migrate.sock"
         a_script = SCRIPT_A.replace("@CMD@", a_cmd).replace(
             "@LISTENING@", LISTENING.replace("@PORT@", str(server_port)) if server_port else "")
         b_script = SCRIPT_B.replace("@CMD@", b_cmd).replace(
             "@WAIT_LISTENING@", WAIT_LISTENING if server_port else "")
-        a_args = hub.netdev_args("rnic", MAC_A, device_id="rnic0")
+        d_net, d_wrap = hub.attach("rnic", MAC_A, device_id="rnic0")
+        a_net, a_wrap = hub.attach("rnic", MAC_A, device_id="rnic0")
+        b_net, b_wrap = hub.attach("rnic", MAC_B, device_id="rnic0")
         dest = Guest(a_script, name=f"{name}-A2", qemu=qemu, initrd=initrd, memory=memory,
-                     timeout=timeout, args=a_args + DEST_TRACE + ["-incoming", uri])
+                     timeout=timeout, wrapper=d_wrap,
+                     args=d_net + DEST_TRACE + ["-incoming", uri])
         source = Guest(a_script, name=f"{name}-A", qemu=qemu, initrd=initrd, memory=memory,
-                       timeout=timeout, args=a_args + SOURCE_TRACE)
+                       timeout=timeout, wrapper=a_wrap, args=a_net + SOURCE_TRACE)
         peer = Guest(b_script, name=f"{name}-B", qemu=qemu, initrd=initrd, memory=memory,
-                     timeout=timeout, args=hub.netdev_args("rnic", MAC_B, device_id="rnic0"))
+                     timeout=timeout, wrapper=b_wrap, args=b_net)
         source_done = False
         try:
             dest.launch()
@@ -266,8 +267,7 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
             if running_frames:
                 # traffic seen on the switch: B's port sent that many frames
                 while True:
-                    port = port_of(hub.log(), MAC_B)
-                    frames = _hub_frames(hub.stats()).get(port, 0) if port is not None else 0
+                    frames = hub.frames_from(hub.port_of(MAC_B))
                     if frames >= running_frames:
                         break
                     if time.monotonic() > deadline or peer.poll():
@@ -284,7 +284,9 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
             source.vm.cmd("migrate-set-parameters", **params)
             run.params = source.vm.cmd("query-migrate-parameters")
             run.b_progress_before = _last_progress(peer.console(), progress)
-            run.hub_frames["before"] = _hub_frames(hub.stats())
+            run.b_port = hub.port_of(MAC_B)
+            run.hub_frames["before"] = {run.b_port: hub.frames_from(run.b_port)}
+            a_port = hub.port_of(MAC_A)
             t0 = time.monotonic()
             source.vm.cmd("migrate", uri=uri)
             while True:
@@ -297,7 +299,17 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
                     break
                 clock.sleep(0.02)
             t1 = time.monotonic()
-            run.hub_frames["after"] = _hub_frames(hub.stats())
+            run.hub_frames["after"] = {run.b_port: hub.frames_from(run.b_port)}
+            if hasattr(hub, "wait_port") and info.get("status") == "completed":
+                # A (stopped, its tap still up) and A' are both on the
+                # segment: A''s announce moves A's MAC to A''s port
+                while time.monotonic() < t1 + 5:
+                    now = hub.port_of(MAC_A)
+                    if now and now != a_port:
+                        run.relearn_ms = (time.monotonic() - t1) * 1e3
+                        run.a_ports = (a_port, now)
+                        break
+                    time.sleep(0.005)
             run.migrate_seconds = t1 - t0
             run.info = info
             run.b_progress_after = _last_progress(peer.console(), progress)

@@ -206,7 +206,7 @@ def build_provider_image() -> bool:
     return build.returncode == 0
 
 
-NETDEVS = ("stream", "dgram")
+NETDEVS = ("stream", "dgram", "tcp", "tcp-nodelay")
 
 # setsockopt() option that may exceed net.core.wmem_max (CAP_NET_ADMIN)
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
@@ -227,16 +227,42 @@ def socket_pair(sndbuf: int) -> Tuple[socket.socket, socket.socket]:
     return pair
 
 
+def tcp_pair() -> Tuple[socket.socket, socket.socket]:
+    """Two ends of one TCP connection over the loopback interface, both
+    with TCP_NODELAY: QEMU's -netdev stream turns Nagle off only on the
+    side that connects (net/stream.c), so the listening side's small frames
+    (an ACK, a READ response) wait for the previous one's ACK (the peer's
+    delayed ACK: up to 40 ms). Handed to both QEMUs as addr.type=fd."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    for end in (server, client):
+        end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return server, client
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def pair_netdev(kind: str, tmp: str, me: int, nic: str, mac: str,
-                fd: Optional[int] = None) -> List[str]:
+                fd: Optional[int] = None, port: int = 0) -> List[str]:
     """Guest ME's (1 or 2) end of the segment: KIND "stream" (one unix
-    stream socket, guest 1 listening; or the connected socket FD) or
-    "dgram" (guest ME binds TMP/ME.sock and sends to the other's), with
-    NIC (rnic or rxe)."""
-    if kind == "stream" and fd is not None:
+    stream socket, guest 1 listening; or the connected socket FD),
+    "dgram" (guest ME binds TMP/ME.sock and sends to the other's), "tcp"
+    (QEMU's own TCP: guest 1 listens on 127.0.0.1:PORT, Nagle on there) or
+    "tcp-nodelay" (FD: one end of tcp_pair), with NIC (rnic or rxe)."""
+    if kind in ("stream", "tcp-nodelay") and fd is not None:
         netdev = f"stream,id=n0,server=off,addr.type=fd,addr.str={fd}"
     elif kind == "stream":
         netdev = f"stream,id=n0,addr.type=unix,addr.path={tmp}/segment.sock"
+        netdev += ",server=on" if me == 1 else ",server=off,reconnect-ms=200"
+    elif kind == "tcp":
+        netdev = f"stream,id=n0,addr.type=inet,addr.host=127.0.0.1,addr.port={port}"
         netdev += ",server=on" if me == 1 else ",server=off,reconnect-ms=200"
     elif kind == "dgram":
         netdev = (f"dgram,id=n0,local.type=unix,local.path={tmp}/{me}.sock,"
@@ -266,7 +292,8 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              sched: HostSched = HostSched(),
              netdev: str = "stream",
              sndbuf: Optional[int] = None,
-             scm_mib: Tuple[int, int] = (0, 0)) -> Tuple[GuestResult, GuestResult]:
+             scm_mib: Tuple[int, int] = (0, 0),
+             segment=None) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
     also kept in LOG_DIR/NAME-1.out and NAME-2.out. SCHED: host scheduling
     of both guests' QEMU threads (rnic_guest.HostSched); NETDEV: the
@@ -274,23 +301,30 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
     QEMUs by a socket pair with this send buffer (socket_pair) instead of
     a listening unix socket. QEMU: the binary (default: $RNIC_QEMU or the
     project's build, as for one guest). SCM_MIB: per guest, a persistent
-    memory window of that many MiB on its rnic (scm_window; 0: none)."""
+    memory window of that many MiB on its rnic (scm_window; 0: none).
+    SEGMENT: instead of NETDEV, a started segment both guests join
+    (linux_bridge.Bridge or .VxlanHosts: attach(nic, mac) gives a guest's
+    QEMU arguments and the command its QEMU runs under)."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
     if sndbuf is not None and netdev != "stream":
         raise ValueError("sndbuf: only with the stream netdev")
-    pair = socket_pair(sndbuf) if sndbuf is not None else None
+    pair = (socket_pair(sndbuf) if sndbuf is not None else
+            tcp_pair() if netdev == "tcp-nodelay" else None)
+    port = free_tcp_port() if netdev == "tcp" else 0
     try:
         with tempfile.TemporaryDirectory(prefix="rnic-pair-") as tmp:
             guests = []
             for me, script, mac in ((1, s1, "52:54:00:00:02:01"),
                                     (2, s2, "52:54:00:00:02:02")):
                 fd = pair[me - 1].fileno() if pair else None
+                net, wrapper = (segment.attach(kinds[me - 1], mac) if segment else
+                                (pair_netdev(netdev, tmp, me, kinds[me - 1], mac, fd, port), []))
                 guests.append(Guest(
                     script, name=f"{name}-{me}", qemu=qemu, initrd=initrd,
                     timeout=timeout, sched=sched,
-                    args=scm_window(pair_netdev(netdev, tmp, me, kinds[me - 1], mac, fd),
-                                    tmp, me, scm_mib[me - 1]),
-                    pass_fds=[fd] if fd is not None else []))
+                    args=scm_window(net, tmp, me, scm_mib[me - 1]),
+                    pass_fds=[fd] if fd is not None else [],
+                    wrapper=wrapper))
             r1, r2 = run_guests(guests)
     finally:
         for end in pair or ():

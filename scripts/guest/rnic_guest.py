@@ -140,6 +140,8 @@ class Guest:
     pass_fds: file descriptors QEMU inherits (and ARGS name), e.g. one end
              of a socket pair for -netdev stream,addr.type=fd; only this
              guest's QEMU gets them.
+    wrapper: a command QEMU runs under, e.g. ["ip", "netns", "exec", NS]
+             (linux_bridge.Bridge.wrapper).
     """
 
     def __init__(self, script: Union[str, Path, None] = None, *,
@@ -155,8 +157,10 @@ class Guest:
                  log_dir: Union[str, Path, None] = None,
                  keep_logs: bool = False,
                  sched: HostSched = HostSched(),
-                 pass_fds: Sequence[int] = ()):
+                 pass_fds: Sequence[int] = (),
+                 wrapper: Sequence[str] = ()):
         self.name = name
+        self.wrapper = list(wrapper)
         self.pass_fds = list(pass_fds)
         self.sched = sched
         self.script = script
@@ -221,7 +225,7 @@ class Guest:
         self.console_path = self.log_dir / "console.log"
         self.console_path.write_bytes(b"")
         self.vm = QEMUMachine(str(self.qemu), args=self.qemu_args(),
-                              name=self.name, log_dir=str(self.log_dir),
+                              wrapper=self.wrapper, name=self.name, log_dir=str(self.log_dir),
                               base_temp_dir=str(self.log_dir))
         self._launch_time = time.monotonic()
         for fd in self.pass_fds:

@@ -12,12 +12,13 @@ into build/tools/rnic-hub (cc, a few hundred lines, well under a second).
 """
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 TOP = Path(__file__).resolve().parents[2]
 SOURCE = TOP / "tests/tools/rnic-hub.c"
@@ -72,6 +73,10 @@ class Hub:
             device += f",id={device_id}"
         return ["-netdev", netdev, "-device", f"{device},netdev={netdev_id},mac={mac}"]
 
+    def attach(self, nic: str, mac: str, device_id: str = "") -> Tuple[List[str], List[str]]:
+        """A guest's QEMU arguments on the hub, and no wrapper command."""
+        return self.netdev_args(nic, mac, device_id=device_id), []
+
     def log(self) -> str:
         if self.log_path and self.log_path.exists():
             return self.log_path.read_text(errors="replace")
@@ -83,6 +88,17 @@ class Hub:
             self.proc.send_signal(signal.SIGUSR1)
             time.sleep(0.2)
         return self.log()
+
+    def port_of(self, mac: str) -> Optional[int]:
+        """The port where the switch first learned MAC."""
+        match = re.search(rf"mac {mac} learned on port (\d+)", self.log())
+        return int(match.group(1)) if match else None
+
+    def frames_from(self, port: Optional[int]) -> int:
+        """Frames the switch received on PORT, from its statistics."""
+        frames = {int(m.group(1)): int(m.group(2)) for m in
+                  re.finditer(r"port (\d+) frames-in=(\d+)", self.stats())}
+        return frames.get(port, 0) if port is not None else 0
 
     def stop(self) -> str:
         """Stop the hub (it prints its statistics first); return the log."""

@@ -1,9 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """device-visible: the guest kernel enumerates -device rnic as the ABI header
 describes it (IDs, Ethernet class, BARs, MSI-X), on the q35 root bus and
-behind a PCIe root port. No driver is involved: sysfs and config space only."""
+behind a PCIe root port. No driver is involved: sysfs and config space only.
 
-from guesttest import abi_define, case, parse_pci, pci_show_script, rnic_ids
+device-visible-libvirt-set: the same among the devices a default libvirt
+q35 domain has (each behind its own pcie-root-port: qemu-xhci with a
+usb-tablet, virtio-serial with a console port, virtio-balloon, virtio-rng,
+bochs-display), so the build a user installs carries them and they
+coexist with rnic.
+
+qemu-user-build: the build is one a user runs: KVM compiled in (-accel
+help), qemu-img and qemu-bridge-helper built and runnable."""
+
+import subprocess
+from pathlib import Path
+
+from guesttest import abi_define, case, parse_pci, pci_show_script, procedure, rnic_ids
 
 
 def script() -> str:
@@ -59,3 +71,45 @@ case("device-visible-root-port",
      ["-device", "pcie-root-port,id=rp0,chassis=1", "-device", "rnic,bus=rp0"],
      script, lambda result: check_rnic(result, behind_root_port=True),
      requires=["rnic"])
+
+
+# What virt-install --osinfo debian12 --graphics none gives a q35 domain
+# (libvirt 11): every PCIe device on a root port of its own.
+LIBVIRT_SET = ["-device", "pcie-root-port,id=rp1,chassis=1,port=0x10,addr=0x2.0,multifunction=on",
+               "-device", "pcie-root-port,id=rp2,chassis=2,port=0x11,addr=0x2.1",
+               "-device", "pcie-root-port,id=rp3,chassis=3,port=0x12,addr=0x2.2",
+               "-device", "pcie-root-port,id=rp4,chassis=4,port=0x13,addr=0x2.3",
+               "-device", "pcie-root-port,id=rp5,chassis=5,port=0x14,addr=0x2.4",
+               "-device", "pcie-root-port,id=rp6,chassis=6,port=0x15,addr=0x2.5",
+               "-device", "qemu-xhci,id=usb,bus=rp1,p2=15,p3=15",
+               "-device", "usb-tablet,id=input0,bus=usb.0,port=1",
+               "-device", "virtio-serial-pci,id=vs0,bus=rp2",
+               "-chardev", "null,id=charchannel0",
+               "-device", "virtserialport,bus=vs0.0,nr=1,chardev=charchannel0,"
+                          "id=channel0,name=org.qemu.guest_agent.0",
+               "-device", "virtio-balloon-pci,id=balloon0,bus=rp3",
+               "-object", "rng-random,id=objrng0,filename=/dev/urandom",
+               "-device", "virtio-rng-pci,rng=objrng0,id=rng0,bus=rp4",
+               "-device", "bochs-display,id=video0,bus=rp5",
+               "-device", "rnic,bus=rp6"]
+case("device-visible-libvirt-set", LIBVIRT_SET, script,
+     lambda result: check_rnic(result, behind_root_port=True),
+     requires=["rnic", "qemu-xhci", "usb-tablet", "virtio-serial-pci",
+               "virtio-balloon-pci", "virtio-rng-pci", "bochs-display"])
+
+
+@procedure("qemu-user-build", requires=["rnic"])
+def qemu_user_build(qemu: str) -> None:
+    out = subprocess.run([qemu, "-accel", "help"], capture_output=True, text=True,
+                         check=True).stdout
+    accels = [line.strip() for line in out.splitlines()[1:] if line.strip()]
+    assert "kvm" in accels and "tcg" in accels, f"accelerators: {accels}"
+    build = Path(qemu).parent
+    img = subprocess.run([str(build / "qemu-img"), "--version"], capture_output=True,
+                         text=True, check=True).stdout
+    assert img.startswith("qemu-img version 10.0"), img
+    helper = subprocess.run([str(build / "qemu-bridge-helper"), "--help"],
+                            capture_output=True, text=True)
+    assert "--br=bridge" in helper.stdout + helper.stderr, helper
+    print(f"# accelerators {', '.join(accels)}; {img.splitlines()[0]}; "
+          "qemu-bridge-helper built", flush=True)

@@ -36,7 +36,7 @@ from rdma_pair import assert_clean_dmesg, perftest_figure
 from test_provider import provider_image
 
 sys.path.insert(0, str(TOP / "scripts/guest"))
-from migrate_rdma import (MAC_A, MAC_B, MigrationRun, port_of, run_migration,  # noqa: E402
+from migrate_rdma import (MAC_A, MAC_B, MigrationRun, run_migration,  # noqa: E402
                           verify_result)
 
 # QP timeout exponent of both tools: 4.096 µs * 2^16 = 268 ms, 7 retries
@@ -60,9 +60,8 @@ def common_checks(run: MigrationRun) -> None:
                        run.hub_log)
     assert len(ports) >= 2 and ports[-1] != ports[0], run.report()
     # under load: B kept sending while A migrated
-    b_port = port_of(run.hub_log, MAC_B)
-    before = run.hub_frames.get("before", {}).get(b_port, 0)
-    after = run.hub_frames.get("after", {}).get(b_port, 0)
+    before = run.hub_frames.get("before", {}).get(run.b_port, 0)
+    after = run.hub_frames.get("after", {}).get(run.b_port, 0)
     assert after > before > 0, f"B's frames: {before} -> {after}\n{run.report()}"
     print(f"# {run.info.get('total-time')} ms of migration: {after - before} frames from B",
           flush=True)
