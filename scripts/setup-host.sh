@@ -20,8 +20,13 @@ BASE_PKGS=(
     ccache git ca-certificates dwarves tshark
     clang libclang-rt-14-dev llvm libcap-ng-dev
 )
-# Packages that must come from bookworm-backports.
-BPO_PKGS=(meson python3-pycotap)
+# Packages that must come from bookworm-backports. libvirt 11.3 (the
+# release of QEMU 10.0's time; bookworm has 9.0, tests: test_libvirt.py): all of it
+# named, so that none of its exact-version dependencies comes from bookworm.
+BPO_PKGS=(meson python3-pycotap
+    libvirt-daemon-driver-qemu libvirt-daemon libvirt-clients libvirt0 libvirt-common
+    libvirt-daemon-log libvirt-daemon-lock libvirt-l10n libvirt-daemon-common
+    libvirt-daemon-plugin-lockd)
 
 missing() {
     local p
