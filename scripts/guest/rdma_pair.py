@@ -167,10 +167,16 @@ step() {{  # number name role(srv|cli) command
 """
 
 # Kernel log lines that must never appear, printed as 'dmesg-bad: ...'.
+# When a bad line remains, the last 40 lines of the kernel log follow as
+# "dmesg-tail:" (what reported it: a WARNING, an RCU stall, a hung task).
 DMESG_CHECK = """
 dmesg | grep -E 'WARNING:|BUG:|Call Trace|refcount_t|list_del corruption|general protection|Oops|segfault' |
     if [ -s /tmp/dmesg-excused ]; then grep -vxF -f /tmp/dmesg-excused; else cat; fi |
-    sed 's/^/dmesg-bad: /'
+    sed 's/^/dmesg-bad: /' >/tmp/dmesg-bad
+if [ -s /tmp/dmesg-bad ]; then
+    cat /tmp/dmesg-bad
+    dmesg | tail -n 40 | sed 's/^/dmesg-tail: /'
+fi
 """
 
 TRAILER = """
@@ -354,7 +360,8 @@ def lines_of(output: str, name: str) -> str:
 
 def assert_clean_dmesg(output: str) -> None:
     bad = [line for line in output.splitlines() if line.startswith("dmesg-bad:")]
-    assert not bad, "kernel log has warnings:\n" + "\n".join(bad)
+    tail = [line for line in output.splitlines() if line.startswith("dmesg-tail:")]
+    assert not bad, "kernel log has warnings:\n" + "\n".join(bad + tail)
 
 
 def stat(output: str, counter: str) -> Optional[int]:
