@@ -17,7 +17,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -124,16 +123,6 @@ class Bridge:
             return 0
         link = json.loads(self.ip("-j", "-s", "link", "show", port))[0]
         return int(link["stats64"]["rx"]["packets"])
-
-    def wait_port(self, mac: str, port: str, timeout: float) -> bool:
-        """Wait until the bridge has learned MAC on PORT."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.port_of(mac) == port:
-                self.events.append(f"{time.monotonic():.3f} mac {mac} on {port}")
-                return True
-            time.sleep(0.01)
-        return False
 
     def netem(self, port: str, spec: str) -> None:
         """tc netem on PORT's egress: what the guest behind PORT receives."""

@@ -95,9 +95,9 @@ class MigrationRun:
     # {"before": {port: n}, "after": {...}} at the migration's start / end
     hub_frames: Dict[str, Dict[int, int]] = field(default_factory=dict)
     b_port: object = None           # B's port on the segment
-    # a segment that reports where a MAC is now (linux_bridge.Bridge): A's
-    # port before the migration, the port it moved to after the switchover
-    # with A still on the segment (the announce), and how long that took
+    # A's port before the migration, the port the segment moved A's MAC to
+    # after the switchover with A still attached (A''s announce), and how
+    # long after "completed" that was (empty / None: not within 5 s)
     a_ports: tuple = ()
     relearn_ms: Optional[float] = None
     # B's clock: host monotonic time minus B's "t=" (seconds since B's
@@ -300,8 +300,8 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
                 clock.sleep(0.02)
             t1 = time.monotonic()
             run.hub_frames["after"] = {run.b_port: hub.frames_from(run.b_port)}
-            if hasattr(hub, "wait_port") and info.get("status") == "completed":
-                # A (stopped, its tap still up) and A' are both on the
+            if info.get("status") == "completed":
+                # A (stopped, still attached) and A' are both on the
                 # segment: A''s announce moves A's MAC to A''s port
                 while time.monotonic() < t1 + 5:
                     now = hub.port_of(MAC_A)
@@ -357,6 +357,18 @@ def run_migration(name: str, a_cmd: str, b_cmd: str, *, qemu: str = str(DEFAULT_
                 run.reports.append(pres.report())
             run.hub_log = hub.stop()
     return run
+
+
+def assert_verified(client: Dict[str, str], server: Dict[str, str], report: str) -> None:
+    """Both sides of rnic_migrate_verify reported, with zero errors, lost
+    and duplicated operations, the same iterations, and every iteration's
+    WRITE and READ."""
+    assert client and server, report
+    for side in (client, server):
+        for key in ("errors", "lost", "dup"):
+            assert side[key] == "0", f"{key}={side[key]}\n{report}"
+    assert client["iters"] == server["iters"], report
+    assert int(client["writes"]) == int(client["reads"]) == int(client["iters"]) > 0, report
 
 
 def verify_result(output: str, role: str) -> Dict[str, str]:

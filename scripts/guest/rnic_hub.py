@@ -90,9 +90,10 @@ class Hub:
         return self.log()
 
     def port_of(self, mac: str) -> Optional[int]:
-        """The port where the switch first learned MAC."""
-        match = re.search(rf"mac {mac} learned on port (\d+)", self.log())
-        return int(match.group(1)) if match else None
+        """The port where the switch has MAC now (its last learn or move)."""
+        ports = re.findall(rf"mac {mac} (?:learned on port|moved port \S+ ->) (\d+)",
+                           self.log())
+        return int(ports[-1]) if ports else None
 
     def frames_from(self, port: Optional[int]) -> int:
         """Frames the switch received on PORT, from its statistics."""

@@ -24,6 +24,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 from guesttest import TOP, Skip, procedure
 from rnic_guest import GUEST_DIR, LOG_ROOT
@@ -147,12 +148,10 @@ echo "ib-devices: $(ls /sys/class/infiniband)"
         stop_daemons(started)
     exit_status = re.search(r"^RNIC-GUEST-EXIT (\d+)$", console, re.MULTILINE)
     assert exit_status and exit_status.group(1) == "0", f"guest script failed:\n{console}"
-    start = console.index("RNIC-GUEST-START")
-
-    class Result:               # what check_rnic reads
-        output = console[start:exit_status.start()]
-    check_rnic(Result, behind_root_port=True)
-    assert re.search(r"^ib-devices: .*\brnic0\b", Result.output, re.MULTILINE), Result.output
+    result = SimpleNamespace(
+        output=console[console.index("RNIC-GUEST-START"):exit_status.start()])
+    check_rnic(result, behind_root_port=True)
+    assert re.search(r"^ib-devices: .*\brnic0\b", result.output, re.MULTILINE), result.output
     line = virsh("version").splitlines()[0]
     print(f"# libvirt-domain: {line.strip()}; the domain's rnic behind its pcie-root-port, "
           f"rnic0 registered", flush=True)

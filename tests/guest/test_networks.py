@@ -52,7 +52,7 @@ from test_provider import provider_image
 sys.path.insert(0, str(TOP / "scripts/guest"))
 from linux_bridge import (VXLAN_OVERHEAD, Bridge, VxlanHosts,  # noqa: E402
                           allow_bridge_in_acl, can_run)
-from migrate_rdma import MAC_A, run_migration, verify_result  # noqa: E402
+from migrate_rdma import MAC_A, assert_verified, run_migration, verify_result  # noqa: E402
 
 QP_TIMEOUT = 16            # as test_migration: 268 ms, 7 retries
 MIGRATE_SECONDS = 30
@@ -68,15 +68,6 @@ def need_root() -> None:
         raise Skip(why)
 
 
-def check_verify(client: dict, server: dict, report: str) -> None:
-    assert client and server, report
-    for side in (client, server):
-        for key in ("errors", "lost", "dup"):
-            assert side[key] == "0", f"{key}={side[key]}\n{report}"
-    assert client["iters"] == server["iters"], report
-    assert int(client["writes"]) == int(client["reads"]) == int(client["iters"]) > 0, report
-
-
 @procedure("bridge-tap-migrate", requires=["rnic"])
 def bridge_tap_migrate(qemu: str) -> None:
     need_root()
@@ -84,11 +75,10 @@ def bridge_tap_migrate(qemu: str) -> None:
 
     class Segment(Bridge):
         """B (the third guest attached) on a helper tap, A' and A on taps of ours."""
-        made = 0
 
         def attach(self, nic, mac, device_id="", helper=False):
-            Segment.made += 1
-            return super().attach(nic, mac, device_id, helper=Segment.made == 3)
+            self.attached = getattr(self, "attached", 0) + 1
+            return super().attach(nic, mac, device_id, helper=self.attached == 3)
 
     segment = Segment()
     run = run_migration(
@@ -102,7 +92,7 @@ def bridge_tap_migrate(qemu: str) -> None:
     assert run.rc("a") == 0 and run.rc("b") == 0, report
     assert_clean_dmesg(run.a_output)
     assert_clean_dmesg(run.b_output)
-    check_verify(verify_result(run.lines("b"), "client"),
+    assert_verified(verify_result(run.lines("b"), "client"),
                  verify_result(run.lines("a"), "server"), report)
     # B was on the helper's tap, and kept sending while A migrated
     assert run.b_port and run.b_port not in segment.taps, f"B on {run.b_port}\n{report}"
@@ -141,7 +131,7 @@ def netem_pair(name: str, kinds, qemu: str) -> None:
     assert_clean_dmesg(r2.output)
     client = verify_result(lines_of(r2.output, "verify"), "client")
     server = verify_result(lines_of(r1.output, "verify"), "server")
-    check_verify(client, server, report)
+    assert_verified(client, server, report)
     dropped = sum(s.get("dropped", 0) for s in shaped.values())
     assert dropped > 0, f"netem dropped nothing\n{report}"
     retrans = (stat(r1.output, "retransmits") or 0) + (stat(r2.output, "retransmits") or 0)
@@ -184,7 +174,7 @@ def vxlan_pair(name: str, underlay_mtu: int, active_mtu: int, qemu: str) -> None
         found = re.search(r"active_mtu:\s+(\d+)", out)
         assert found and int(found.group(1)) == active_mtu, f"active_mtu\n{report}"
     client = verify_result(out2, "client")
-    check_verify(client, verify_result(out1, "server"), report)
+    assert_verified(client, verify_result(out1, "server"), report)
     assert underlay > int(client["ops"]), f"underlay frames {underlay}\n{report}"
     print(f"# {name}: underlay MTU {underlay_mtu}, guest MTU {mtu}, RoCE active MTU "
           f"{active_mtu}; {client['iters']} iterations ({int(client['bytes_checked']) >> 20} "

@@ -23,7 +23,7 @@ import re
 from test_migration import QP_TIMEOUT, VERIFY_SECONDS, common_checks, report_migration
 from test_provider import provider_image
 from guesttest import procedure
-from migrate_rdma import run_migration, verify_result
+from migrate_rdma import assert_verified, run_migration, verify_result
 
 # eth0.10 with 10.10.0.{me}; GID_INDEX: the IPv4-mapped GID of eth0.10
 VLAN_SETUP = (
@@ -55,11 +55,7 @@ def migrate_vlan(qemu: str) -> None:
     assert run.rc("a") == 0 and run.rc("b") == 0, run.report()
     client_res = verify_result(b_lines, "client")
     server_res = verify_result(a_lines, "server")
-    assert client_res and server_res, run.report()
-    for side in (client_res, server_res):
-        for key in ("errors", "lost", "dup"):
-            assert side[key] == "0", f"{key}={side[key]}\n{run.report()}"
-    assert client_res["iters"] == server_res["iters"], run.report()
+    assert_verified(client_res, server_res, run.report())
     # traffic before and after the switchover
     assert run.b_progress_before and run.b_progress_before > 0, run.report()
     assert run.b_progress_after is not None, run.report()
