@@ -24,7 +24,7 @@ rm -f "$logs"/*.tap "$logs"/*.json
 summary=()
 status=0
 
-step() { echo; echo "=== $* ==="; }
+step() { echo; echo "=== $* === ($(date -u +%H:%M:%S), ${SECONDS} s in)"; }
 
 # unit_suite <meson build dir> <json name> [meson setup options...]
 unit_suite() {

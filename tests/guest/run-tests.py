@@ -18,6 +18,7 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import List, Optional
@@ -80,7 +81,10 @@ def run_cases(cases: List[GuestCase], qemu: str, jobs: int, timeout_scale: float
                         initrd=test.initrd() if test.initrd else None,
                         append=test.append,
                         timeout=test.timeout * timeout_scale) for test in batch]
+        start = time.monotonic()
         run_guests(guests)
+        print(f"# {', '.join(t.name for t in batch)}: {time.monotonic() - start:.1f} s",
+              flush=True)
         for test, guest in zip(batch, guests):
             yield test, check_case(test, guest)
 
@@ -108,12 +112,14 @@ def main() -> int:
         return 0
 
     if not opts.no_build:
+        start = time.monotonic()
         build = subprocess.run([str(guesttest.TOP / "scripts/guest/build-image.sh")],
                                capture_output=True, text=True, check=False)
         if build.returncode != 0:
             print(f"Bail out! guest image build failed\n"
                   f"{build.stdout}{build.stderr}".replace("\n", "\n# "))
             return 1
+        print(f"# guest image: {time.monotonic() - start:.1f} s", flush=True)
     if not Path(opts.qemu).exists():
         print(f"Bail out! no QEMU binary {opts.qemu} (scripts/build-qemu.sh)")
         return 1
@@ -144,6 +150,7 @@ def main() -> int:
             if missing(test):
                 tap.result(test.name, True, skip=missing(test))
                 continue
+            start = time.monotonic()
             try:
                 test.run(opts.qemu)
                 tap.result(test.name, True)
@@ -151,6 +158,7 @@ def main() -> int:
                 tap.result(test.name, True, skip=str(why))
             except Exception:  # pylint: disable=broad-except
                 tap.result(test.name, False, traceback.format_exc())
+            print(f"# {test.name}: {time.monotonic() - start:.1f} s", flush=True)
     return 1 if tap.failed else 0
 
 

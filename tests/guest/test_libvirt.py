@@ -13,7 +13,8 @@ from Debian's libvirt (11.3, bookworm-backports), TCG.
                    libvirt gave it (IDs, class, BARs, MSI-X, as
                    device-visible), loads rnic.ko and sees rnic0. Root and
                    virsh needed (skipped otherwise); starts virtlogd and
-                   libvirtd if none runs, and stops what it started.
+                   libvirtd if none runs (a pid file left by a dead one does not
+                   count), and stops what it started.
 """
 
 import os
@@ -43,20 +44,38 @@ def virsh(*args: str, check: bool = True) -> str:
     return proc.stdout
 
 
-def start_daemons() -> list:
-    """Start virtlogd and libvirtd unless libvirt answers; return the pid
-    files of what was started."""
+def running(daemon: str, pidfile: Path) -> bool:
+    """Whether PIDFILE names a live DAEMON (a pid file can outlive its
+    daemon: a machine stopped without libvirt's own shutdown keeps it)."""
+    try:
+        pid = int(pidfile.read_text().strip())
+        return Path(f"/proc/{pid}/comm").read_text().strip() == daemon
+    except (OSError, ValueError):
+        return False
+
+
+def start_daemons(log_dir: Path) -> list:
+    """Start virtlogd and libvirtd unless libvirt answers, each logging to
+    LOG_DIR; return the pid files of what was started."""
     if subprocess.run(["virsh", "-c", URI, "version"], capture_output=True).returncode == 0:
         return []
     started = []
-    for daemon, pidfile in (("virtlogd", "/run/virtlogd.pid"), ("libvirtd", "/run/libvirtd.pid")):
-        if not Path(pidfile).exists():
-            subprocess.run([daemon, "-d"], check=True)
-            started.append(pidfile)
-    deadline = time.monotonic() + 30
-    while subprocess.run(["virsh", "-c", URI, "version"], capture_output=True).returncode:
+    for daemon in ("virtlogd", "libvirtd"):
+        pidfile = Path(f"/run/{daemon}.pid")
+        if running(daemon, pidfile):
+            continue
+        env = dict(os.environ, LIBVIRT_LOG_OUTPUTS=f"3:file:{log_dir / daemon}.log")
+        subprocess.run([daemon, "--daemon", "--pid-file", str(pidfile)], check=True, env=env)
+        started.append(pidfile)
+    deadline = time.monotonic() + 60
+    while (answer := subprocess.run(["virsh", "-c", URI, "version"], capture_output=True,
+                                    text=True)).returncode:
         if time.monotonic() > deadline:
-            raise AssertionError("libvirtd did not answer within 30 s")
+            logs = "".join(f"\n{p.name}:\n" + p.read_text(errors="replace")[-3000:]
+                           for p in sorted(log_dir.glob("*.log")))
+            stop_daemons(started)
+            raise AssertionError(f"libvirt did not answer within 60 s: "
+                                 f"{answer.stderr.strip()}{logs}")
         time.sleep(0.5)
     return started
 
@@ -64,7 +83,7 @@ def start_daemons() -> list:
 def stop_daemons(pidfiles: list) -> None:
     for pidfile in reversed(pidfiles):
         try:
-            os.kill(int(Path(pidfile).read_text().strip()), 15)
+            os.kill(int(pidfile.read_text().strip()), 15)
         except (OSError, ValueError):
             pass
 
@@ -122,11 +141,11 @@ def libvirt_domain(qemu: str) -> None:
         raise Skip("needs root (libvirt's system daemon)")
     if not shutil.which("virsh") or not shutil.which("libvirtd"):
         raise Skip("libvirt is not installed (scripts/setup-host.sh installs it)")
-    started = start_daemons()
     name = f"rnic-test-{os.getpid()}"
     LOG_ROOT.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="libvirt-domain-", dir=LOG_ROOT))
     os.chmod(log_dir, 0o755)
+    started = start_daemons(log_dir)
     initrd_with_script(pci_script() + """
 modprobe rnic || exit 1
 n=0; until [ -e /sys/class/infiniband/rnic0 ] || [ $n -ge 50 ]; do sleep 0.1; n=$((n+1)); done
@@ -142,6 +161,7 @@ echo "ib-devices: $(ls /sys/class/infiniband)"
             assert time.monotonic() < deadline, "the domain did not power off in 240 s"
             time.sleep(1)
         console = (log_dir / "console.log").read_text(errors="replace").replace("\r\n", "\n")
+        version = virsh("version").splitlines()[0].strip()
     finally:
         virsh("destroy", name, check=False)
         virsh("undefine", name, check=False)
@@ -152,6 +172,5 @@ echo "ib-devices: $(ls /sys/class/infiniband)"
         output=console[console.index("RNIC-GUEST-START"):exit_status.start()])
     check_rnic(result, behind_root_port=True)
     assert re.search(r"^ib-devices: .*\brnic0\b", result.output, re.MULTILINE), result.output
-    line = virsh("version").splitlines()[0]
-    print(f"# libvirt-domain: {line.strip()}; the domain's rnic behind its pcie-root-port, "
+    print(f"# libvirt-domain: {version}; the domain's rnic behind its pcie-root-port, "
           f"rnic0 registered", flush=True)
