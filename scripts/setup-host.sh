@@ -10,7 +10,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Packages from bookworm itself. clang and libclang-rt-14-dev: the sanitized
 # QEMU (--enable-fuzzing needs -fsanitize=fuzzer) and the libFuzzer targets;
 # llvm: llvm-symbolizer for their stacks. libcap-ng-dev: qemu-bridge-helper
-# drops its capabilities with it.
+# drops its capabilities with it. dkms: the driver's DKMS tree is built by
+# a test (driver-dkms).
 BASE_PKGS=(
     build-essential pkg-config ninja-build flex bison python3-venv python3
     libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev zlib1g-dev
@@ -18,7 +19,7 @@ BASE_PKGS=(
     qemu-system-data seabios ipxe-qemu
     cmake libnl-3-dev libnl-route-3-dev libudev-dev
     ccache git ca-certificates dwarves tshark
-    clang libclang-rt-14-dev llvm libcap-ng-dev
+    clang libclang-rt-14-dev llvm libcap-ng-dev dkms
 )
 # Packages that must come from bookworm-backports. libvirt 11.3 (the
 # release of QEMU 10.0's time; bookworm has 9.0, tests: test_libvirt.py): all of it

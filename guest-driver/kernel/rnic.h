@@ -29,6 +29,7 @@
 
 #include "rnic/rnic-abi.h"
 #include "rnic/rnic-user-abi.h"
+#include "rnic-compat.h"
 
 #define RNIC_DRV_NAME		"rnic"
 
@@ -366,17 +367,23 @@ static inline struct rnic_ucontext *rnic_udata_ucontext(struct ib_udata *udata)
  */
 static inline int rnic_mr_access(struct rnic_dev *rdev, int access)
 {
+	BUILD_BUG_ON((int)IB_ACCESS_MW_BIND != (int)RNIC_ACCESS_MW_BIND);
+#if RNIC_IB_PLACEMENT
 	BUILD_BUG_ON((int)IB_ACCESS_FLUSH_GLOBAL !=
 		     (int)RNIC_ACCESS_FLUSH_GLOBAL ||
 		     (int)IB_ACCESS_FLUSH_PERSISTENT !=
-		     (int)RNIC_ACCESS_FLUSH_PERSISTENT ||
-		     (int)IB_ACCESS_MW_BIND != (int)RNIC_ACCESS_MW_BIND);
+		     (int)RNIC_ACCESS_FLUSH_PERSISTENT);
 	if (((access & IB_ACCESS_FLUSH_GLOBAL) &&
 	     !(rdev->caps.caps & RNIC_CAP_FLUSH_GLOBAL)) ||
 	    ((access & IB_ACCESS_FLUSH_PERSISTENT) &&
 	     !(rdev->caps.caps & RNIC_CAP_FLUSH_PERSISTENT)))
 		return -EOPNOTSUPP;
 	return access & RNIC_ACCESS_ALL;
+#else
+	/* an IB access mask has no placement bits before 6.2 */
+	return access & RNIC_ACCESS_ALL &
+	       ~(RNIC_ACCESS_FLUSH_GLOBAL | RNIC_ACCESS_FLUSH_PERSISTENT);
+#endif
 }
 
 /* Debug messages per object, over ibdev_dbg (dynamic debug). */
@@ -507,8 +514,13 @@ int rnic_av_from_ah_attr(struct rnic_dev *rdev, struct rnic_av *av,
 /* rnic_cq.c                                                              */
 /* ---------------------------------------------------------------------- */
 
+#if RNIC_IB_CREATE_CQ_ATTRS
 int rnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct uverbs_attr_bundle *attrs);
+#else
+int rnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct ib_udata *udata);
+#endif
 int rnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int rnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int rnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);

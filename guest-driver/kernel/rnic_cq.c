@@ -40,10 +40,12 @@ static enum ib_wc_opcode rnic_wc_opcode(u8 opcode)
 		return IB_WC_LOCAL_INV;
 	case RNIC_WC_REG_MR:
 		return IB_WC_REG_MR;
+#if RNIC_IB_PLACEMENT
 	case RNIC_WC_FLUSH:
 		return IB_WC_FLUSH;
 	case RNIC_WC_ATOMIC_WRITE:
 		return IB_WC_ATOMIC_WRITE;
+#endif
 	case RNIC_WC_RECV_RDMA_WITH_IMM:
 		return IB_WC_RECV_RDMA_WITH_IMM;
 	case RNIC_WC_RECV:
@@ -291,10 +293,16 @@ static int rnic_cq_entries(struct rnic_dev *rdev, int cqe, u32 *log)
 	return 0;
 }
 
+#if RNIC_IB_CREATE_CQ_ATTRS
 int rnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct uverbs_attr_bundle *attrs)
 {
 	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+#else
+int rnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct ib_udata *udata)
+{
+#endif
 	struct rnic_dev *rdev = to_rdev(ibcq->device);
 	struct rnic_cq *cq = to_rcq(ibcq);
 	struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_CREATE_CQ };

@@ -199,14 +199,14 @@ static struct ib_mr *rnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	/* the core checked IB_ZERO_BASED and the range against ib_dm.length */
 	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
-		       IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL |
-		       IB_ACCESS_FLUSH_PERSISTENT | IB_ZERO_BASED))
+		       IB_ACCESS_MW_BIND | RNIC_IB_ACCESS_FLUSH_GLOBAL |
+		       RNIC_IB_ACCESS_FLUSH_PERSISTENT | IB_ZERO_BASED))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (attr->offset > dm->size || attr->length > dm->size - attr->offset)
 		return ERR_PTR(-EINVAL);
 	if (dm_sem >= 0)
 		sem = dm_sem;
-	else if (access & IB_ACCESS_FLUSH_PERSISTENT)
+	else if (access & RNIC_IB_ACCESS_FLUSH_PERSISTENT)
 		sem = RNIC_SCM_SEM_DURABLE;
 	else
 		sem = RNIC_SCM_SEM_PLAIN;
@@ -262,7 +262,8 @@ static const struct ib_device_ops rnic_dev_dm_ops = {
 /* Before ib_register_device(): the DM verbs when there is a window. */
 void rnic_dm_set_ops(struct rnic_dev *rdev)
 {
-	BUILD_BUG_ON(RNIC_ATTR_ALLOC_DM_RESP != UVERBS_ID_DRIVER_NS);
+	/* UVERBS_ID_DRIVER_NS (an enum only from 6.2 on) */
+	BUILD_BUG_ON(RNIC_ATTR_ALLOC_DM_RESP != 1UL << UVERBS_ID_NS_SHIFT);
 	if (!rdev->dm_pool)
 		return;
 	ib_set_device_ops(&rdev->ibdev, &rnic_dev_dm_ops);

@@ -201,9 +201,9 @@ struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	 */
 	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
-		       IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL |
-		       IB_ACCESS_FLUSH_PERSISTENT | IB_ACCESS_RELAXED_ORDERING |
-		       IB_ACCESS_OPTIONAL))
+		       IB_ACCESS_MW_BIND | RNIC_IB_ACCESS_FLUSH_GLOBAL |
+		       RNIC_IB_ACCESS_FLUSH_PERSISTENT |
+		       IB_ACCESS_RELAXED_ORDERING | IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (length > rdev->caps.max_mr_size)
 		return ERR_PTR(-EINVAL);

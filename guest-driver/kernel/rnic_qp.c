@@ -481,10 +481,12 @@ static int rnic_wr_opcode(enum ib_wr_opcode op)
 		return RNIC_WR_LOCAL_INV;
 	case IB_WR_REG_MR:
 		return RNIC_WR_REG_MR;
+#if RNIC_IB_PLACEMENT
 	case IB_WR_FLUSH:
 		return RNIC_WR_FLUSH;
 	case IB_WR_ATOMIC_WRITE:
 		return RNIC_WR_ATOMIC_WRITE;
+#endif
 	default:
 		return -EINVAL;
 	}

@@ -145,6 +145,7 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 			      IB_DEVICE_SYS_IMAGE_GUID;
 	if (c->caps & RNIC_CAP_FAST_REG)
 		a->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+#if RNIC_IB_PLACEMENT
 	/* IBTA 1.5 placement; uverbs reports them in device_cap_flags_ex */
 	if (c->caps & RNIC_CAP_FLUSH_GLOBAL)
 		a->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
@@ -152,6 +153,7 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 		a->device_cap_flags |= IB_DEVICE_FLUSH_PERSISTENT;
 	if (c->caps & RNIC_CAP_ATOMIC_WRITE)
 		a->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
+#endif
 	a->max_send_sge = c->max_sge;
 	a->max_recv_sge = c->max_sge;
 	a->max_sge_rd = c->max_sge;

@@ -3,7 +3,9 @@
 #
 # Build the guest kernel driver rnic.ko and the kernel test module
 # rnic_ktest.ko against the headers of the guest kernel, and the RDMA guest
-# image that carries them (docs/usage.md, "The guest driver").
+# image that carries them (docs/usage.md, "The guest driver"). The kernel is
+# RNIC_GUEST_KERNEL's (scripts/guest/kernel-choice.sh: 6.12 by default,
+# 6.1 into build/guest-driver-6.1 and build/guest-6.1).
 #
 # The sources of guest-driver/kernel are copied to build/guest-driver/src
 # and built there, so the source tree stays clean.
@@ -27,8 +29,10 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 here=$top/scripts/guest
-out=$top/build/guest-driver
-image=$top/build/guest/initramfs-rdma.cpio.gz
+# shellcheck source=scripts/guest/kernel-choice.sh
+. "$here/kernel-choice.sh"
+out=$guest_driver_dir
+image=$guest_dir/initramfs-rdma.cpio.gz
 
 log() { echo "build-driver: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -51,7 +55,7 @@ done
 # The guest kernel and its headers (a no-op when they are there).
 "$here/build-image.sh" >/dev/null 2>&1 || "$here/build-image.sh"
 # shellcheck source=/dev/null
-. "$top/build/guest/kernel.env"
+. "$guest_dir/kernel.env"
 
 # Fresh copies of the sources (build products of an in-tree build skipped);
 # kbuild's own dependency files in $out/src keep the build incremental.

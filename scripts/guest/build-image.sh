@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Build the test guest of qemu-rnic (docs/guest-image.md):
-#   - Debian's current 6.12 kernel from bookworm-backports, resolved at build
-#     time through the linux-image-amd64 / linux-headers-amd64 metapackages,
+#   - Debian's current 6.12 kernel from bookworm-backports (or with
+#     RNIC_GUEST_KERNEL=6.1, or --kernel 6.1, bookworm's stock 6.1 into
+#     build/guest-6.1), resolved at build time through the
+#     linux-image-amd64 / linux-headers-amd64 metapackages,
 #     downloaded to build/dl and unpacked (not installed) into build/guest;
 #   - its headers + kbuild unpacked into build/guest/headers, checked by
 #     building a trivial out-of-tree module;
@@ -21,9 +23,10 @@
 #   -d, --deb FILE      unpack a .deb into the image root (merged /usr)
 #   -e, --extra DIR     copy the contents of DIR into the image root
 #   -f, --force         rebuild even if up to date
+#   --kernel SERIES     6.12 (default) or 6.1: sets RNIC_GUEST_KERNEL
 #   -h, --help
 #
-# Outputs (build/guest/):
+# Outputs (build/guest/, build/guest-6.1/ for 6.1):
 #   KERNEL_VERSION      kernel release, e.g. 6.12.95+deb12-amd64
 #   kernel.env          KVER=, KERNEL_PKG_VERSION=, KDIR=, KBUILD_ARGS= (sourceable;
 #                       make -C $KDIR M=DIR $KBUILD_ARGS modules builds a module)
@@ -37,13 +40,12 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 here=$top/scripts/guest
 dl=$top/build/dl
-guest=$top/build/guest
 
 log() { echo "build-image: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 usage() { sed -n '/^# Usage:/,/^#   -h/s/^# \{0,1\}//p' "$0"; }
 
-output=$guest/initramfs.cpio.gz
+output=
 modules=()
 includes=()
 kos=()
@@ -60,11 +62,17 @@ while [ $# -gt 0 ]; do
     -e|--extra) [ -d "$2" ] || die "--extra $2: not a directory"
                 extras+=("$(realpath -e "$2")"); shift ;;
     -f|--force) force=1 ;;
+    --kernel) export RNIC_GUEST_KERNEL=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
     shift
 done
+
+# shellcheck source=scripts/guest/kernel-choice.sh
+. "$here/kernel-choice.sh"
+guest=$guest_dir
+[ -n "$output" ] || output=$guest/initramfs.cpio.gz
 
 for tool in apt-cache apt-get dpkg dpkg-deb modinfo depmod xz cpio gzip make; do
     command -v "$tool" >/dev/null || die "$tool not found"
@@ -81,16 +89,17 @@ apt_opts=()
 [ "$(id -u)" = 0 ] && apt_opts=(-o APT::Sandbox::User=root)
 
 # --- 1. resolve the kernel ---------------------------------------------------
-# Highest version of PKG in bookworm-backports, from `apt-cache madison` on stdin.
-bpo_version() {
+# Highest version of PKG in the suites of the kernel choice, from `apt-cache
+# madison` on stdin.
+suite_version() {
     local best="" v
-    for v in $(awk -F'|' -v p="$1" '$1 ~ "^ *"p" *$" && $3 ~ /bookworm-backports\/.*Packages/ {
-                   gsub(/ /, "", $2); print $2 }'); do
+    for v in $(awk -F'|' -v p="$1" -v s=" ($kernel_suites)/.*Packages" \
+                   '$1 ~ "^ *"p" *$" && $3 ~ s { gsub(/ /, "", $2); print $2 }'); do
         if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then
             best=$v
         fi
     done
-    [ -n "$best" ] || die "no $1 in bookworm-backports (apt sources: scripts/apt/; apt-get update?)"
+    [ -n "$best" ] || die "no $1 in $kernel_suites (apt sources: scripts/apt/; apt-get update?)"
     echo "$best"
 }
 
@@ -110,10 +119,10 @@ dep_matching() {
 resolve_kernel() {
     local madison headers_ver records pkg
     madison=$(apt-cache madison linux-image-amd64 linux-headers-amd64)
-    image_ver=$(bpo_version linux-image-amd64 <<<"$madison")
-    headers_ver=$(bpo_version linux-headers-amd64 <<<"$madison")
+    image_ver=$(suite_version linux-image-amd64 <<<"$madison")
+    headers_ver=$(suite_version linux-headers-amd64 <<<"$madison")
     [ "$image_ver" = "$headers_ver" ] ||
-        die "bookworm-backports: linux-image-amd64 $image_ver but linux-headers-amd64 $headers_ver"
+        die "$kernel_suites: linux-image-amd64 $image_ver but linux-headers-amd64 $headers_ver"
     records=$(apt-cache show "linux-image-amd64=$image_ver" "linux-headers-amd64=$image_ver")
     image_pkg=$(dep_matching "$(record_field linux-image-amd64 Depends <<<"$records")" 'linux-image-.*-amd64')
     headers_pkg=$(dep_matching "$(record_field linux-headers-amd64 Depends <<<"$records")" 'linux-headers-.*-amd64')
@@ -122,7 +131,7 @@ resolve_kernel() {
         die "metapackages $image_ver: image '$image_pkg' and headers '$headers_pkg' do not match"
     records=$(apt-cache show "$headers_pkg=$image_ver")
     common_pkg=$(dep_matching "$(record_field "$headers_pkg" Depends <<<"$records")" 'linux-headers-.*-common')
-    kbuild_pkg=$(dep_matching "$(record_field "$headers_pkg" Depends <<<"$records")" 'linux-kbuild-6\.12.*')
+    kbuild_pkg=$(dep_matching "$(record_field "$headers_pkg" Depends <<<"$records")" "linux-kbuild-${kernel_series//./\\.}([^0-9].*)?")
     [ -n "$common_pkg" ] && [ -n "$kbuild_pkg" ] || die "cannot read the dependencies of $headers_pkg"
     records=$(apt-cache show "$image_pkg=$image_ver" "$headers_pkg=$image_ver" \
                              "$common_pkg=$image_ver" "$kbuild_pkg=$image_ver")
@@ -197,7 +206,7 @@ kernel_key="$image_pkg=$image_ver $common_pkg $kbuild_pkg $guest layout$kernel_l
 if [ $force = 0 ] && [ "$(cat "$guest/.stamp-kernel" 2>/dev/null)" = "$kernel_key" ]; then
     log "kernel $kver ($image_ver): up to date"
 else
-    log "kernel $kver ($image_ver) from bookworm-backports"
+    log "kernel $kver ($image_ver) from $kernel_suites"
     rm -f "$guest/.stamp-kernel"
     fetch_debs "$image_pkg" "$headers_pkg" "$common_pkg" "$kbuild_pkg"
 

@@ -50,7 +50,9 @@ dl=$top/build/dl
 rc=$top/build/rdma-core
 out=$top/build/provider
 root=$out/root
-image=$top/build/guest/initramfs-provider.cpio.gz
+# shellcheck source=scripts/guest/kernel-choice.sh
+. "$here/kernel-choice.sh"   # the images go to the chosen kernel's guest dir
+image=$guest_dir/initramfs-provider.cpio.gz
 multiarch=x86_64-linux-gnu
 
 log() { echo "build-provider: $*" >&2; }
@@ -241,7 +243,7 @@ fi
 if [ $build_image = 1 ]; then
     t=$(now)
     "$here/build-driver.sh" >&2 || die "build-driver.sh failed"
-    base=$top/build/guest/initramfs-rdma.cpio.gz
+    base=$guest_dir/initramfs-rdma.cpio.gz
     [ -f "$base" ] || die "$base missing after build-driver.sh"
     # The kernel unpacks concatenated archives in order: the provider's
     # files land in the RDMA image's root (docs/guest-image.md).
@@ -256,7 +258,7 @@ fi
 # --- 7. python3, pyverbs and rdma-core's tests on top ---------------------------
 if [ $pyverbs = 1 ]; then
     t=$(now)
-    pyimage=$top/build/guest/initramfs-pyverbs.cpio.gz
+    pyimage=$guest_dir/initramfs-pyverbs.cpio.gz
     pyroot=$out/pyverbs-root
     # the .debs python3-pyverbs adds to the userspace of build-driver.sh, without
     # the rdma-core daemon package and what only it needs (systemd, udev, ...)

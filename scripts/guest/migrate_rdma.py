@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from rdma_pair import DMESG_CHECK, NET_UP, PEER_UP, SYNC_POINT, WAIT_GID
-from rnic_guest import DEFAULT_QEMU, Guest
+from rnic_guest import DEFAULT_QEMU, GUEST_DIR, Guest
 from rnic_hub import Hub
 
 TOP = Path(__file__).resolve().parents[2]
-PROVIDER_IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
+PROVIDER_IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 MAC_A = "52:54:00:00:07:01"
 MAC_B = "52:54:00:00:07:02"
 

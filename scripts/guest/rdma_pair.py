@@ -32,10 +32,10 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from rnic_guest import Guest, GuestResult, HostSched, run_guests
+from rnic_guest import GUEST_DIR, Guest, GuestResult, HostSched, run_guests
 
 TOP = Path(__file__).resolve().parents[2]
-PROVIDER_IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
+PROVIDER_IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 
 # (name, guest-1 command, guest-2 command, the guest running the tool server)
 Step = Tuple[str, str, str, int]

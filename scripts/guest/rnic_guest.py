@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +32,21 @@ from typing import List, Optional, Sequence, Union
 TOP = Path(__file__).resolve().parents[2]
 QEMU_PYTHON = TOP / "build/qemu/src/python"
 DEFAULT_QEMU = TOP / "build/qemu/build/qemu-system-x86_64"
-GUEST_DIR = TOP / "build/guest"
+GUEST_KERNELS = ("6.12", "6.1")
+
+
+def guest_dir(series: str) -> Path:
+    """Where the images for the guest kernel SERIES are (as
+    scripts/guest/kernel-choice.sh puts them)."""
+    return TOP / ("build/guest" if series == "6.12" else f"build/guest-{series}")
+
+
+# The guest kernel the tests boot: 6.12 by default, RNIC_GUEST_KERNEL=6.1
+# for bookworm's stock kernel (the images must be built for it).
+GUEST_KERNEL = os.environ.get("RNIC_GUEST_KERNEL", "6.12")
+if GUEST_KERNEL not in GUEST_KERNELS:
+    raise SystemExit(f"RNIC_GUEST_KERNEL={GUEST_KERNEL}: must be one of {GUEST_KERNELS}")
+GUEST_DIR = guest_dir(GUEST_KERNEL)
 LOG_ROOT = TOP / "build/guest-logs"
 FIRMWARE_DIR = Path("/usr/share/qemu")
 BIOS = FIRMWARE_DIR / "qboot.rom"
@@ -117,11 +132,32 @@ class GuestResult:
         return "\n".join(text) + "\n"
 
 
-def _default_kernel() -> Path:
+def kernel_image(directory: Path = GUEST_DIR) -> Path:
     """The uncompressed PVH vmlinux if the builder made one (boots ~1 s
     faster under TCG: no decompression in the guest), else vmlinuz."""
-    vmlinux = GUEST_DIR / "vmlinux"
-    return vmlinux if vmlinux.exists() else GUEST_DIR / "vmlinuz"
+    vmlinux = directory / "vmlinux"
+    return vmlinux if vmlinux.exists() else directory / "vmlinuz"
+
+
+def initrd_with_files(image: Path, files: dict, out: Path) -> Path:
+    """OUT: the initramfs IMAGE followed by a second cpio archive holding
+    FILES ({path in the guest: bytes}, mode 0755; the kernel unpacks
+    concatenated archives in order, so they land in IMAGE's root)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp)
+        for name, data in files.items():
+            path = tree / name.lstrip("/")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            path.chmod(0o755)
+        names = "\n".join(str(p.relative_to(tree)) for p in sorted(tree.rglob("*"))) + "\n"
+        extra = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=tree,
+                               input=names.encode(), capture_output=True, check=True).stdout
+    with open(out, "wb") as initrd:
+        initrd.write(Path(image).read_bytes())
+        initrd.write(subprocess.run(["gzip", "-c"], input=extra, capture_output=True,
+                                    check=True).stdout)
+    return out
 
 
 def _default_initrd() -> Path:
@@ -166,7 +202,7 @@ class Guest:
         self.script = script
         self.extra_args = list(args)
         self.qemu = Path(qemu or os.environ.get("RNIC_QEMU", DEFAULT_QEMU))
-        self.kernel = Path(kernel or _default_kernel())
+        self.kernel = Path(kernel or kernel_image())
         self.initrd = Path(initrd or _default_initrd())
         self.memory = memory
         self.smp = smp

@@ -24,9 +24,9 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TOP / "scripts/guest"))
-from rnic_guest import DEFAULT_QEMU, Guest, run_guests  # noqa: E402  pylint: disable=C0413
+from rnic_guest import DEFAULT_QEMU, GUEST_DIR, Guest, run_guests  # noqa: E402  pylint: disable=C0413
 
-IMAGE = TOP / "build/guest/initramfs-rdma.cpio.gz"
+IMAGE = GUEST_DIR / "initramfs-rdma.cpio.gz"
 
 SCRIPT = """
 modprobe rnic || exit 1

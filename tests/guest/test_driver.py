@@ -40,18 +40,32 @@ userspace); the first test that needs it builds it.
                            works again
   driver-reset-recovery    the device is reset under running RDMA traffic:
                            the driver reports it and recovers by re-probing
+  driver-kernel-6.1        rnic.ko built for Debian bookworm's stock 6.1
+                           kernel (RNIC_GUEST_KERNEL=6.1 images): probe and
+                           reload, uverbs, every kernel verb of rnic_ktest, in
+                           6.1 guests (all of these tests run on 6.1 with
+                           RNIC_GUEST_KERNEL=6.1 tests/guest/run-tests.py)
+  driver-dkms              scripts/guest/dkms-source.sh's tree built by dkms
+                           for the guest kernel; the guest loads that rnic.ko
+                           and gets rnic0
+
+RNIC_GUEST_KERNEL=6.1 runs them all against the 6.1 images.
 """
 
+import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from guesttest import TOP, Guest, GuestResult, Skip, case, procedure, run_guests
+from guesttest import TESTS, TOP, Guest, GuestResult, Skip, case, procedure, run_guests
+from rnic_guest import (GUEST_DIR, GUEST_KERNEL, LOG_ROOT, guest_dir, initrd_with_files,
+                        kernel_image)
 
-IMAGE = TOP / "build/guest/initramfs-rdma.cpio.gz"
+IMAGE = GUEST_DIR / "initramfs-rdma.cpio.gz"
 BUILD_DRIVER = TOP / "scripts/guest/build-driver.sh"
 _build_lock = threading.Lock()
 _built = False
@@ -202,9 +216,15 @@ def check_ktest(out: str) -> None:
     for test in KTEST_TESTS:
         assert re.search(rf"rnic_ktest: {test}: PASS \(\d+ operations", out), \
             f"{test} did not pass:\n{out}"
-    # the device has FLUSH and ATOMIC WRITE: placement ran, skipped nothing
-    assert not re.search(r"rnic_ktest: placement: .*skipped", out), out
-    assert not re.search(r"rnic_ktest: placement: PASS \(0 operations", out), out
+    # the device has FLUSH and ATOMIC WRITE: placement ran, skipped nothing,
+    # unless the guest's RDMA core has no such verbs (before 6.2: rnic-compat.h)
+    release = (values(out, "kernel_release") or [GUEST_KERNEL])[0]
+    if tuple(int(n) for n in release.split("-")[0].split(".")[:2]) < (6, 2):
+        assert "placement: this kernel's RDMA core has no FLUSH/ATOMIC WRITE (6.2+), " \
+               "skipped" in out, out
+    else:
+        assert not re.search(r"rnic_ktest: placement: .*skipped", out), out
+        assert not re.search(r"rnic_ktest: placement: PASS \(0 operations", out), out
     assert "FAIL" not in out, out
     assert values(out, "ktest_status")[0] == "0", out
 
@@ -864,3 +884,88 @@ def check_reset(result: GuestResult) -> None:
 
 case("driver-reset-recovery", ["-device", "rnic"], lambda: RESET_SCRIPT, check_reset,
      requires=["rnic"], initrd=rdma_image, timeout=300)
+
+
+# ---------------------------------------------------------------------------
+# the driver on another kernel, and through DKMS
+
+OTHER_KERNEL = "6.1"
+ON_OTHER_KERNEL = ("driver-probe-remove", "driver-uverbs", "driver-ktest-loopback")
+
+
+@procedure(f"driver-kernel-{OTHER_KERNEL}", requires=["rnic"])
+def driver_other_kernel(qemu: str) -> None:
+    if GUEST_KERNEL == OTHER_KERNEL:
+        raise Skip(f"this run is on {OTHER_KERNEL}: the other driver tests are its test")
+    env = dict(os.environ, RNIC_GUEST_KERNEL=OTHER_KERNEL)
+    build = subprocess.run([str(BUILD_DRIVER)], capture_output=True, text=True, env=env,
+                           check=False)
+    assert build.returncode == 0, f"build-driver.sh for {OTHER_KERNEL}:\n{build.stderr}"
+    directory = guest_dir(OTHER_KERNEL)
+    cases = [t for t in TESTS if getattr(t, "name", None) in ON_OTHER_KERNEL]
+    assert len(cases) == len(ON_OTHER_KERNEL), [t.name for t in cases]
+    guests = [Guest("echo kernel_release=$(uname -r)\n" + test.script(),
+                    name=f"{test.name}-{OTHER_KERNEL}", qemu=qemu, args=test.args,
+                    kernel=kernel_image(directory),
+                    initrd=directory / "initramfs-rdma.cpio.gz", timeout=test.timeout)
+              for test in cases]
+    results = run_guests(guests[:2]) + run_guests(guests[2:])
+    for test, result in zip(cases, results):
+        assert result.ok, f"{test.name} on {OTHER_KERNEL}: {result.report()}"
+        release = values(result.output, "kernel_release")[0]
+        assert release.startswith(OTHER_KERNEL + "."), release
+        test.check(result)
+    print(f"# driver-kernel-{OTHER_KERNEL}: {', '.join(ON_OTHER_KERNEL)} pass on {release}",
+          flush=True)
+
+
+DKMS_SCRIPT = """
+modprobe ib_uverbs || exit 1
+insmod /opt/dkms/rnic.ko || exit 1
+echo "srcversion=$(cat /sys/module/rnic/srcversion)"
+n=0; until [ -e /sys/class/infiniband/rnic0 ] || [ $n -ge 50 ]; do sleep 0.1; n=$((n+1)); done
+echo "ib_devices=$(ls /sys/class/infiniband | tr '\\n' ' ')"
+ip link set eth0 up
+sleep 1
+rdma link | sed 's/^/rdma: /'
+""" + DMESG_CHECK
+
+
+@procedure("driver-dkms", requires=["rnic"])
+def driver_dkms(qemu: str) -> None:
+    if not shutil.which("dkms"):
+        raise Skip("dkms is not installed (scripts/setup-host.sh installs it)")
+    rdma_image()   # the guest kernel's headers and the image
+    env = dict(line.split("=", 1) for line in
+               (GUEST_DIR / "kernel.env").read_text().splitlines() if "=" in line)
+    LOG_ROOT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="driver-dkms-", dir=LOG_ROOT) as tmp:
+        tree = Path(tmp)
+        source = Path(subprocess.run([str(TOP / "scripts/guest/dkms-source.sh"),
+                                      str(tree / "src/rnic-0.1")], capture_output=True,
+                                     text=True, check=True).stdout.strip())
+        name, version = source.name.split("-", 1)
+        dkms = ["dkms", "--dkmstree", str(tree / "dkms"), "--sourcetree", str(tree / "src"),
+                "--installtree", str(tree / "modules")]
+        build = subprocess.run(dkms + ["build", "-m", name, "-v", version, "-k", env["KVER"],
+                                       "--kernelsourcedir", env["KDIR"]],
+                               capture_output=True, text=True, check=False)
+        ko = tree / "dkms" / name / version / env["KVER"] / "x86_64/module/rnic.ko"
+        log = "".join(p.read_text() for p in (tree / "dkms").rglob("make.log"))
+        assert build.returncode == 0 and ko.exists(), \
+            f"dkms build: {build.stdout}{build.stderr}{log[-3000:]}"
+        info = {key: subprocess.run(["modinfo", "-F", key, str(ko)], capture_output=True,
+                                    text=True, check=True).stdout.strip()
+                for key in ("vermagic", "srcversion")}
+        assert info["vermagic"].split()[0] == env["KVER"], info
+        initrd = initrd_with_files(Path(rdma_image()), {"/opt/dkms/rnic.ko": ko.read_bytes()},
+                                   tree / "initrd.cpio.gz")
+        result, = run_guests([Guest(DKMS_SCRIPT, name="driver-dkms", qemu=qemu,
+                                    initrd=initrd, args=["-device", "rnic"])])
+    assert result.ok, result.report()
+    assert values(result.output, "srcversion")[0] == info["srcversion"], result.output
+    assert "rnic0" in values(result.output, "ib_devices")[0], result.output
+    assert re.search(r"^rdma: link rnic0/1 state ACTIVE", result.output, re.M), result.output
+    assert_clean_dmesg(result.output)
+    print(f"# driver-dkms: dkms {version} built rnic.ko for {env['KVER']} "
+          f"(srcversion {info['srcversion']}); the guest loaded it and has rnic0", flush=True)

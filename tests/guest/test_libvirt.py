@@ -28,7 +28,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from guesttest import TOP, Skip, procedure
-from rnic_guest import GUEST_DIR, LOG_ROOT
+from rnic_guest import LOG_ROOT, initrd_with_files, kernel_image
 from test_device import check_rnic, script as pci_script
 from test_provider import provider_image
 
@@ -91,24 +91,6 @@ def stop_daemons(pidfiles: list) -> None:
 SCRIPT_IN_GUEST = "/etc/rnic-test.sh"
 
 
-def initrd_with_script(script: str, log_dir: Path, image: str) -> None:
-    """LOG_DIR/initrd.cpio.gz: the guest IMAGE, then a cpio archive with
-    SCRIPT as SCRIPT_IN_GUEST (the kernel unpacks concatenated archives)."""
-    tree = log_dir / "extra"
-    path = tree / SCRIPT_IN_GUEST.lstrip("/")
-    path.parent.mkdir(parents=True)
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
-    names = "\n".join(str(p.relative_to(tree)) for p in sorted(tree.rglob("*"))) + "\n"
-    extra = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=tree,
-                           input=names.encode(), capture_output=True, check=True).stdout
-    out = log_dir / "initrd.cpio.gz"
-    with open(out, "wb") as initrd:
-        initrd.write(Path(image).read_bytes())
-        initrd.write(subprocess.run(["gzip", "-c"], input=extra, capture_output=True,
-                                    check=True).stdout)
-
-
 def domain_xml(name: str, qemu: str, log_dir: Path) -> str:
     """The example with this build's paths, a file console, the script in
     the initramfs, user networking (no bridge on the host) and no relabelling of
@@ -116,8 +98,7 @@ def domain_xml(name: str, qemu: str, log_dir: Path) -> str:
     root = ET.parse(EXAMPLE).getroot()
     root.find("name").text = name
     osel = root.find("os")
-    kernel = GUEST_DIR / "vmlinux"
-    osel.find("kernel").text = str(kernel if kernel.exists() else GUEST_DIR / "vmlinuz")
+    osel.find("kernel").text = str(kernel_image())
     osel.find("initrd").text = str(log_dir / "initrd.cpio.gz")
     osel.find("cmdline").text = ("console=ttyS0 panic=-1 loglevel=4 mitigations=off "
                                  f"rnic.run={SCRIPT_IN_GUEST}")
@@ -146,11 +127,13 @@ def libvirt_domain(qemu: str) -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="libvirt-domain-", dir=LOG_ROOT))
     os.chmod(log_dir, 0o755)
     started = start_daemons(log_dir)
-    initrd_with_script(pci_script() + """
+    script = "#!/bin/sh\n" + pci_script() + """
 modprobe rnic || exit 1
 n=0; until [ -e /sys/class/infiniband/rnic0 ] || [ $n -ge 50 ]; do sleep 0.1; n=$((n+1)); done
 echo "ib-devices: $(ls /sys/class/infiniband)"
-""", log_dir, provider_image())
+"""
+    initrd_with_files(Path(provider_image()), {SCRIPT_IN_GUEST: script.encode()},
+                      log_dir / "initrd.cpio.gz")
     xml = log_dir / "domain.xml"
     xml.write_text(domain_xml(name, qemu, log_dir))
     try:

@@ -66,12 +66,12 @@ import threading
 from typing import Dict, Sequence, Tuple
 
 from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
-from rnic_guest import Guest
+from rnic_guest import GUEST_DIR, Guest
 from rdma_pair import (DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of, rc_lines,
                        run_pair, scm_window, stat, tool_figure)
 
-IMAGE = TOP / "build/guest/initramfs-provider.cpio.gz"
-PYVERBS_IMAGE = TOP / "build/guest/initramfs-pyverbs.cpio.gz"
+IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
+PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
 BUILD_PROVIDER = TOP / "scripts/guest/build-provider.sh"
 _build_lock = threading.Lock()
 _built: Dict[str, bool] = {}

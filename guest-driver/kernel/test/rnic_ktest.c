@@ -51,6 +51,7 @@
 
 #include "rnic/rnic-abi.h"
 #include "rnic-kernel.h"
+#include "rnic-compat.h"
 
 MODULE_AUTHOR("qemu-rnic project");
 MODULE_DESCRIPTION("Kernel verbs test for the qemu-rnic RDMA device");
@@ -769,6 +770,18 @@ send:
 	return kt_send(s, reply_len, IB_WR_SEND, 0, false);
 }
 
+/* Whether the device does FLUSH and ATOMIC WRITE for this kernel's core. */
+static bool kt_placement(struct kt_side *s)
+{
+#if RNIC_IB_PLACEMENT
+	return (s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) &&
+	       (s->dev->attrs.device_cap_flags & IB_DEVICE_ATOMIC_WRITE);
+#else
+	return false;
+#endif
+}
+
+#if RNIC_IB_PLACEMENT
 /* Add IB_ACCESS_FLUSH_GLOBAL to the connected QP's access flags. */
 static int kt_qp_allow_flush(struct kt_side *s)
 {
@@ -790,6 +803,7 @@ static int kt_qp_allow_flush(struct kt_side *s)
 		       ret, attr.qp_access_flags);
 	return ret;
 }
+#endif
 
 static int kt_server_session(struct kt_server *srv)
 {
@@ -833,12 +847,14 @@ static int kt_server_session(struct kt_server *srv)
 	 */
 	access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 		 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
-	if (s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) {
+#if RNIC_IB_PLACEMENT
+	if (kt_placement(s)) {
 		access |= IB_ACCESS_FLUSH_GLOBAL;
 		ret = kt_qp_allow_flush(s);
 		if (ret)
 			goto out;
 	}
+#endif
 	ret = kt_fast_reg(s, s->region_mr, 0, KT_REGION_SIZE, access,
 			  &s->fr_key);
 	if (ret)
@@ -1269,6 +1285,8 @@ static int kt_test_atomic(struct kt_side *s, u32 *ops)
 /* placement: FLUSH and ATOMIC WRITE (IBTA 1.5), rnic-kernel.h            */
 /* ---------------------------------------------------------------------- */
 
+#if RNIC_IB_PLACEMENT
+
 /* Post one work request on 'qp' (whose CQ is s->cq), wait for 'want'. */
 static int kt_post_wait(struct kt_side *s, struct ib_qp *qp,
 			const struct ib_send_wr *wr, enum ib_wc_opcode want,
@@ -1507,8 +1525,7 @@ static int kt_test_placement(struct kt_side *s, u32 *ops)
 	u32 it, seed;
 	int k, ret;
 
-	if (!(s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) ||
-	    !(s->dev->attrs.device_cap_flags & IB_DEVICE_ATOMIC_WRITE)) {
+	if (!kt_placement(s)) {
 		kt_info("placement: %s has no FLUSH/ATOMIC WRITE, skipped\n",
 			dev_name(&s->dev->dev));
 		return 0;
@@ -1569,6 +1586,13 @@ static int kt_test_placement(struct kt_side *s, u32 *ops)
 	return kt_placement_refusals(s, ops) ?:
 	       kt_flush_persist_refused(s, ops);
 }
+#else
+static int kt_test_placement(struct kt_side *s, u32 *ops)
+{
+	kt_info("placement: this kernel's RDMA core has no FLUSH/ATOMIC WRITE (6.2+), skipped\n");
+	return 0;
+}
+#endif
 
 static u64 kt_fr_addr;
 static u32 kt_fr_rkey;
@@ -1760,8 +1784,7 @@ static int kt_test_bad_cmd(struct kt_side *s, u32 *ops)
 		struct rnic_admin_cmd c = { .opcode = cases[i].opcode };
 		u8 status = 0xff;
 
-		if (cases[i].placement &&
-		    !(s->dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL))
+		if (cases[i].placement && !kt_placement(s))
 			continue;
 
 		switch (cases[i].opcode) {
