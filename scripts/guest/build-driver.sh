@@ -92,7 +92,7 @@ for m in ib_core ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm; do
     args+=(-m "$m")
 done
 for m in nvme_rdma nvmet_rdma nvme_fabrics nvmet rpcrdma nfs nfsd \
-         rdma_rxe crc32_generic 8021q; do
+         rdma_rxe crc32_generic 8021q bridge sch_netem; do
     args+=(-i "$m")
 done
 for deb in "${debs[@]}"; do

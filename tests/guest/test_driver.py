@@ -504,6 +504,8 @@ mkdir $cfg/subsystems/rnic-test
 echo 1 >$cfg/subsystems/rnic-test/attr_allow_any_host
 mkdir $cfg/subsystems/rnic-test/namespaces/1
 echo /tmp/nvme-backing.img >$cfg/subsystems/rnic-test/namespaces/1/device_path
+# the file is on tmpfs, which has no O_DIRECT before 6.6 (bookworm's 6.1)
+echo 1 >$cfg/subsystems/rnic-test/namespaces/1/buffered_io
 echo 1 >$cfg/subsystems/rnic-test/namespaces/1/enable
 mkdir $cfg/ports/1
 echo rdma >$cfg/ports/1/addr_trtype

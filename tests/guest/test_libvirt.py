@@ -15,6 +15,14 @@ from Debian's libvirt (11.3, bookworm-backports), TCG.
                    virsh needed (skipped otherwise); starts virtlogd and
                    libvirtd if none runs (a pid file left by a dead one does not
                    count), and stops what it started.
+  libvirt-migrate  the same domain on a Linux bridge, under checked RDMA
+                   traffic from a plain QEMU guest B on the bridge, moved
+                   by `virsh migrate --live` from one libvirtd to another
+                   (two "hosts": scripts/guest/libvirt_host.py, each with
+                   private libvirt directories, hostname and host UUID, in
+                   the bridge's network namespace): every byte verified,
+                   nothing lost or duplicated, the bridge moved the MAC to
+                   the destination's tap. Root only.
 """
 
 import os
@@ -28,7 +36,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from guesttest import TOP, Skip, procedure
-from rnic_guest import LOG_ROOT, initrd_with_files, kernel_image
+from libvirt_host import LibvirtHost
+from linux_bridge import BRIDGE, Bridge, can_run
+from migrate_rdma import SCRIPT_A, SCRIPT_B, assert_verified, verify_result
+from rnic_guest import LOG_ROOT, Guest, initrd_with_files, kernel_image
+from test_driver import assert_clean_dmesg
 from test_device import check_rnic, script as pci_script
 from test_provider import provider_image
 
@@ -91,10 +103,12 @@ def stop_daemons(pidfiles: list) -> None:
 SCRIPT_IN_GUEST = "/etc/rnic-test.sh"
 
 
-def domain_xml(name: str, qemu: str, log_dir: Path) -> str:
-    """The example with this build's paths, a file console, the script in
-    the initramfs, user networking (no bridge on the host) and no relabelling of
-    the build tree's files (they are world-readable)."""
+def domain_xml(name: str, qemu: str, log_dir: Path, bridge: str = "") -> str:
+    """The example with this build's paths, a file console (appended to: a
+    migration's destination goes on writing it), the script in the
+    initramfs, no relabelling of the build tree's files (they are
+    world-readable), and the example's bridge interface on BRIDGE, or (no
+    BRIDGE) user networking."""
     root = ET.parse(EXAMPLE).getroot()
     root.find("name").text = name
     osel = root.find("os")
@@ -105,12 +119,15 @@ def domain_xml(name: str, qemu: str, log_dir: Path) -> str:
     devices = root.find("devices")
     devices.find("emulator").text = str(Path(qemu).resolve())
     iface = devices.find("interface")
-    iface.set("type", "user")
-    iface.remove(iface.find("source"))
+    if bridge:
+        iface.find("source").set("bridge", bridge)
+    else:
+        iface.set("type", "user")
+        iface.remove(iface.find("source"))
     for tag in ("serial", "console"):
         devices.remove(devices.find(tag))
     serial = ET.SubElement(devices, "serial", type="file")
-    ET.SubElement(serial, "source", path=str(log_dir / "console.log"))
+    ET.SubElement(serial, "source", path=str(log_dir / "console.log"), append="on")
     ET.SubElement(serial, "target", port="0")
     ET.SubElement(root, "seclabel", type="none", model="dac")
     return ET.tostring(root, encoding="unicode")
@@ -157,3 +174,93 @@ echo "ib-devices: $(ls /sys/class/infiniband)"
     assert re.search(r"^ib-devices: .*\brnic0\b", result.output, re.MULTILINE), result.output
     print(f"# libvirt-domain: {version}; the domain's rnic behind its pcie-root-port, "
           f"rnic0 registered", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# virsh migrate --live under RDMA traffic
+
+QP_TIMEOUT = 16            # as test_migration: 268 ms ACK timeout, 7 retries
+TRAFFIC_SECONDS = 15       # B's checked traffic; the migration starts after 4 s of it
+MIGRATE_PORT = 49152       # the destination QEMU's migration listener
+B_MAC = "52:54:00:00:0a:02"
+
+
+def example_mac() -> str:
+    return ET.parse(EXAMPLE).getroot().find("devices/interface/mac").get("address")
+
+
+@procedure("libvirt-migrate", requires=["rnic"])
+def libvirt_migrate(qemu: str) -> None:
+    if os.geteuid() != 0:
+        raise Skip("needs root (libvirt's system daemons, namespaces)")
+    if not shutil.which("virsh") or not shutil.which("libvirtd"):
+        raise Skip("libvirt is not installed (scripts/setup-host.sh installs it)")
+    why = can_run()
+    if why:
+        raise Skip(why)
+    name = f"rnic-mig-{os.getpid()}"
+    mac = example_mac()
+    LOG_ROOT.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(tempfile.mkdtemp(prefix="libvirt-migrate-", dir=LOG_ROOT))
+    os.chmod(log_dir, 0o755)
+    image = Path(provider_image())
+    a_script = "#!/bin/sh\n" + SCRIPT_A.replace(
+        "@CMD@", f"timeout 240 rnic_migrate_verify -s -T {QP_TIMEOUT}").replace("@LISTENING@", "")
+    initrd_with_files(image, {SCRIPT_IN_GUEST: a_script.encode()}, log_dir / "initrd.cpio.gz")
+    b_cmd = f"timeout 240 rnic_migrate_verify -c 10.0.0.1 -T {QP_TIMEOUT} -t {TRAFFIC_SECONDS}"
+    b_script = SCRIPT_B.replace("@CMD@", b_cmd).replace("@WAIT_LISTENING@", "")
+    xml = log_dir / "domain.xml"
+    xml.write_text(domain_xml(name, qemu, log_dir, bridge=BRIDGE))
+    with Bridge() as bridge, \
+            LibvirtHost("rnic-host1", log_dir / "host1", bridge.ns) as host1, \
+            LibvirtHost("rnic-host2", log_dir / "host2", bridge.ns) as host2:
+        host1.virsh("create", str(xml))
+        peer = Guest(b_script, name="libvirt-migrate-B", qemu=qemu, initrd=image,
+                     timeout=300, wrapper=bridge.wrapper,
+                     args=bridge.netdev_args("rnic", B_MAC))
+        peer.launch()
+        try:
+            assert peer.wait_console(r"^b: verify: t=\S+ iters=[1-9]", 180), \
+                f"B's traffic did not start\n{peer.console()}"
+            time.sleep(4)
+            port_before = bridge.port_of(mac)
+            t0 = time.monotonic()
+            migrate = subprocess.run(
+                ["virsh", "-c", host1.uri, "migrate", "--live", "--verbose", name, host2.uri,
+                 "--migrateuri", f"tcp://127.0.0.1:{MIGRATE_PORT}"],
+                capture_output=True, text=True, timeout=300)
+            migrate_s = time.monotonic() - t0
+            assert migrate.returncode == 0, (f"virsh migrate: {migrate.stderr}\n"
+                                             f"{host1.log_tail()}{host2.log_tail()}")
+            assert name not in host1.virsh("list", "--name").split()
+            assert name in host2.virsh("list", "--name").split()
+            port_after = None
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                port_after = bridge.port_of(mac)
+                if port_after and port_after != port_before:
+                    break
+                time.sleep(0.01)
+            deadline = time.monotonic() + 240
+            while not peer.poll() or name in host2.virsh("list", "--name").split():
+                assert time.monotonic() < deadline, "A' or B did not finish in 240 s"
+                time.sleep(1)
+        finally:
+            b = peer.finish(timed_out=not peer.poll())
+    console = (log_dir / "console.log").read_text(errors="replace").replace("\r\n", "\n")
+    a_lines = "\n".join(re.findall(r"^a: (.*)$", console, re.MULTILINE))
+    b_lines = "\n".join(re.findall(r"^b: (.*)$", b.output, re.MULTILINE))
+    report = f"--- A then A' ---\n{console}\n--- B ---\n{b.output}"
+    assert b.ok, b.report()
+    assert re.search(r"^rc=a:0$", a_lines, re.MULTILINE), report
+    assert re.search(r"^rc=b:0$", b_lines, re.MULTILINE), report
+    assert_clean_dmesg(console)
+    assert_clean_dmesg(b.output)
+    assert_verified(verify_result(b_lines, "client"), verify_result(a_lines, "server"), report)
+    assert port_before and port_after and port_after != port_before, \
+        f"the bridge did not move {mac}: {port_before} -> {port_after}\n{report}"
+    client = verify_result(b_lines, "client")
+    print(f"# libvirt-migrate: virsh migrate --live {migrate_s:.1f} s between two libvirtds "
+          f"(own mount/UTS namespaces and host UUIDs) on one bridge; the bridge moved A's MAC "
+          f"{port_before} -> {port_after}; B verified {client['iters']} iterations, "
+          f"0 lost", flush=True)

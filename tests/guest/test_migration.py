@@ -44,8 +44,8 @@ from migrate_rdma import (MAC_A, MAC_B, MigrationRun, assert_verified,  # noqa: 
 # takes a few hundred ms; perftest's default 14 (67 ms, 470 ms budget) is
 # too tight here (docs/migration.md "Guarantees to peers").
 QP_TIMEOUT = 16
-VERIFY_SECONDS = 30
-PERFTEST_SECONDS = 25
+VERIFY_SECONDS = 15
+PERFTEST_SECONDS = 15
 
 
 def common_checks(run: MigrationRun) -> None:

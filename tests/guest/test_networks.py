@@ -18,7 +18,10 @@ elsewhere (CI runs as root). These are the recipes of docs/usage.md
                        (loss, duplication, reordering, delay): the same
                        checked traffic for VERIFY_SECONDS; zero errors, zero
                        lost, zero duplicated; netem dropped frames and the
-                       requesters retransmitted.
+                       requesters retransmitted. Where the host kernel has
+                       no sch_netem (or without root), the bridge with netem
+                       on its ports runs in a third guest instead
+                       (scripts/guest/netem_box.py): the same test.
   bridge-netem-rxe     the same with the client on Soft-RoCE (rdma_rxe on
                        virtio-net) against rnic.
   vxlan-1450           two "hosts" (namespaces, a bridge each) joined by a
@@ -43,6 +46,7 @@ elsewhere (CI runs as root). These are the recipes of docs/usage.md
 
 import re
 import sys
+from typing import Optional
 
 from guesttest import TOP, Skip, procedure
 from rdma_pair import (assert_clean_dmesg, lines_of, perftest_figure, rc_lines,
@@ -53,10 +57,11 @@ sys.path.insert(0, str(TOP / "scripts/guest"))
 from linux_bridge import (VXLAN_OVERHEAD, Bridge, VxlanHosts,  # noqa: E402
                           allow_bridge_in_acl, can_run)
 from migrate_rdma import MAC_A, assert_verified, run_migration, verify_result  # noqa: E402
+from netem_box import NetemBox  # noqa: E402
 
 QP_TIMEOUT = 16            # as test_migration: 268 ms, 7 retries
-MIGRATE_SECONDS = 30
-VERIFY_SECONDS = 20
+MIGRATE_SECONDS = 15
+VERIFY_SECONDS = 10
 # what each guest receives: 1 % lost, 1 % twice, a quarter of the frames
 # held back 2 ms behind the others (reordered)
 NETEM = "delay 2ms reorder 75% 50% loss 1% duplicate 1%"
@@ -108,21 +113,34 @@ def bridge_tap_migrate(qemu: str) -> None:
           f"(qemu-bridge-helper)", flush=True)
 
 
+def host_netem() -> Optional[str]:
+    """None if a bridge of the host can shape (root, sch_netem), else why not."""
+    why = can_run()
+    if why:
+        return why
+    with Bridge() as bridge:
+        return bridge.netem_missing()
+
+
 def netem_pair(name: str, kinds, qemu: str) -> None:
-    need_root()
     device = {"rnic": "rnic0", "rxe": "rxe0"}[kinds[1]]
     steps = [("verify",
               f"rnic_migrate_verify -s -T {QP_TIMEOUT}",
               f"rnic_migrate_verify -c 10.0.0.1 -d {device} -g 1 -T {QP_TIMEOUT} "
               f"-t {VERIFY_SECONDS}", 1)]
-    with Bridge() as bridge:
-        missing = bridge.netem_missing()
-        if missing:
-            raise Skip(missing)
-        bridge.on_tap = lambda tap: bridge.netem(tap, NETEM)
+    why = host_netem()
+    if why is None:
+        segment = Bridge()
+        segment.on_tap = lambda tap: segment.netem(tap, NETEM)
+        where = "both taps of the host's bridge"
+    else:
+        segment = NetemBox(NETEM, qemu, provider_image())
+        where = f"both ports of a bridge in a third guest (the host: {why})"
+    with segment:
         r1, r2 = run_pair(name, steps, kinds=kinds, qemu=qemu, initrd=provider_image(),
-                          timeout=600, tool_timeout=240, segment=bridge)
-        shaped = {tap: bridge.netem_stats(tap) for tap in bridge.taps}
+                          timeout=600, tool_timeout=240, segment=segment)
+        shaped = ({tap: segment.netem_stats(tap) for tap in segment.taps}
+                  if isinstance(segment, Bridge) else segment.stats())
     report = r1.report() + r2.report() + f"netem: {shaped}\n"
     assert r1.ok and r2.ok, report
     assert rc_lines(r1.output).get("verify") == [0], report
@@ -132,12 +150,13 @@ def netem_pair(name: str, kinds, qemu: str) -> None:
     client = verify_result(lines_of(r2.output, "verify"), "client")
     server = verify_result(lines_of(r1.output, "verify"), "server")
     assert_verified(client, server, report)
+    assert len(shaped) == 2, f"netem counters of {list(shaped)}\n{report}"
     dropped = sum(s.get("dropped", 0) for s in shaped.values())
     assert dropped > 0, f"netem dropped nothing\n{report}"
     retrans = (stat(r1.output, "retransmits") or 0) + (stat(r2.output, "retransmits") or 0)
     print(f"# {name}: {client['iters']} iterations ({client['ops']} operations, "
           f"{int(client['bytes_checked']) >> 20} MiB checked) under netem '{NETEM}' "
-          f"on both taps: netem dropped {dropped} frames; rnic retransmitted "
+          f"on {where}: netem dropped {dropped} frames; rnic retransmitted "
           f"{retrans}; 0 errors, 0 lost, 0 duplicated", flush=True)
 
 
