@@ -10,8 +10,14 @@ bochs-display), so the build a user installs carries them and they
 coexist with rnic.
 
 qemu-user-build: the build is one a user runs: KVM compiled in (-accel
-help), qemu-img and qemu-bridge-helper built and runnable."""
+help), qemu-img and qemu-bridge-helper built and runnable.
 
+config-errors: command-line mistakes (a netdev= or scm= naming nothing, a
+bridge the helper's ACL does not allow, a tap an unprivileged user cannot
+open) end QEMU with the message docs/usage.md shows (the root-only ones
+skipped without root)."""
+
+import os
 import subprocess
 from pathlib import Path
 
@@ -113,3 +119,35 @@ def qemu_user_build(qemu: str) -> None:
     assert "--br=bridge" in helper.stdout + helper.stderr, helper
     print(f"# accelerators {', '.join(accels)}; {img.splitlines()[0]}; "
           "qemu-bridge-helper built", flush=True)
+
+
+# Mistakes on the command line and what QEMU says (docs/usage.md, "When it
+# is set up wrong"): (arguments, message, needs root)
+MISTAKES = [
+    (["-device", "rnic,netdev=nope"], "Property 'rnic.netdev' can't find value 'nope'", False),
+    (["-device", "rnic,scm=nope"], "Device 'nope' not found", False),
+    (["-netdev", "bridge,id=n0,br=nobr0,helper=@HELPER@", "-device", "rnic,netdev=n0"],
+     "access denied by acl file", True),
+    (["-netdev", "tap,id=n0,ifname=rnictap9,script=no,downscript=no",
+      "-device", "rnic,netdev=n0"], "could not open /dev/net/tun: Permission denied", True),
+]
+
+
+@procedure("config-errors", requires=["rnic"])
+def config_errors(qemu: str) -> None:
+    helper = str(Path(qemu).parent / "qemu-bridge-helper")
+    checked = []
+    for args, message, needs_root in MISTAKES:
+        if needs_root and os.geteuid() != 0:
+            continue
+        cmd = [qemu, "-M", "q35", "-nodefaults", "-display", "none", "-S",
+               *(a.replace("@HELPER@", helper) for a in args)]
+        if "ifname=" in " ".join(args):
+            # a user without CAP_NET_ADMIN (root would create the tap)
+            cmd = ["runuser", "-u", "nobody", "--"] + cmd
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode != 0 and message in proc.stderr, \
+            f"{' '.join(args)}: exit {proc.returncode}, {proc.stderr!r}"
+        checked.append(message)
+    print(f"# config-errors: {len(checked)} mistakes refused with their message", flush=True)
