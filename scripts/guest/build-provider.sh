@@ -40,6 +40,8 @@
 # Outputs:
 #   build/provider/librnic-rdmav<N>.so, build/provider/rnic.driver
 #   build/provider/root/   tree for scripts/guest/build-image.sh -e
+#   build/provider/ibverbs-provider-rnic_<version>+rdma<56.1>_amd64.deb  the
+#                          provider (its two files) for a trixie system
 #   build/guest/initramfs-provider.cpio.gz   with --image
 #   build/guest/initramfs-pyverbs.cpio.gz    with --pyverbs
 set -euo pipefail
@@ -222,6 +224,35 @@ echo "driver rnic" >"$out/rnic.driver"
 rm -rf "$root"
 install -D -m 0644 "$out/$lib" "$root/usr/lib/$multiarch/libibverbs/$lib"
 install -D -m 0644 "$out/rnic.driver" "$root/etc/libibverbs.d/rnic.driver"
+
+# The provider as a Debian package for a trixie system (apt install ./FILE):
+# the two files of the root tree, nothing else; the provider tests boot
+# those same files (the image overlay below is this tree).
+pkg_version=$(sed -n "s/^ *version: '\([^']*\)',.*/\1/p" "$top/meson.build" | head -1)+rdma$ver
+deb=$out/ibverbs-provider-rnic_${pkg_version}_amd64.deb
+pkg=$out/deb
+rm -rf "$pkg" "$out"/ibverbs-provider-rnic_*.deb
+mkdir -p "$pkg/DEBIAN"
+cp -a "$root/." "$pkg/"
+cat >"$pkg/DEBIAN/control" <<EOF
+Package: ibverbs-provider-rnic
+Version: $pkg_version
+Architecture: amd64
+Maintainer: qemu-rnic project <qemu-rnic@localhost>
+Depends: libc6 (>= 2.38), libibverbs1 (>= $ver), libibverbs1 (<< ${ver%%.*}.999)
+Section: net
+Priority: optional
+Installed-Size: $(du -sk "$root" | cut -f1)
+Description: libibverbs provider of the qemu-rnic emulated RoCEv2 RNIC
+ $lib and its rnic.driver entry: kernel-bypass verbs on a QEMU
+ guest's -device rnic (rnic.ko in the guest kernel). Built inside
+ rdma-core $ver's tree: it uses libibverbs' private provider ABI, so it
+ works with that release series of libibverbs1 only.
+EOF
+echo "/etc/libibverbs.d/rnic.driver" >"$pkg/DEBIAN/conffiles"
+dpkg-deb --root-owner-group --build "$pkg" "$deb" >/dev/null || die "dpkg-deb failed"
+rm -rf "$pkg"
+log "package $(basename "$deb")"
 
 # Test helpers: small verbs programs linked against the guest's libibverbs.
 if ls "$top"/tests/guest/provider/*.c >/dev/null 2>&1; then
