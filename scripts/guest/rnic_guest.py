@@ -178,6 +178,7 @@ class Guest:
              guest's QEMU gets them.
     wrapper: a command QEMU runs under, e.g. ["ip", "netns", "exec", NS]
              (linux_bridge.Bridge.wrapper).
+    accel:   the accelerator (tcg; kvm where /dev/kvm works).
     """
 
     def __init__(self, script: Union[str, Path, None] = None, *,
@@ -194,8 +195,10 @@ class Guest:
                  keep_logs: bool = False,
                  sched: HostSched = HostSched(),
                  pass_fds: Sequence[int] = (),
-                 wrapper: Sequence[str] = ()):
+                 wrapper: Sequence[str] = (),
+                 accel: str = "tcg"):
         self.name = name
+        self.accel = accel
         self.wrapper = list(wrapper)
         self.pass_fds = list(pass_fds)
         self.sched = sched
@@ -225,7 +228,7 @@ class Guest:
     def qemu_args(self) -> List[str]:
         """The QEMU arguments besides QEMUMachine's own (display, QMP)."""
         assert self.console_path is not None and self.log_dir is not None
-        args = ["-nodefaults", "-machine", "q35", "-accel", "tcg",
+        args = ["-nodefaults", "-machine", "q35", "-accel", self.accel,
                 "-m", str(self.memory), "-smp", str(self.smp),
                 "-bios", str(BIOS), "-no-reboot",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),

@@ -12,6 +12,9 @@ coexist with rnic.
 qemu-user-build: the build is one a user runs: KVM compiled in (-accel
 help), qemu-img and qemu-bridge-helper built and runnable.
 
+device-visible-kvm: device-visible under -accel kvm; skipped where
+/dev/kvm is not usable (these machines: TCG only).
+
 config-errors: command-line mistakes (a netdev= or scm= naming nothing, a
 bridge the helper's ACL does not allow, a tap an unprivileged user cannot
 open) end QEMU with the message docs/usage.md shows (the root-only ones
@@ -21,7 +24,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from guesttest import abi_define, case, parse_pci, pci_show_script, procedure, rnic_ids
+from guesttest import (Skip, abi_define, case, parse_pci, pci_show_script, procedure,
+                       rnic_ids, run_guests)
+from rnic_guest import Guest
 
 
 def script() -> str:
@@ -151,3 +156,16 @@ def config_errors(qemu: str) -> None:
             f"{' '.join(args)}: exit {proc.returncode}, {proc.stderr!r}"
         checked.append(message)
     print(f"# config-errors: {len(checked)} mistakes refused with their message", flush=True)
+
+
+@procedure("device-visible-kvm", requires=["rnic"])
+def device_visible_kvm(qemu: str) -> None:
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+    except OSError as err:
+        raise Skip(f"no usable /dev/kvm here ({err.strerror}): TCG only") from err
+    result, = run_guests([Guest(script(), name="device-visible-kvm", qemu=qemu,
+                                accel="kvm", args=["-device", "rnic"])])
+    assert result.ok, result.report()
+    check_rnic(result, behind_root_port=False)
+    print("# device-visible-kvm: the rnic enumerated under -accel kvm", flush=True)
