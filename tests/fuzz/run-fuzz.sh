@@ -3,6 +3,7 @@
 #
 # Run every libFuzzer target for a fixed time, as CI does:
 #   tests/fuzz/run-fuzz.sh SECONDS
+#   tests/fuzz/run-fuzz.sh --build-only     (the build, nothing run)
 # Builds build/fuzz (clang, ASan + UBSan) when missing, then for each
 # target runs its regression inputs (tests/fuzz/regressions/<target>/)
 # once and fuzzes for SECONDS from a copy of the committed corpus
@@ -11,6 +12,11 @@
 # status is non-zero when a target failed. Artifacts (crash-*, timeout-*)
 # and logs stay in build/fuzz/work/<target>/.
 set -uo pipefail
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+    build_only=1
+    shift
+fi
 secs=${1:-45}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -34,6 +40,7 @@ if ! ninja -C $build $(for t in $targets; do echo tests/fuzz/$t; done) \
     echo "not ok 1 - build: $(grep -m1 -E 'error|FAILED' "$work/build.log")"
     exit 1
 fi
+[ $build_only = 1 ] && exit 0
 
 # The first line of a libFuzzer/sanitizer report in a log.
 report() {
