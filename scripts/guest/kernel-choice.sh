@@ -5,11 +5,12 @@
 #   6.12  Debian's 6.12 from bookworm-backports (the default; trixie's series)
 #   6.1   Debian bookworm's stock 6.1 (bookworm and bookworm-security)
 # Sets kernel_series, kernel_suites (a regex of apt suites to take the
-# highest version from), guest_dir and guest_driver_dir.
+# highest version from), guest_suffix, guest_dir and guest_driver_dir.
 kernel_series=${RNIC_GUEST_KERNEL:-6.12}
 case $kernel_series in
-6.12) kernel_suites='bookworm-backports'; guest_dir=$top/build/guest ;;
-6.1) kernel_suites='bookworm(-security|-updates)?'; guest_dir=$top/build/guest-6.1 ;;
+6.12) kernel_suites='bookworm-backports'; guest_suffix= ;;
+6.1) kernel_suites='bookworm(-security|-updates)?'; guest_suffix=-6.1 ;;
 *) echo "RNIC_GUEST_KERNEL=$kernel_series: must be 6.12 or 6.1" >&2; exit 2 ;;
 esac
-guest_driver_dir=${guest_dir/\/guest/\/guest-driver}
+guest_dir=$top/build/guest$guest_suffix
+guest_driver_dir=$top/build/guest-driver$guest_suffix
