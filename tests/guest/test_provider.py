@@ -172,12 +172,21 @@ case("provider-verbs-check", ["-device", "rnic"], lambda: VERBS_CHECK_SCRIPT,
      check_verbs, requires=["rnic"], initrd=provider_image, timeout=700)
 
 
-# Both ends in one guest: server in the background, then the client.
+# Both ends in one guest: server in the background, then the client once
+# the server listens (perftest and the pingpongs on TCP 18515, rdma_cm
+# listeners in `rdma res show cm_id`; 30 s at most). A fixed second was too
+# short on a loaded host: the -R client's connect was rejected (no
+# listener) and perftest then crashed in its error path.
 LOOPBACK_PAIR = """
 pair() {  # name server-command client-command
     timeout 120 sh -c "$2" >/tmp/$1.srv 2>&1 &
     spid=$!
-    sleep 1
+    n=0
+    until netstat -ltn 2>/dev/null | grep -q ':18515 ' ||
+          rdma res show cm_id 2>/dev/null | grep -q 'state LISTEN'; do
+        n=$((n + 1)); [ $n -lt 300 ] || break
+        sleep 0.1
+    done
     timeout 120 sh -c "$3" >/tmp/$1.cli 2>&1
     crc=$?
     wait $spid
