@@ -12,7 +12,7 @@ that its domains' taps and their migration streams stay there. Two of them
 are two hosts as far as libvirt can tell; `virsh migrate --live` between
 them is libvirt's own migration (Begin/Prepare/Perform/Finish/Confirm).
 
-Root only. Used by tests/guest/test_libvirt.py (libvirt-migrate).
+Root only. Used by tests/guest/test_libvirt.py (libvirt-domain, libvirt-migrate).
 """
 
 import os

@@ -14,9 +14,10 @@ from Debian's libvirt (11.3, bookworm-backports), TCG.
                    device-visible), loads rnic.ko and sees rnic0; the same
                    domain with model 'rnix' fails to start with QEMU's
                    "'rnix' is not a valid device model name". Root and
-                   virsh needed (skipped otherwise); starts virtlogd and
-                   libvirtd if none runs (a pid file left by a dead one does not
-                   count), and stops what it started.
+                   virsh needed (skipped otherwise); libvirtd and virtlogd
+                   are a LibvirtHost of the test's own
+                   (scripts/guest/libvirt_host.py), so whatever libvirt the
+                   host runs, or left behind, plays no part.
   libvirt-migrate  the same domain on a Linux bridge, under checked RDMA
                    traffic from a plain QEMU guest B on the bridge, moved
                    by `virsh migrate --live` from one libvirtd to another
@@ -47,59 +48,19 @@ from test_device import check_rnic, script as pci_script
 from test_provider import provider_image
 
 EXAMPLE = TOP / "docs/examples/rnic-domain.xml"
-URI = "qemu:///system"
 
 
-def virsh(*args: str, check: bool = True) -> str:
-    proc = subprocess.run(["virsh", "-c", URI, *args], capture_output=True, text=True,
-                          timeout=120)
-    if check and proc.returncode:
-        raise AssertionError(f"virsh {' '.join(args)}: {proc.stderr.strip()}")
-    return proc.stdout
-
-
-def running(daemon: str, pidfile: Path) -> bool:
-    """Whether PIDFILE names a live DAEMON (a pid file can outlive its
-    daemon: a machine stopped without libvirt's own shutdown keeps it)."""
-    try:
-        pid = int(pidfile.read_text().strip())
-        return Path(f"/proc/{pid}/comm").read_text().strip() == daemon
-    except (OSError, ValueError):
-        return False
-
-
-def start_daemons(log_dir: Path) -> list:
-    """Start virtlogd and libvirtd unless libvirt answers, each logging to
-    LOG_DIR; return the pid files of what was started."""
-    if subprocess.run(["virsh", "-c", URI, "version"], capture_output=True).returncode == 0:
-        return []
-    started = []
-    for daemon in ("virtlogd", "libvirtd"):
-        pidfile = Path(f"/run/{daemon}.pid")
-        if running(daemon, pidfile):
-            continue
-        env = dict(os.environ, LIBVIRT_LOG_OUTPUTS=f"3:file:{log_dir / daemon}.log")
-        subprocess.run([daemon, "--daemon", "--pid-file", str(pidfile)], check=True, env=env)
-        started.append(pidfile)
-    deadline = time.monotonic() + 60
-    while (answer := subprocess.run(["virsh", "-c", URI, "version"], capture_output=True,
-                                    text=True)).returncode:
-        if time.monotonic() > deadline:
-            logs = "".join(f"\n{p.name}:\n" + p.read_text(errors="replace")[-3000:]
-                           for p in sorted(log_dir.glob("*.log")))
-            stop_daemons(started)
-            raise AssertionError(f"libvirt did not answer within 60 s: "
-                                 f"{answer.stderr.strip()}{logs}")
-        time.sleep(0.5)
-    return started
-
-
-def stop_daemons(pidfiles: list) -> None:
-    for pidfile in reversed(pidfiles):
-        try:
-            os.kill(int(pidfile.read_text().strip()), 15)
-        except (OSError, ValueError):
-            pass
+def need_libvirt(prefix: str) -> Path:
+    """Skip without root or libvirt; else a new log directory PREFIX-* that
+    libvirt's QEMU (user libvirt-qemu) can read."""
+    if os.geteuid() != 0:
+        raise Skip("needs root (libvirt's system daemons, namespaces)")
+    if not shutil.which("virsh") or not shutil.which("libvirtd"):
+        raise Skip("libvirt is not installed (scripts/setup-host.sh installs it)")
+    LOG_ROOT.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(tempfile.mkdtemp(prefix=f"{prefix}-", dir=LOG_ROOT))
+    os.chmod(log_dir, 0o755)
+    return log_dir
 
 
 SCRIPT_IN_GUEST = "/etc/rnic-test.sh"
@@ -137,15 +98,8 @@ def domain_xml(name: str, qemu: str, log_dir: Path, bridge: str = "") -> str:
 
 @procedure("libvirt-domain", requires=["rnic"])
 def libvirt_domain(qemu: str) -> None:
-    if os.geteuid() != 0:
-        raise Skip("needs root (libvirt's system daemon)")
-    if not shutil.which("virsh") or not shutil.which("libvirtd"):
-        raise Skip("libvirt is not installed (scripts/setup-host.sh installs it)")
+    log_dir = need_libvirt("libvirt-domain")
     name = f"rnic-test-{os.getpid()}"
-    LOG_ROOT.mkdir(parents=True, exist_ok=True)
-    log_dir = Path(tempfile.mkdtemp(prefix="libvirt-domain-", dir=LOG_ROOT))
-    os.chmod(log_dir, 0o755)
-    started = start_daemons(log_dir)
     script = "#!/bin/sh\n" + pci_script() + """
 modprobe rnic || exit 1
 n=0; until [ -e /sys/class/infiniband/rnic0 ] || [ $n -ge 50 ]; do sleep 0.1; n=$((n+1)); done
@@ -155,27 +109,23 @@ echo "ib-devices: $(ls /sys/class/infiniband)"
                       log_dir / "initrd.cpio.gz")
     xml = log_dir / "domain.xml"
     xml.write_text(domain_xml(name, qemu, log_dir))
-    try:
-        virsh("define", str(xml))
-        virsh("start", name)
+    with LibvirtHost("rnic-host", log_dir / "host") as host:
+        host.virsh("define", str(xml))
+        host.virsh("start", name)
         deadline = time.monotonic() + 240
-        while virsh("domstate", name).strip() != "shut off":
+        while host.virsh("domstate", name).strip() != "shut off":
             assert time.monotonic() < deadline, "the domain did not power off in 240 s"
             time.sleep(1)
         console = (log_dir / "console.log").read_text(errors="replace").replace("\r\n", "\n")
-        version = virsh("version").splitlines()[0].strip()
+        version = host.virsh("version").splitlines()[0].strip()
         # a model QEMU does not have: libvirt defines it, the start fails clearly
         bad = log_dir / "bad-model.xml"
         bad.write_text(xml.read_text().replace('type="rnic"', 'type="rnix"').replace(
             f"<name>{name}</name>", f"<name>{name}-bad</name>"))
-        started_bad = subprocess.run(["virsh", "-c", URI, "create", str(bad)],
+        started_bad = subprocess.run(["virsh", "-c", host.uri, "create", str(bad)],
                                      capture_output=True, text=True, timeout=120)
         assert started_bad.returncode != 0 and \
             "'rnix' is not a valid device model name" in started_bad.stderr, started_bad
-    finally:
-        virsh("destroy", name, check=False)
-        virsh("undefine", name, check=False)
-        stop_daemons(started)
     exit_status = re.search(r"^RNIC-GUEST-EXIT (\d+)$", console, re.MULTILINE)
     assert exit_status and exit_status.group(1) == "0", f"guest script failed:\n{console}"
     result = SimpleNamespace(
@@ -201,18 +151,12 @@ def example_mac() -> str:
 
 @procedure("libvirt-migrate", requires=["rnic"])
 def libvirt_migrate(qemu: str) -> None:
-    if os.geteuid() != 0:
-        raise Skip("needs root (libvirt's system daemons, namespaces)")
-    if not shutil.which("virsh") or not shutil.which("libvirtd"):
-        raise Skip("libvirt is not installed (scripts/setup-host.sh installs it)")
     why = can_run()
     if why:
         raise Skip(why)
+    log_dir = need_libvirt("libvirt-migrate")
     name = f"rnic-mig-{os.getpid()}"
     mac = example_mac()
-    LOG_ROOT.mkdir(parents=True, exist_ok=True)
-    log_dir = Path(tempfile.mkdtemp(prefix="libvirt-migrate-", dir=LOG_ROOT))
-    os.chmod(log_dir, 0o755)
     image = Path(provider_image())
     a_script = "#!/bin/sh\n" + SCRIPT_A.replace(
         "@CMD@", f"timeout 240 rnic_migrate_verify -s -T {QP_TIMEOUT}").replace("@LISTENING@", "")
