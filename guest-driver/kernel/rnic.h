@@ -31,6 +31,9 @@
 #include "rnic/rnic-user-abi.h"
 #include "rnic-compat.h"
 
+struct nvdimm_bus;
+struct nvdimm_bus_descriptor;
+
 #define RNIC_DRV_NAME		"rnic"
 
 /*
@@ -174,6 +177,9 @@ struct rnic_dev {
 	struct gen_pool *dm_pool;
 	resource_size_t scm_start;	/* bus address of BAR4 */
 	u64 scm_size;			/* RNIC_REG_SCM_SIZE */
+	/* window_pmem=1: the window is this bus's one region instead */
+	struct nvdimm_bus *pmem_bus;
+	struct nvdimm_bus_descriptor *pmem_desc;
 
 	struct delayed_work health_work;	/* watches DEV_STATUS */
 	struct dentry *debugfs;
@@ -591,5 +597,15 @@ int rnic_dm_init(struct rnic_dev *rdev);
 void rnic_dm_fini(struct rnic_dev *rdev);
 void rnic_dm_set_ops(struct rnic_dev *rdev);
 void rnic_dm_mmap_free(struct rnic_dev *rdev, struct rnic_mmap_entry *entry);
+int rnic_scm_key_sem(struct rnic_dev *rdev, int access, u32 *sems, u8 *sem);
+
+/* ---------------------------------------------------------------------- */
+/* rnic_pmem.c: the memory window as an nvdimm region (window_pmem=1)     */
+/* ---------------------------------------------------------------------- */
+
+int rnic_pmem_init(struct rnic_dev *rdev);
+void rnic_pmem_fini(struct rnic_dev *rdev);
+int rnic_pmem_umem_offset(struct rnic_dev *rdev, struct ib_umem *umem,
+			  u64 *window_off);
 
 #endif /* RNIC_H */

@@ -38,7 +38,12 @@
 static int dm_sem = -1;
 module_param(dm_sem, int, 0644);
 MODULE_PARM_DESC(dm_sem,
-		 "Storage semantic in the key of ibv_reg_dm_mr() STags: -1 (default) DURABLE with IBV_ACCESS_FLUSH_PERSISTENT, else PLAIN; 0..5 that one (enum rnic_scm_sem)");
+		 "Storage semantic in the key of STags over the window (ibv_reg_dm_mr(), or ibv_reg_mr() of a window mapping): -1 (default) DURABLE with IBV_ACCESS_FLUSH_PERSISTENT, else PLAIN; 0..5 that one (enum rnic_scm_sem)");
+
+static bool window_pmem;
+module_param(window_pmem, bool, 0444);
+MODULE_PARM_DESC(window_pmem,
+		 "Offer the memory window as an nvdimm region (/dev/pmemN; device-DAX with ndctl) instead of device memory (ibv_alloc_dm)");
 
 /* The semantics a region of this device's window may allow. */
 static u32 rnic_dm_sems(struct rnic_dev *rdev)
@@ -49,6 +54,28 @@ static u32 rnic_dm_sems(struct rnic_dev *rdev)
 	if (!(rdev->caps.caps & RNIC_CAP_FLUSH_PERSISTENT))
 		sems &= ~BIT(RNIC_SCM_SEM_DURABLE);
 	return sems;
+}
+
+/*
+ * The semantics an STag over the window allows (*sems) and the one its key
+ * carries (*sem): DURABLE when the registration asks for persistence, else
+ * PLAIN, unless dm_sem says otherwise. -EOPNOTSUPP: DURABLE on a volatile
+ * window.
+ */
+int rnic_scm_key_sem(struct rnic_dev *rdev, int access, u32 *sems, u8 *sem)
+{
+	*sems = rnic_dm_sems(rdev);
+	if (dm_sem >= 0)
+		*sem = dm_sem;
+	else if (access & RNIC_IB_ACCESS_FLUSH_PERSISTENT)
+		*sem = RNIC_SCM_SEM_DURABLE;
+	else
+		*sem = RNIC_SCM_SEM_PLAIN;
+	if (*sem >= RNIC_SCM_SEM_COUNT)
+		return -EINVAL;
+	if (!(*sems & BIT(*sem)))
+		return -EOPNOTSUPP;
+	return 0;
 }
 
 int rnic_dm_init(struct rnic_dev *rdev)
@@ -69,23 +96,34 @@ int rnic_dm_init(struct rnic_dev *rdev)
 			 (u64)pci_resource_len(pdev, RNIC_BAR_SCM));
 		return 0;
 	}
-	/* pages; gen_pool_alloc() returns 0 for failure: bus addresses, never 0 */
-	rdev->dm_pool = gen_pool_create(PAGE_SHIFT, dev_to_node(&pdev->dev));
-	if (!rdev->dm_pool)
-		return -ENOMEM;
 	rdev->scm_start = pci_resource_start(pdev, RNIC_BAR_SCM);
 	rdev->scm_size = size;
+	if (window_pmem)
+		return rnic_pmem_init(rdev);
+	ret = pci_request_region(pdev, RNIC_BAR_SCM, RNIC_DRV_NAME);
+	if (ret)
+		return ret;
+	/* pages; gen_pool_alloc() returns 0 for failure: bus addresses, never 0 */
+	rdev->dm_pool = gen_pool_create(PAGE_SHIFT, dev_to_node(&pdev->dev));
+	if (!rdev->dm_pool) {
+		ret = -ENOMEM;
+		goto err_region;
+	}
 	ret = gen_pool_add(rdev->dm_pool, rdev->scm_start, size,
 			   dev_to_node(&pdev->dev));
-	if (ret) {
-		gen_pool_destroy(rdev->dm_pool);
-		rdev->dm_pool = NULL;
-		return ret;
-	}
+	if (ret)
+		goto err_pool;
 	dev_info(&pdev->dev, "memory window: %llu KiB, %s, device memory\n",
 		 size >> 10, (rdev->caps.caps & RNIC_CAP_FLUSH_PERSISTENT) ?
 		 "persistent" : "volatile");
 	return 0;
+
+err_pool:
+	gen_pool_destroy(rdev->dm_pool);
+	rdev->dm_pool = NULL;
+err_region:
+	pci_release_region(pdev, RNIC_BAR_SCM);
+	return ret;
 }
 
 /*
@@ -95,6 +133,7 @@ int rnic_dm_init(struct rnic_dev *rdev)
  */
 void rnic_dm_fini(struct rnic_dev *rdev)
 {
+	rnic_pmem_fini(rdev);
 	if (!rdev->dm_pool)
 		return;
 	if (WARN_ON(gen_pool_avail(rdev->dm_pool) != gen_pool_size(rdev->dm_pool)))
@@ -103,6 +142,7 @@ void rnic_dm_fini(struct rnic_dev *rdev)
 	else
 		gen_pool_destroy(rdev->dm_pool);
 	rdev->dm_pool = NULL;
+	pci_release_region(rdev->pdev, RNIC_BAR_SCM);
 }
 
 /* The mmap entry of an allocation is gone: its range is free again. */
@@ -191,8 +231,8 @@ static struct ib_mr *rnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	struct rnic_dm *dm = to_rdm(ibdm);
 	struct rnic_pd *pd = to_rpd(ibpd);
 	int access = attr->access_flags;
-	u32 sems = rnic_dm_sems(rdev);
 	struct rnic_mr *mr;
+	u32 sems;
 	u8 sem;
 	int ret;
 
@@ -204,16 +244,9 @@ static struct ib_mr *rnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (attr->offset > dm->size || attr->length > dm->size - attr->offset)
 		return ERR_PTR(-EINVAL);
-	if (dm_sem >= 0)
-		sem = dm_sem;
-	else if (access & RNIC_IB_ACCESS_FLUSH_PERSISTENT)
-		sem = RNIC_SCM_SEM_DURABLE;
-	else
-		sem = RNIC_SCM_SEM_PLAIN;
-	if (sem >= RNIC_SCM_SEM_COUNT)
-		return ERR_PTR(-EINVAL);
-	if (!(sems & BIT(sem)))
-		return ERR_PTR(-EOPNOTSUPP);	/* DURABLE, volatile window */
+	ret = rnic_scm_key_sem(rdev, access, &sems, &sem);
+	if (ret)
+		return ERR_PTR(ret);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);

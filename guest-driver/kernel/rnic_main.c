@@ -348,6 +348,12 @@ static irqreturn_t rnic_vector0_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/* The memory BARs the driver itself claims: all but the window's. */
+static int rnic_claimed_bars(struct pci_dev *pdev)
+{
+	return pci_select_bars(pdev, IORESOURCE_MEM) & ~BIT(RNIC_BAR_SCM);
+}
+
 static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct rnic_dev *rdev;
@@ -370,7 +376,9 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "cannot enable the PCI function (%d)\n", ret);
 		goto err_free;
 	}
-	ret = pci_request_mem_regions(pdev, RNIC_DRV_NAME);
+	/* BAR4, the memory window, is claimed by its owner (rnic_dm_init) */
+	ret = pci_request_selected_regions(pdev, rnic_claimed_bars(pdev),
+					   RNIC_DRV_NAME);
 	if (ret)
 		goto err_disable;
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
@@ -449,7 +457,7 @@ err_unmap:
 err_master:
 	pci_clear_master(pdev);
 err_regions:
-	pci_release_mem_regions(pdev);
+	pci_release_selected_regions(pdev, rnic_claimed_bars(pdev));
 err_disable:
 	pci_disable_device(pdev);
 err_free:
@@ -474,7 +482,7 @@ static void rnic_remove(struct pci_dev *pdev)
 	pci_free_irq_vectors(pdev);
 	rnic_unmap_bars(rdev);
 	pci_clear_master(pdev);
-	pci_release_mem_regions(pdev);
+	pci_release_selected_regions(pdev, rnic_claimed_bars(pdev));
 	pci_disable_device(pdev);
 	WARN_ON(!xa_empty(&rdev->cqs) || !xa_empty(&rdev->qps) ||
 		!xa_empty(&rdev->srqs));

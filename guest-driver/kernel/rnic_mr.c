@@ -183,6 +183,30 @@ struct ib_mr *rnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/*
+ * A user MR over the memory window (a DAX mapping, rnic_pmem.c): the
+ * window range as a region of kind SCM at the MR's iova, its key's
+ * semantic chosen as for a DM MR's (rnic_scm_key_sem()).
+ */
+static int rnic_reg_window_mr(struct rnic_dev *rdev, struct rnic_mr *mr,
+			      struct rnic_pd *pd, u64 iova, u64 length,
+			      u64 window_off, int access)
+{
+	u32 sems;
+	u8 sem;
+	int ret;
+
+	ret = rnic_scm_key_sem(rdev, access, &sems, &sem);
+	if (ret)
+		return ret;
+	ret = rnic_reg_scm_cmd(rdev, mr, pd, iova, length, window_off,
+			       access, sems, sem);
+	if (!ret)
+		rnic_dbg_mr(mr, "user MR 0x%llx+%llu on window %#llx, semantic %u\n",
+			    iova, length, window_off, sem);
+	return ret;
+}
+
 struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 virt_addr, int access,
 			       struct ib_udata *udata)
@@ -191,6 +215,7 @@ struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct rnic_pbl pbl;
 	struct rnic_mr *mr;
 	unsigned long pgsz;
+	u64 window_off;
 	u32 npages;
 	int ret;
 
@@ -214,6 +239,16 @@ struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (IS_ERR(mr->umem)) {
 		ret = PTR_ERR(mr->umem);
 		goto err_free;
+	}
+	ret = rnic_pmem_umem_offset(rdev, mr->umem, &window_off);
+	if (ret != -ENOENT) {
+		if (ret)
+			goto err_umem;
+		ret = rnic_reg_window_mr(rdev, mr, to_rpd(ibpd), virt_addr,
+					 length, window_off, access);
+		if (ret)
+			goto err_umem;
+		return &mr->ibmr;
 	}
 	pgsz = ib_umem_find_best_pgsz(mr->umem, rdev->caps.page_size_cap,
 				      virt_addr);

@@ -91,8 +91,10 @@ args=(-o "$image" -k "$out/rnic.ko" -k "$out/rnic_ktest.ko" -e "$out/root"
 for m in ib_core ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm; do
     args+=(-m "$m")
 done
-for m in nvme_rdma nvmet_rdma nvme_fabrics nvmet rpcrdma nfs nfsd \
-         rdma_rxe crc32_generic 8021q bridge sch_netem; do
+# rnic and rnic_ktest: with what they need (libnvdimm: window_pmem=1);
+# nd_pmem, dax_pmem, device_dax: the window as /dev/pmemN and /dev/daxN.M
+for m in rnic rnic_ktest nvme_rdma nvmet_rdma nvme_fabrics nvmet rpcrdma nfs nfsd \
+         rdma_rxe crc32_generic 8021q bridge sch_netem nd_pmem dax_pmem device_dax; do
     args+=(-i "$m")
 done
 for deb in "${debs[@]}"; do

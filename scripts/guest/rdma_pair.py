@@ -185,12 +185,14 @@ ethtool -S eth0 2>/dev/null | grep -E 'roce_|retrans' | tr -d ' ' | sed 's/^/sta
 
 
 def lockstep_scripts(steps: Sequence[Step], kinds: Tuple[str, str], mtu: int = 1500,
-                     tool_timeout: int = 120) -> Tuple[str, str]:
-    """The two guest scripts running STEPS."""
+                     tool_timeout: int = 120,
+                     setup: Tuple[str, str] = ("", "")) -> Tuple[str, str]:
+    """The two guest scripts running STEPS; SETUP: each guest's shell
+    lines before its network comes up (e.g. modprobe rnic with options)."""
     scripts = []
     for me, peer in ((1, 2), (2, 1)):
         kind = kinds[me - 1]
-        text = NET_UP[kind].format(me=me, mtu=mtu) + PEER_UP.format(peer=peer)
+        text = setup[me - 1] + NET_UP[kind].format(me=me, mtu=mtu) + PEER_UP.format(peer=peer)
         text += WAIT_GID.format(dev=DEVICE[kind])
         text += LOCKSTEP.format(me=me, tool_timeout=tool_timeout,
                                 sync_timeout=tool_timeout + 300)
@@ -299,6 +301,8 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              netdev: str = "stream",
              sndbuf: Optional[int] = None,
              scm_mib: Tuple[int, int] = (0, 0),
+             scm_dir: Optional[str] = None,
+             setup: Tuple[str, str] = ("", ""),
              segment=None) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
     also kept in LOG_DIR/NAME-1.out and NAME-2.out. SCHED: host scheduling
@@ -307,11 +311,13 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
     QEMUs by a socket pair with this send buffer (socket_pair) instead of
     a listening unix socket. QEMU: the binary (default: $RNIC_QEMU or the
     project's build, as for one guest). SCM_MIB: per guest, a persistent
-    memory window of that many MiB on its rnic (scm_window; 0: none).
+    memory window of that many MiB on its rnic (scm_window; 0: none), its
+    backing file in SCM_DIR if given (it outlives the run: a restart on the
+    same window), else in a temporary directory. SETUP: lockstep_scripts'.
     SEGMENT: instead of NETDEV, a started segment both guests join
     (linux_bridge.Bridge or .VxlanHosts: attach(nic, mac) gives a guest's
     QEMU arguments and the command its QEMU runs under)."""
-    s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout)
+    s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout, setup=setup)
     if sndbuf is not None and netdev != "stream":
         raise ValueError("sndbuf: only with the stream netdev")
     pair = (socket_pair(sndbuf) if sndbuf is not None else
@@ -328,7 +334,7 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
                 guests.append(Guest(
                     script, name=f"{name}-{me}", qemu=qemu, initrd=initrd,
                     timeout=timeout, sched=sched,
-                    args=scm_window(net, tmp, me, scm_mib[me - 1]),
+                    args=scm_window(net, scm_dir or tmp, me, scm_mib[me - 1]),
                     pass_fds=[fd] if fd is not None else [],
                     wrapper=wrapper))
             r1, r2 = run_guests(guests)

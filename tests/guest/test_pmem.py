@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tests of persistent memory over rnic with librpma (issue: storage-
+class memory, item 5): the memory window as device-DAX (rnic.ko
+window_pmem=1, ndctl) and Debian trixie's librpma 1.3.0 driving it.
+
+They boot build/guest/initramfs-pmem.cpio.gz (scripts/guest/build-pmem.sh:
+the provider image plus librpma, libpmem, ndctl and tests/guest/pmem/'s
+rnic_rpma); the first test that needs it builds it.
+
+  pmem-librpma   two guests: guest 1's rnic has a 64 MiB persistent window
+                 (a shared memory-backend-file), offered as an nvdimm
+                 region and made device-DAX by ndctl; rnic_rpma's server
+                 maps /dev/dax0.0 with libpmem and registers it with
+                 librpma (the driver registers the mapping as the window
+                 range it is: kind SCM, its key DURABLE). Guest 2's client
+                 measures WRITE, WRITE + native FLUSH(persistence) and
+                 WRITE + GPSPM (QD1, 64 B and 4 KiB), then writes a
+                 pattern, flushes, ATOMIC WRITEs and reads it all back.
+                 Both QEMUs stop; two new ones start on the same window
+                 file: the namespace is device-DAX again without ndctl
+                 (its info block persisted) and the server finds the
+                 client's pattern and atomic word before it serves again.
+"""
+
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from typing import Dict, List, Sequence
+
+from guesttest import TOP, procedure
+from rdma_pair import Step, assert_clean_dmesg, lines_of, rc_lines, run_pair, stat
+from rnic_guest import GUEST_DIR
+
+IMAGE = GUEST_DIR / "initramfs-pmem.cpio.gz"
+BUILD_PMEM = TOP / "scripts/guest/build-pmem.sh"
+_build_lock = threading.Lock()
+_built: Dict[str, bool] = {}
+
+
+def pmem_image() -> str:
+    """scripts/guest/build-pmem.sh, once per run."""
+    with _build_lock:
+        if not _built.get("pmem"):
+            build = subprocess.run([str(BUILD_PMEM)], capture_output=True, text=True,
+                                   check=False)
+            if build.returncode != 0:
+                raise AssertionError(f"build-pmem.sh failed:\n{build.stdout}{build.stderr}")
+            _built["pmem"] = True
+    return str(IMAGE)
+
+
+# Guest 1 before its network: the window as an nvdimm region, device-DAX.
+# No udev in the guest: the nvdimm and DAX drivers are loaded by hand
+# (ndctl would load them, but only when it changes a namespace); the bus's wait_probe waits for libnvdimm's
+# asynchronous probes. ndctl runs only when the namespace is not
+# device-DAX yet; "pmem: created" says it did. The driver's debug line of
+# a window MR ("on window") is switched on.
+PMEM_SETUP = """
+modprobe nd_pmem
+modprobe device_dax
+modprobe dax_pmem
+modprobe rnic window_pmem=1 || exit 1
+echo 'module rnic func rnic_reg_window_mr +p' >/sys/kernel/debug/dynamic_debug/control
+n=0
+until [ -e /sys/bus/nd/devices/namespace0.0 ]; do
+    n=$((n + 1)); [ $n -lt 50 ] || { echo "pmem: no namespace"; exit 1; }
+    sleep 0.2
+done
+cat /sys/bus/nd/devices/ndbus0/wait_probe >/dev/null   # the async probes done
+if ! ndctl list -N | grep -q '"mode":"devdax"'; then
+    ndctl create-namespace -f -e namespace0.0 -m devdax >/dev/null || exit 1
+    echo "pmem: created"
+fi
+n=0
+until [ -c /dev/dax0.0 ]; do
+    n=$((n + 1)); [ $n -lt 50 ] || { echo "pmem: no /dev/dax0.0"; exit 1; }
+    sleep 0.2
+done
+ndctl list -RN | tr -d ' \\n' | sed 's/^/pmem: /'; echo
+cat /sys/bus/dax/devices/dax0.0/size | sed 's/^/pmem: dax size /'
+"""
+
+REGION = 4 << 20                  # bytes the server registers after its header
+SEED = 4242
+SERVER = f"rnic_rpma -s -a 10.0.0.1 -f /dev/dax0.0 -z {REGION}"
+
+
+def server(options: str = "") -> str:
+    """The server's step: rnic_rpma, then the driver's lines of window MRs."""
+    return (f"{SERVER} {options}; rc=$?; dmesg | grep \"on window\" | sed \"s/^/window-mr: /\"; "
+            "exit $rc")
+
+
+FIRST: Sequence[Step] = (
+    ("rpma-bench", server(), "rnic_rpma -c 10.0.0.1 -t bench -n 400", 1),
+    ("rpma-check", server(), f"rnic_rpma -c 10.0.0.1 -t check -v {SEED}", 1),
+)
+# after the restart: the server checks the window before it serves
+SECOND: Sequence[Step] = (
+    ("rpma-verify", server(f"-v {SEED}"), f"rnic_rpma -c 10.0.0.1 -t check -v {SEED + 1}", 1),
+)
+
+BENCH = re.compile(r"bench: bytes=(\d+) mode=(\S+) ops=\d+ ops_per_s=(\d+) "
+                   r"lat_us_median=([\d.]+) lat_us_p99=([\d.]+)")
+
+
+def check_ran(out: str, names: Sequence[str]) -> None:
+    rcs = rc_lines(out)
+    for name in names:
+        assert name in rcs, f"{name} did not run:\n{out}"
+        assert all(rc == 0 for rc in rcs[name]), f"{name} exited {rcs[name]}:\n{lines_of(out, name)}"
+
+
+def bench_figures(text: str) -> List[tuple]:
+    return [(int(b), mode, int(ops), float(med), float(p99))
+            for b, mode, ops, med, p99 in BENCH.findall(text)]
+
+
+@procedure("pmem-librpma", requires=["rnic"])
+def pmem_librpma(qemu: str) -> None:
+    image = pmem_image()
+    # tmpfs where there is one: it outlives the QEMUs, and msync() costs
+    # no disk write (the persist of every durable WRITE is one msync)
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=shm) as scm_dir:
+        results = []
+        for name, steps in (("pmem-librpma", FIRST), ("pmem-librpma-restart", SECOND)):
+            r1, r2 = run_pair(name, steps, qemu=qemu, initrd=image, scm_mib=(64, 0),
+                              scm_dir=scm_dir, setup=(PMEM_SETUP, ""))
+            for result in (r1, r2):
+                assert result.ok, result.report()
+                assert_clean_dmesg(result.output)
+            assert stat(r1.output, "roce_tx_frames"), "no RoCE frames: no wire path?"
+            for out in (r1.output, r2.output):
+                check_ran(out, [s[0] for s in steps])
+            results.append((r1.output, r2.output))
+
+    (s1, c1), (s2, c2) = results
+    # boot 1 made the namespace; boot 2 found it device-DAX on the window
+    assert "pmem: created" in s1, lines_of(s1, "pmem")
+    assert "pmem: created" not in s2, lines_of(s2, "pmem")
+    assert '"mode":"devdax"' in lines_of(s2, "pmem"), lines_of(s2, "pmem")
+    # librpma saw pmem and used the native FLUSH with persistence
+    for out in (c1, c2):
+        assert "direct write to pmem 1, flush persistent" in out, out
+    assert re.search(r"rpma-check: server: /dev/dax0.0, \d+ bytes mapped, is_pmem 1", s1), s1
+    # the driver registered the mapping as the window (kind SCM), DURABLE key
+    assert re.search(r"rpma-check: window-mr: .*user MR 0x[0-9a-f]+\+\d+ on window 0x[0-9a-f]+, semantic 1",
+                     s1), lines_of(s1, "window-mr")
+    assert "rpma-check: check: ok" in c1, lines_of(c1, "rpma-check")
+    assert "rpma-verify: check: ok" in c2, lines_of(c2, "rpma-verify")
+    # after the restart, before serving: every word and the atomic one
+    assert re.search(rf"rpma-verify: server: verify seed {SEED}: 0 of {REGION // 8} words differ",
+                     s2), lines_of(s2, "rpma-verify")
+    figures = bench_figures(c1)
+    assert len(figures) == 6, lines_of(c1, "rpma-bench")
+    for size, mode, ops, med, p99 in figures:
+        print(f"# pmem-librpma {size} B {mode}: {ops} ops/s, median {med:g} us, "
+              f"p99 {p99:g} us", flush=True)
+    for size in (64, 4096):
+        by_mode = {mode: ops for b, mode, ops, _, _ in figures if b == size}
+        print(f"# pmem-librpma {size} B: durable-key WRITE / WRITE+FLUSH "
+              f"{by_mode['write'] / by_mode['write+flush']:.2f}x, / GPSPM "
+              f"{by_mode['write'] / by_mode['write+gpspm']:.2f}x", flush=True)
