@@ -20,6 +20,10 @@ rnic_rpma); the first test that needs it builds it.
                  file: the namespace is device-DAX again without ndctl
                  (its info block persisted) and the server finds the
                  client's pattern and atomic word before it serves again.
+  pmem-librpma-rxe
+                 the same server, the client on Soft-RoCE (rdma_rxe in the
+                 other guest): librpma's native FLUSH from rxe (rnic takes
+                 rxe 6.12's ICRC of a FLUSH), the check and the benchmark.
 """
 
 import os
@@ -154,13 +158,38 @@ def pmem_librpma(qemu: str) -> None:
     # after the restart, before serving: every word and the atomic one
     assert re.search(rf"rpma-verify: server: verify seed {SEED}: 0 of {REGION // 8} words differ",
                      s2), lines_of(s2, "rpma-verify")
-    figures = bench_figures(c1)
-    assert len(figures) == 6, lines_of(c1, "rpma-bench")
+    report_bench("pmem-librpma", c1)
+
+
+def report_bench(label: str, client_out: str) -> None:
+    """The client's six figures as TAP comments, with the ratios the issue
+    names (docs/benchmarks.md has the reference runs)."""
+    figures = bench_figures(client_out)
+    assert len(figures) == 6, lines_of(client_out, "rpma-bench")
     for size, mode, ops, med, p99 in figures:
-        print(f"# pmem-librpma {size} B {mode}: {ops} ops/s, median {med:g} us, "
+        print(f"# {label} {size} B {mode}: {ops} ops/s, median {med:g} us, "
               f"p99 {p99:g} us", flush=True)
     for size in (64, 4096):
         by_mode = {mode: ops for b, mode, ops, _, _ in figures if b == size}
-        print(f"# pmem-librpma {size} B: durable-key WRITE / WRITE+FLUSH "
+        print(f"# {label} {size} B: durable-key WRITE / WRITE+FLUSH "
               f"{by_mode['write'] / by_mode['write+flush']:.2f}x, / GPSPM "
               f"{by_mode['write'] / by_mode['write+gpspm']:.2f}x", flush=True)
+
+
+@procedure("pmem-librpma-rxe", requires=["rnic", "virtio-net-pci"])
+def pmem_librpma_rxe(qemu: str) -> None:
+    image = pmem_image()
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=shm) as scm_dir:
+        r1, r2 = run_pair("pmem-librpma-rxe", FIRST, kinds=("rnic", "rxe"), qemu=qemu,
+                          initrd=image, scm_mib=(64, 0), scm_dir=scm_dir,
+                          setup=(PMEM_SETUP, ""))
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    for out in (r1.output, r2.output):
+        check_ran(out, [s[0] for s in FIRST])
+    assert "direct write to pmem 1, flush persistent" in r2.output, r2.output
+    assert "rpma-check: check: ok" in r2.output, lines_of(r2.output, "rpma-check")
+    assert stat(r1.output, "roce_rx_err_icrc") == 0, stat(r1.output, "roce_rx_err_icrc")
+    report_bench("pmem-librpma-rxe", r2.output)

@@ -704,6 +704,21 @@ static void fix_icrc(Frame *fr)
     ip[n + 3] = crc >> 24;
 }
 
+/* The ICRC rxe 6.12 sends on a FLUSH (rnic_roce_icrc_rxe_flush()). */
+static void set_rxe_flush_icrc(Frame *fr)
+{
+    uint8_t *ip = fr->b + fr->l3;
+    uint8_t *bth = bth_of(fr);
+    size_t n = ip_len(fr) - 4;
+    size_t tlen = ip + n + 4 - bth;
+    uint32_t crc = rnic_roce_icrc_rxe_flush(rnic_roce_icrc(ip, fr->v6, n), bth, tlen);
+
+    ip[n] = crc;
+    ip[n + 1] = crc >> 8;
+    ip[n + 2] = crc >> 16;
+    ip[n + 3] = crc >> 24;
+}
+
 /*
  * Change IP and UDP lengths by 'delta' (bytes appended/removed at the
  * end of the transport), keeping checksums and ICRC right.
@@ -868,6 +883,17 @@ static void test_decode_errors(void)
         make_frame(&fr, send_only, v6, false, 64);
         fr.b[fr.l3 + ip_len(&fr) - 1] ^= 0x80;      /* ICRC bit */
         EXPECT(&fr, RNIC_ROCE_ERR_ICRC);
+
+        /* rxe's FLUSH ICRC: accepted on an RC FLUSH, on nothing else */
+        for (int flush = 0; flush < 2; flush++) {
+            uint8_t op = flush ? RNIC_ROCE_RC_FLUSH : RNIC_ROCE_OP_RDMA_READ_REQUEST;
+
+            make_frame(&fr, op, v6, false, 0);
+            set_rxe_flush_icrc(&fr);
+            EXPECT(&fr, flush ? RNIC_ROCE_OK : RNIC_ROCE_ERR_ICRC);
+            fr.b[fr.l3 + ip_len(&fr) - 20] ^= 0x04;  /* a RETH bit */
+            EXPECT(&fr, RNIC_ROCE_ERR_ICRC);
+        }
     }
 
     /* IPv4 only: options, fragments, header checksum */

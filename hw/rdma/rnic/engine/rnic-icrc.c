@@ -241,3 +241,9 @@ uint32_t rnic_roce_icrc(const uint8_t *ip, bool ipv6, size_t ip_len)
     return rnic_crc32(rnic_roce_icrc_hdr(ip, ipv6, hdr), ip + hdr,
                       ip_len - hdr);
 }
+
+uint32_t rnic_roce_icrc_rxe_flush(uint32_t icrc, const uint8_t *bth, size_t tlen)
+{
+    g_assert(tlen >= RNIC_ROCE_ICRC_LEN);
+    return rnic_crc32(icrc, bth, tlen - RNIC_ROCE_ICRC_LEN);
+}

@@ -403,6 +403,7 @@ RnicRoceError rnic_roce_decode(const void *frame, size_t len, RnicRoceHdr *h)
     size_t off = RNIC_ROCE_ETH_HLEN;
     size_t ip_hlen, l4_len, tlen, data_len;
     uint16_t type, udp_len;
+    uint32_t icrc;
 
     memset(h, 0, sizeof(*h));
     if (len < RNIC_ROCE_ETH_HLEN) {
@@ -562,8 +563,10 @@ RnicRoceError rnic_roce_decode(const void *frame, size_t len, RnicRoceHdr *h)
     }
 
     h->icrc = ld_le32(bth + tlen - RNIC_ROCE_ICRC_LEN);
-    if (rnic_roce_icrc(ip, h->ipv6, ip_hlen + udp_len - RNIC_ROCE_ICRC_LEN)
-        != h->icrc) {
+    icrc = rnic_roce_icrc(ip, h->ipv6, ip_hlen + udp_len - RNIC_ROCE_ICRC_LEN);
+    if (icrc != h->icrc &&
+        !(h->opcode == RNIC_ROCE_RC_FLUSH &&
+          rnic_roce_icrc_rxe_flush(icrc, bth, tlen) == h->icrc)) {
         return RNIC_ROCE_ERR_ICRC;
     }
 

@@ -493,4 +493,14 @@ uint32_t rnic_roce_icrc(const uint8_t *ip, bool ipv6, size_t ip_len);
  */
 uint32_t rnic_roce_icrc_hdr(const uint8_t *ip, bool ipv6, size_t len);
 
+/*
+ * The ICRC Linux rxe (6.12 and earlier) puts on an RC FLUSH: its opcode
+ * table has no payload offset for FLUSH, so after the headers its CRC runs
+ * over the 'tlen' - 4 transport bytes from the BTH on a second time, raw.
+ * 'icrc' is rnic_roce_icrc() of the packet. The receive path accepts this
+ * one on an RC FLUSH besides the right one (docs/spec.md "Wire format"):
+ * it covers every byte of the packet too.
+ */
+uint32_t rnic_roce_icrc_rxe_flush(uint32_t icrc, const uint8_t *bth, size_t tlen);
+
 #endif /* RNIC_ROCE_H */
