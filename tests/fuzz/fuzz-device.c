@@ -1261,9 +1261,9 @@ static void seed_modify(GByteArray *b, uint8_t qp, uint8_t state,
  * 'nsge' SGEs of 'len' bytes at 'off', 'off' + 256, ... of data unit 0
  * under the MR (slot 7, cmd 7), to 0x1000 + 'off' of the same region.
  */
-static void seed_send(GByteArray *b, uint8_t qp, uint8_t wr_id,
-                      uint8_t opcode, uint8_t nsge, uint16_t len,
-                      uint16_t off)
+static void seed_send_to(GByteArray *b, uint8_t qp, uint8_t wr_id,
+                         uint8_t opcode, uint8_t nsge, uint16_t len,
+                         uint16_t off, uint8_t rkey_slot)
 {
     uint16_t raddr = 0x1000 + off;
     int k;
@@ -1272,7 +1272,7 @@ static void seed_send(GByteArray *b, uint8_t qp, uint8_t wr_id,
     emit(b, 12, OP_SEND, 1, qp, wr_id, opcode, RNIC_WQE_SIGNALED, nsge,
          0, 0, 0, 0, 0);
     /* remote address in a data unit (unit 0), the MR's key */
-    emit(b, 5, 1, raddr & 0xff, raddr >> 8, 0, 7);
+    emit(b, 5, 1, raddr & 0xff, raddr >> 8, 0, rkey_slot);
     if (opcode == RNIC_WR_ATOMIC_CMP_SWP || opcode == RNIC_WR_ATOMIC_FETCH_ADD) {
         emit(b, 2, 5, 0);       /* compare/add, swap */
     } else {
@@ -1283,6 +1283,14 @@ static void seed_send(GByteArray *b, uint8_t qp, uint8_t wr_id,
 
         emit(b, 6, len & 0xff, len >> 8, a & 0xff, a >> 8, 0, 7);
     }
+}
+
+/* The same to the region of MR slot 7 (cmd 7 of seed_setup). */
+static void seed_send(GByteArray *b, uint8_t qp, uint8_t wr_id,
+                      uint8_t opcode, uint8_t nsge, uint16_t len,
+                      uint16_t off)
+{
+    seed_send_to(b, qp, wr_id, opcode, nsge, len, off, 7);
 }
 
 /* A receive WQE of one SGE ('len' bytes at 'off' of data unit 0, MR 7). */
@@ -1346,6 +1354,23 @@ static void write_seeds(const char *dir)
     RUN(b);
     seed_send(b, 0, 8, RNIC_WR_RDMA_WRITE, 2, 64, 0);
     emit(b, 1, OP_RUN);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+
+    /*
+     * RC loopback and a region of the window (REG_MR kind SCM, flags 0x20:
+     * cmd 16, MR slot 0; window offset 0, 4 KiB, every semantic allowed,
+     * remote write and both FLUSH rights), WRITEs into it through its
+     * DURABLE key (wr_id bit 7: the semantic from wr_id bits 6..4) and its
+     * READONLY key (refused)
+     */
+    seed_rc_loopback(b);
+    ADMIN(b, RNIC_CMD_REG_MR, 0x24, 0xff, 0x0f, 0, 0, 0, 1, 0, 4, 0x1f, 0x03,
+          0x5b, 0, 0, 0xff, 0x0f, 0x3f);
+    RUN(b);
+    seed_send_to(b, 0, 0x90, RNIC_WR_RDMA_WRITE, 1, 64, 0, 0);
+    seed_send_to(b, 0, 0xc1, RNIC_WR_RDMA_WRITE, 1, 64, 0x40, 0);
+    emit(b, 3, OP_RUN, OP_STEP, 5);
     fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 
