@@ -921,8 +921,10 @@ def driver_other_kernel(qemu: str) -> None:
           flush=True)
 
 
+# insmod loads no dependencies: ib_uverbs, and libnvdimm (window_pmem)
 DKMS_SCRIPT = """
 modprobe ib_uverbs || exit 1
+modprobe libnvdimm || exit 1
 insmod /opt/dkms/rnic.ko || exit 1
 echo "build_id_note=$(od -A n -t x1 -v /sys/module/rnic/notes/.note.gnu.build-id | tr -d ' \\n')"
 n=0; until [ -e /sys/class/infiniband/rnic0 ] || [ $n -ge 50 ]; do sleep 0.1; n=$((n+1)); done
