@@ -19,7 +19,8 @@
  * is durable before the ACK leaves. Stores of the guest's CPUs into the
  * window reach the backing file like any store to shared memory; the device
  * does not see them, so they are durable when a device persist covers their
- * range, or when the host writes the file back (docs/usage.md).
+ * range: the region's flush (nvdimm_flush(): info blocks, PREFLUSH/FUA
+ * bios) is SCM_PERSIST of the whole window (docs/usage.md).
  */
 #include <linux/libnvdimm.h>
 #include <linux/module.h>
@@ -27,6 +28,23 @@
 #include "rnic.h"
 
 #if IS_ENABLED(CONFIG_LIBNVDIMM)
+
+/*
+ * nvdimm_flush() of the region: after the kernel wrote a namespace's info
+ * block, for a PREFLUSH or FUA bio of /dev/pmemN (fsync of a file system
+ * on it). The whole window durable, the CPUs' stores into it included:
+ * one SCM_PERSIST, one host persist. Sleeps (the admin queue), as
+ * virtio_pmem's flush does.
+ */
+static int rnic_pmem_flush(struct nd_region *nd_region, struct bio *bio)
+{
+	struct rnic_dev *rdev = nd_region_provider_data(nd_region);
+	struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_SCM_PERSIST };
+
+	cmd.scm.offset = 0;
+	cmd.scm.length = cpu_to_le64(rdev->scm_size);
+	return rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+}
 
 int rnic_pmem_init(struct rnic_dev *rdev)
 {
@@ -65,7 +83,10 @@ int rnic_pmem_init(struct rnic_dev *rdev)
 	ndr_desc.res = &res;
 	ndr_desc.numa_node = dev_to_node(&pdev->dev);
 	ndr_desc.target_node = ndr_desc.numa_node;
+	ndr_desc.provider_data = rdev;
 	set_bit(ND_REGION_PAGEMAP, &ndr_desc.flags);
+	if (rdev->caps.caps & RNIC_CAP_SCM_PERSIST)
+		ndr_desc.flush = rnic_pmem_flush;
 	if (persistent)
 		region = nvdimm_pmem_region_create(rdev->pmem_bus, &ndr_desc);
 	else

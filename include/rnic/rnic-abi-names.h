@@ -38,6 +38,7 @@ static inline const char *rnic_admin_opcode_name(unsigned int opcode)
         [RNIC_CMD_REG_MR] = "REG_MR",
         [RNIC_CMD_ALLOC_MR] = "ALLOC_MR",
         [RNIC_CMD_DEREG_MR] = "DEREG_MR",
+        [RNIC_CMD_SCM_PERSIST] = "SCM_PERSIST",
     };
 
     if (opcode < RNIC_CMD_OPCODE_COUNT && names[opcode]) {

@@ -24,7 +24,7 @@
 #endif
 
 #define RNIC_ABI_VERSION_MAJOR 1
-#define RNIC_ABI_VERSION_MINOR 2
+#define RNIC_ABI_VERSION_MINOR 3
 #define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
 
 /*
@@ -219,6 +219,11 @@ enum rnic_cap {
      * STag key (enum rnic_scm_sem). Persistent when RNIC_CAP_FLUSH_PERSISTENT.
      */
     RNIC_CAP_SCM            = 1u << 16,
+    /*
+     * ABI 1.3: RNIC_CMD_SCM_PERSIST makes a range of a persistent window
+     * durable (what the guest's CPUs stored into BAR4 included).
+     */
+    RNIC_CAP_SCM_PERSIST    = 1u << 17,
 };
 
 enum rnic_dev_ctrl {
@@ -313,6 +318,7 @@ enum rnic_admin_opcode {
     RNIC_CMD_REG_MR,
     RNIC_CMD_ALLOC_MR,          /* fast-register MR, invalid until REG_MR WR */
     RNIC_CMD_DEREG_MR,
+    RNIC_CMD_SCM_PERSIST,       /* ABI 1.3, RNIC_CAP_SCM_PERSIST */
     RNIC_CMD_OPCODE_COUNT
 };
 
@@ -632,6 +638,10 @@ struct rnic_admin_cmd {
              */
             uint32_t sems;
         } mr;
+        struct {                /* SCM_PERSIST (kernel only) */
+            uint64_t offset;    /* bytes into the window */
+            uint64_t length;    /* 0: nothing */
+        } scm;
         struct {                /* DESTROY_*, DEALLOC_PD, FREE_UCTX, DEREG_MR */
             uint32_t handle;    /* DEREG_MR: STag */
             uint32_t net_ctx;   /* DEREG_MR: network context of the STag

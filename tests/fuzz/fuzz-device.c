@@ -740,6 +740,10 @@ static void op_admin(Prog *g)
         kind = K_MR;
         break;
     }
+    case RNIC_CMD_SCM_PERSIST:  /* a range of the window, or past it */
+        c.scm.offset = u8(g) & 1 ? u64(g) : u16(g) % (WIN_SIZE + 2);
+        c.scm.length = u8(g) & 1 ? u64(g) : u16(g) % (WIN_SIZE + 2);
+        break;
     default:                    /* destroy and the rest */
         c.destroy.handle = pick(g, u8(g) % K_KINDS);
         c.destroy.net_ctx = u8(g) & 1 ? RNIC_PD_MULTI_NET : pick(g, K_CTX);

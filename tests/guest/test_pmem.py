@@ -24,6 +24,10 @@ rnic_rpma); the first test that needs it builds it.
                  the same server, the client on Soft-RoCE (rdma_rxe in the
                  other guest): librpma's native FLUSH from rxe (rnic takes
                  rxe 6.12's ICRC of a FLUSH), the check and the benchmark.
+  pmem-powercut  the window as a raw /dev/pmem0 with scm-powerfail=on: a
+                 block written and fsync()ed (a PREFLUSH: the region's flush,
+                 SCM_PERSIST of the window) survives qom-set power-cut, a
+                 block written with O_DIRECT and never flushed does not.
 """
 
 import os
@@ -35,8 +39,8 @@ from typing import Dict, Sequence
 
 from guesttest import TOP, procedure
 from pmem_pair import bench_client, bench_figures, pmem_setup, server
-from rdma_pair import Step, assert_clean_dmesg, lines_of, rc_lines, run_pair, stat
-from rnic_guest import GUEST_DIR
+from rdma_pair import DMESG_CHECK, Step, assert_clean_dmesg, lines_of, rc_lines, run_pair, stat
+from rnic_guest import GUEST_DIR, Guest
 
 IMAGE = GUEST_DIR / "initramfs-pmem.cpio.gz"
 BUILD_PMEM = TOP / "scripts/guest/build-pmem.sh"
@@ -153,3 +157,53 @@ def pmem_librpma_rxe(qemu: str) -> None:
     assert "rpma-check: check: ok" in r2.output, lines_of(r2.output, "rpma-check")
     assert stat(r1.output, "roce_rx_err_icrc") == 0, stat(r1.output, "roce_rx_err_icrc")
     report_bench("pmem-librpma-rxe", r2.output)
+
+
+# One guest, raw namespace (/dev/pmem0): block 0 through the page cache and
+# fsync (blkdev_issue_flush: a PREFLUSH bio, nvdimm_flush(), the driver's
+# SCM_PERSIST), block 1 with O_DIRECT only (pmem's memcpy, no flush). After
+# POWER-CUT-READY the host cuts the power; the guest waits for block 1 to
+# roll back, then shows both.
+POWERCUT_SCRIPT = """
+modprobe nd_pmem
+modprobe rnic window_pmem=1 || exit 1
+cat /sys/bus/nd/devices/ndbus0/wait_probe >/dev/null
+[ -b /dev/pmem0 ] || { echo "no /dev/pmem0"; exit 1; }
+yes SYNCED | head -c 4096 >/tmp/a
+yes LOSTXX | head -c 4096 >/tmp/b
+dd if=/tmp/a of=/dev/pmem0 bs=4096 count=1 conv=fsync 2>/dev/null || exit 1
+dd if=/tmp/b of=/dev/pmem0 bs=4096 seek=1 count=1 oflag=direct 2>/dev/null || exit 1
+block() { dd if=/dev/pmem0 bs=4096 skip=$1 count=1 iflag=direct 2>/dev/null | head -c 6; }
+echo "before: $(block 0) $(block 1)"
+echo POWER-CUT-READY
+n=0
+until [ "$(block 1)" != LOSTXX ]; do
+    n=$((n + 1)); [ $n -lt 300 ] || { echo "block 1 never rolled back"; exit 1; }
+    sleep 0.2
+done
+echo "after: $(block 0) $(block 1 | tr -d '\\000')."
+""" + DMESG_CHECK
+
+
+@procedure("pmem-powercut", requires=["rnic"])
+def pmem_powercut(qemu: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rnic-pmem-") as tmp:
+        args = ["-object", f"memory-backend-file,id=scm0,size=64M,mem-path={tmp}/scm.img,share=on",
+                "-netdev", "user,id=n0", "-device", "rnic,id=nic0,netdev=n0,scm=scm0,scm-powerfail=on"]
+        guest = Guest(POWERCUT_SCRIPT, name="pmem-powercut", qemu=qemu, initrd=pmem_image(),
+                      timeout=300, args=args)
+        guest.launch()
+        try:
+            ready = guest.wait_console(r"^POWER-CUT-READY", 200)
+            cut = (guest.vm.qmp("qom-set", path="/machine/peripheral/nic0",
+                                property="power-cut", value=True) if ready else None)
+        finally:
+            result = guest.wait()
+    assert ready, "the guest never got ready for the power cut:\n" + result.report()
+    assert cut is not None and "error" not in cut, f"qom-set power-cut: {cut}"
+    assert result.ok, result.report()
+    out = result.output
+    assert_clean_dmesg(out)
+    assert re.search(r"^before: SYNCED LOSTXX$", out, re.MULTILINE), out
+    assert re.search(r"^after: SYNCED \.$", out, re.MULTILINE), out
+

@@ -8,7 +8,8 @@
  * never are (and are durable when their completion is seen), READONLY
  * and ATOMIC8 refuse what they must, MGMT runs persist/zero/status
  * requests; a window that does not persist refuses persistence; regions
- * of the window as local SGEs; the registration log replays them with
+ * of the window as local SGEs; SCM_PERSIST of CPU stores; the
+ * registration log replays them with
  * their semantics on a state load.
  */
 #include <string.h>
@@ -423,6 +424,66 @@ static void test_volatile(void)
     tv_pair_free(p);
 }
 
+/*
+ * SCM_PERSIST (the driver's flush of the window as an nvdimm region): a
+ * CPU store into the window survives a power cut once a persist covers
+ * it, and not before; ranges outside the window, user contexts and a
+ * window that does not persist are refused.
+ */
+static void test_persist_cmd(void)
+{
+    TvPair *p = tv_pair_new(win_cfg(true));
+    TvPair *v = tv_pair_new(win_cfg(false));
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_SCM_PERSIST };
+    uint8_t *cpu = test_scm_ptr(p->d, 0x3000);
+    uint64_t before = p->d->persists;
+
+    g_assert_true(test_reg_read(p->d, RNIC_REG_CAPS_LO) & RNIC_CAP_SCM_PERSIST);
+    g_assert_false(test_reg_read(v->d, RNIC_REG_CAPS_LO) & RNIC_CAP_SCM_PERSIST);
+
+    /* stored, not persisted: gone */
+    memset(cpu, 0xa1, 64);
+    test_host_power_cut(p->d);
+    g_assert_cmpuint(cpu[0], ==, 0);
+    /* stored, persisted (a range around it): kept */
+    memset(cpu, 0xa2, 64);
+    memset(cpu + 4096, 0xa3, 64);      /* outside the range: gone */
+    c.scm.offset = 0x3000;
+    c.scm.length = 4096;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_OK);
+    g_assert_cmpuint(p->d->persists, ==, before + 1);
+    test_host_power_cut(p->d);
+    g_assert_cmpuint(cpu[0], ==, 0xa2);
+    g_assert_cmpuint(cpu[63], ==, 0xa2);
+    g_assert_cmpuint(cpu[4096], ==, 0);
+    /* the whole window, and nothing */
+    c.scm.offset = 0;
+    c.scm.length = WIN_PAGES * 4096;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_OK);
+    c.scm.length = 0;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_OK);
+
+    /* refused: past the end, wrapping, a user context, no persistence */
+    c.scm.offset = WIN_PAGES * 4096 - 64;
+    c.scm.length = 65;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    c.scm.offset = 64;
+    c.scm.length = UINT64_MAX;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    c.scm.offset = WIN_PAGES * 4096 + 1;
+    c.scm.length = 0;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_BAD_PARAM);
+    c.scm.offset = 0;
+    c.scm.length = 64;
+    c.uctx = 1;
+    g_assert_cmpuint(tv_cmd(p->d, &c).status, ==, RNIC_ST_PERMISSION);
+    c.uctx = 0;
+    g_assert_cmpuint(tv_cmd(v->d, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
+    g_assert_cmpuint(v->d->persists, ==, 0);
+    tv_pair_free(v);
+    tv_pair_free(p);
+}
+
 /* A window region as the source and the sink of local SGEs. */
 static void test_local(TvFixture *f, gconstpointer cfg)
 {
@@ -557,6 +618,7 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/scm/allowed", win_cfg(true), test_allowed);
     tv_test_add_pair("/rnic/scm/mgmt", win_cfg(true), test_mgmt);
     g_test_add_func("/rnic/scm/volatile", test_volatile);
+    g_test_add_func("/rnic/scm/persist-cmd", test_persist_cmd);
     tv_test_add_pair("/rnic/scm/local", win_cfg(true), test_local);
     tv_test_add_pair("/rnic/scm/durable-local", win_cfg(true),
                      test_durable_local);

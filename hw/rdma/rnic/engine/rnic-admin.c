@@ -298,6 +298,7 @@ static const RnicAdminHandler rnic_admin_handlers[RNIC_CMD_OPCODE_COUNT] = {
     [RNIC_CMD_REG_MR] = rnic_cmd_reg_mr,
     [RNIC_CMD_ALLOC_MR] = rnic_cmd_alloc_mr,
     [RNIC_CMD_DEREG_MR] = rnic_cmd_dereg_mr,
+    [RNIC_CMD_SCM_PERSIST] = rnic_cmd_scm_persist,
 };
 
 static void rnic_admin_execute(RnicEngine *e, const struct rnic_admin_cmd *cmd,

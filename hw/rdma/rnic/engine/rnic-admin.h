@@ -104,6 +104,10 @@ void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res);
 
+/* rnic-scm.c */
+void rnic_cmd_scm_persist(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                          RnicAdminResult *res);
+
 /* Validation shared by queue creation: ring base and size. */
 bool rnic_admin_check_ring(RnicEngine *e, RnicAdminResult *res,
                            const char *what, uint64_t addr, uint32_t log_size,

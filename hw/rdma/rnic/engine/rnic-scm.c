@@ -23,7 +23,9 @@
  * persisted before the next responder packet (ACK, NAK, response) leaves
  * and at the end of every engine call.
  */
+#include <inttypes.h>
 #include <string.h>
+#include "rnic-admin.h"
 #include "rnic-engine-int.h"
 
 #define RNIC_SCM_SEM_BITS   (0x7u << RNIC_SCM_KEY_SEM_SHIFT)
@@ -42,7 +44,8 @@ uint64_t rnic_scm_caps(const RnicEngine *e)
         return 0;
     }
     return RNIC_CAP_SCM |
-           (e->cfg.scm_persistent ? RNIC_CAP_FLUSH_PERSISTENT : 0);
+           (e->cfg.scm_persistent ?
+            RNIC_CAP_FLUSH_PERSISTENT | RNIC_CAP_SCM_PERSIST : 0);
 }
 
 uint64_t rnic_scm_window_size(const RnicEngine *e)
@@ -300,6 +303,37 @@ void rnic_scm_before_read(RnicEngine *e, const RnicMr *mr, uint32_t stag,
         rnic_stag_sem(stag) == RNIC_SCM_SEM_DURABLE) {
         rnic_scm_persist(e, mr, va, len);
     }
+}
+
+/*
+ * SCM_PERSIST (kernel only): [offset, offset + length) of the window made
+ * durable, stores of the guest's CPUs through BAR4 included: the driver's
+ * flush of the window as an nvdimm region. One host persist, like a FLUSH
+ * of a whole region.
+ */
+void rnic_cmd_scm_persist(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                          RnicAdminResult *res)
+{
+    uint64_t off = GUINT64_FROM_LE(cmd->scm.offset);
+    uint64_t len = GUINT64_FROM_LE(cmd->scm.length);
+    uint64_t size = rnic_scm_size(e);
+
+    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+        return;
+    }
+    if (!e->cfg.scm_persistent) {
+        rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
+                        "SCM_PERSIST: %s", size ? "the window does not persist" :
+                        "no memory window");
+        return;
+    }
+    if (off > size || len > size - off) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "SCM_PERSIST: %#" PRIx64 "+%#" PRIx64
+                        " outside the window of %#" PRIx64, off, len, size);
+        return;
+    }
+    rnic_scm_persist_off(e, off, len);
 }
 
 /* ---------------------------------------------------------------------- */
