@@ -292,6 +292,21 @@ def scm_window(args: List[str], tmp: str, me: int, mib: int) -> List[str]:
     return ["-object", backend] + args[:-1] + [f"{args[-1]},scm=scm{me}"]
 
 
+def run_power_cut(guest, ready_timeout: float = 500, nic: str = "nic0"):
+    """Launch GUEST (its rnic -device ...,id=NIC,scm-powerfail=on), cut the
+    window's power (qom-set power-cut) once the guest prints
+    POWER-CUT-READY, and wait for it. Returns (ready, the QMP answer or
+    None, the GuestResult)."""
+    guest.launch()
+    try:
+        ready = guest.wait_console(r"^POWER-CUT-READY", ready_timeout)
+        cut = (guest.vm.qmp("qom-set", path=f"/machine/peripheral/{nic}",
+                            property="power-cut", value=True) if ready else None)
+    finally:
+        result = guest.wait()
+    return ready, cut, result
+
+
 def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic", "rnic"),
              mtu: int = 1500, qemu: Optional[str] = None,
              initrd: str = str(PROVIDER_IMAGE), timeout: float = 1500,

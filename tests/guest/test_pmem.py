@@ -39,7 +39,8 @@ from typing import Dict, Sequence
 
 from guesttest import TOP, procedure
 from pmem_pair import bench_client, bench_figures, pmem_setup, server
-from rdma_pair import DMESG_CHECK, Step, assert_clean_dmesg, lines_of, rc_lines, run_pair, stat
+from rdma_pair import (DMESG_CHECK, Step, assert_clean_dmesg, lines_of, rc_lines, run_pair,
+                       run_power_cut, stat)
 from rnic_guest import GUEST_DIR, Guest
 
 IMAGE = GUEST_DIR / "initramfs-pmem.cpio.gz"
@@ -190,15 +191,9 @@ def pmem_powercut(qemu: str) -> None:
     with tempfile.TemporaryDirectory(prefix="rnic-pmem-") as tmp:
         args = ["-object", f"memory-backend-file,id=scm0,size=64M,mem-path={tmp}/scm.img,share=on",
                 "-netdev", "user,id=n0", "-device", "rnic,id=nic0,netdev=n0,scm=scm0,scm-powerfail=on"]
-        guest = Guest(POWERCUT_SCRIPT, name="pmem-powercut", qemu=qemu, initrd=pmem_image(),
-                      timeout=300, args=args)
-        guest.launch()
-        try:
-            ready = guest.wait_console(r"^POWER-CUT-READY", 200)
-            cut = (guest.vm.qmp("qom-set", path="/machine/peripheral/nic0",
-                                property="power-cut", value=True) if ready else None)
-        finally:
-            result = guest.wait()
+        ready, cut, result = run_power_cut(
+            Guest(POWERCUT_SCRIPT, name="pmem-powercut", qemu=qemu, initrd=pmem_image(),
+                  timeout=300, args=args), ready_timeout=200)
     assert ready, "the guest never got ready for the power cut:\n" + result.report()
     assert cut is not None and "error" not in cut, f"qom-set power-cut: {cut}"
     assert result.ok, result.report()

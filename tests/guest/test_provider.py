@@ -69,7 +69,7 @@ from typing import Dict, Sequence, Tuple
 from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
 from rnic_guest import GUEST_DIR, Guest
 from rdma_pair import (DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of, rc_lines,
-                       run_pair, scm_window, stat, tool_figure)
+                       run_pair, run_power_cut, scm_window, stat, tool_figure)
 
 IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
@@ -664,16 +664,9 @@ wait $srv; echo "rc=cut-srv:$?"
 def dm_powercut(qemu: str) -> None:
     with tempfile.TemporaryDirectory(prefix="rnic-dm-") as tmp:
         args = scm_window(["-device", "rnic,id=nic0,scm-powerfail=on"], tmp, 1, 64)
-        guest = Guest(DM_POWERCUT_SCRIPT, name="provider-dm-powercut", qemu=qemu,
-                      initrd=provider_image(), timeout=600, args=args)
-        guest.launch()
-        try:
-            ready = guest.wait_console(r"^POWER-CUT-READY", 500)
-            cut = (guest.vm.qmp("qom-set", path="/machine/peripheral/nic0",
-                                property="power-cut", value=True)
-                   if ready else None)
-        finally:
-            result = guest.wait()
+        ready, cut, result = run_power_cut(
+            Guest(DM_POWERCUT_SCRIPT, name="provider-dm-powercut", qemu=qemu,
+                  initrd=provider_image(), timeout=600, args=args))
     assert ready, "the server never got ready for the power cut:\n" + result.report()
     assert cut is not None and "error" not in cut, f"qom-set power-cut: {cut}"
     assert result.ok, result.report()
