@@ -98,8 +98,15 @@ int rnic_dm_init(struct rnic_dev *rdev)
 	}
 	rdev->scm_start = pci_resource_start(pdev, RNIC_BAR_SCM);
 	rdev->scm_size = size;
-	if (window_pmem)
-		return rnic_pmem_init(rdev);
+	if (window_pmem) {
+		/* without the region the RDMA device still works */
+		ret = rnic_pmem_init(rdev);
+		if (ret)
+			dev_warn(&pdev->dev,
+				 "window_pmem: no nvdimm region (%d): the window is not used\n",
+				 ret);
+		return 0;
+	}
 	ret = pci_request_region(pdev, RNIC_BAR_SCM, RNIC_DRV_NAME);
 	if (ret)
 		return ret;

@@ -24,6 +24,9 @@ rnic_rpma); the first test that needs it builds it.
                  the same server, the client on Soft-RoCE (rdma_rxe in the
                  other guest): librpma's native FLUSH from rxe (rnic takes
                  rxe 6.12's ICRC of a FLUSH), the check and the benchmark.
+  pmem-window-small
+                 window_pmem=1 with a window of 4 MiB (16 at least): the
+                 region is refused with a message, the RDMA device works
   pmem-powercut  the window as a raw /dev/pmem0 with scm-powerfail=on: a
                  block written and fsync()ed (a PREFLUSH: the region's flush,
                  SCM_PERSIST of the window) survives qom-set power-cut, a
@@ -37,7 +40,7 @@ import tempfile
 import threading
 from typing import Dict, Sequence
 
-from guesttest import TOP, procedure
+from guesttest import TOP, GuestResult, case, procedure
 from pmem_pair import bench_client, bench_figures, pmem_setup, server
 from rdma_pair import (DMESG_CHECK, Step, assert_clean_dmesg, lines_of, rc_lines, run_pair,
                        run_power_cut, stat)
@@ -201,4 +204,28 @@ def pmem_powercut(qemu: str) -> None:
     assert_clean_dmesg(out)
     assert re.search(r"^before: SYNCED LOSTXX$", out, re.MULTILINE), out
     assert re.search(r"^after: SYNCED \.$", out, re.MULTILINE), out
+
+
+SMALL_SCRIPT = """
+modprobe nd_pmem
+modprobe rnic window_pmem=1 || exit 1
+n=0; until [ -e /sys/class/infiniband/rnic0 ] || [ $n -ge 50 ]; do sleep 0.1; n=$((n+1)); done
+echo "ib_devices=$(ls /sys/class/infiniband | tr '\\n' ' ')"
+echo "nd_regions=$(ls /sys/bus/nd/devices 2>/dev/null | grep -c region)"
+dmesg | grep window_pmem | sed 's/^/dmesg: /'
+""" + DMESG_CHECK
+
+
+def check_small(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    assert "window_pmem: a window of 4096 KiB is too small (16 MiB at least)" in out, out
+    assert "window_pmem: no nvdimm region (-22): the window is not used" in out, out
+    assert re.search(r"^ib_devices=rnic0 $", out, re.MULTILINE), out
+    assert re.search(r"^nd_regions=0$", out, re.MULTILINE), out
+
+
+case("pmem-window-small", ["-object", "memory-backend-ram,id=scm0,size=4M",
+                           "-device", "rnic,scm=scm0"], lambda: SMALL_SCRIPT,
+     check_small, requires=["rnic"], initrd=pmem_image, timeout=180)
 
