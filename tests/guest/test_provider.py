@@ -60,10 +60,12 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            pass; what is skipped is reported by reason
 """
 
+import os
 import re
 import subprocess
 import tempfile
 import threading
+from pathlib import Path
 from typing import Dict, Sequence, Tuple
 
 from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
@@ -289,6 +291,21 @@ PYVERBS_DM_MUST_PASS = tuple(f"tests.test_device.DMTest.{name}" for name in (
         "test_dm_remote_read_traffic", "test_dm_atomic_fetch_add", "test_dm_atomic_cmp_swp"))
 
 
+def pyverbs_tap(results: Dict[str, str]) -> str:
+    """RESULTS as TAP, one line per rdma-core test (the test command's
+    summary counts each: RNIC_PYVERBS_TAP)."""
+    lines = [f"1..{len(results)}"]
+    for number, (name, status) in enumerate(sorted(results.items()), 1):
+        if status == "ok":
+            lines.append(f"ok {number} - pyverbs {name}")
+        elif status.startswith("skipped: "):
+            reason = status[9:].replace("#", "")
+            lines.append(f"ok {number} - pyverbs {name} # SKIP {reason}")
+        else:
+            lines.append(f"not ok {number} - pyverbs {name} ({status})")
+    return "\n".join(lines) + "\n"
+
+
 def check_pyverbs(result: GuestResult) -> None:
     out = result.output
     assert_clean_dmesg(out)
@@ -296,6 +313,12 @@ def check_pyverbs(result: GuestResult) -> None:
     results = pyverbs_results(text)
     ran = re.search(r"^Ran (\d+) tests", text, re.MULTILINE)
     assert ran, text[-3000:]
+    tap = os.environ.get("RNIC_PYVERBS_TAP")
+    if tap:
+        Path(tap).write_text(pyverbs_tap(results))
+    # every test unittest ran has its line
+    assert len(results) == int(ran.group(1)), \
+        f"{len(results)} results parsed of {ran.group(1)} tests run:\n{text[-3000:]}"
     bad = [name for name, status in results.items() if status in ("FAIL", "ERROR")]
     assert not bad and re.search(r"^OK \(skipped=\d+\)", text, re.MULTILINE), \
         "failed: " + ", ".join(bad) + "\n" + text[-5000:]
