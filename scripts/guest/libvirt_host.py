@@ -55,8 +55,11 @@ class LibvirtHost:
                        for p in sorted(self.root.glob("*.log")))
 
     def start(self, timeout: float = 60) -> "LibvirtHost":
-        for sub in PRIVATE:
+        for sub, path in PRIVATE.items():
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+            # the bind mount needs its mount point: /run/libvirt exists only
+            # once systemd's tmpfiles or a system libvirtd has made it
+            os.makedirs(path, exist_ok=True)
         etc = self.root / "etc"
         shutil.copytree("/etc/libvirt", etc, dirs_exist_ok=True, symlinks=True)
         # the other daemon's domains, networks, storage pools are not ours
