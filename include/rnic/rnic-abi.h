@@ -24,7 +24,7 @@
 #endif
 
 #define RNIC_ABI_VERSION_MAJOR 1
-#define RNIC_ABI_VERSION_MINOR 3
+#define RNIC_ABI_VERSION_MINOR 4
 #define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
 
 /*
@@ -224,6 +224,8 @@ enum rnic_cap {
      * durable (what the guest's CPUs stored into BAR4 included).
      */
     RNIC_CAP_SCM_PERSIST    = 1u << 17,
+    /* ABI 1.4: unreliable connected QPs (RNIC_QPT_UC) */
+    RNIC_CAP_UC             = 1u << 18,
 };
 
 enum rnic_dev_ctrl {
@@ -388,6 +390,8 @@ enum rnic_qp_type {
     RNIC_QPT_RC = 0,
     RNIC_QPT_UD = 1,
     RNIC_QPT_GSI = 2,           /* QP1 of a network context */
+    RNIC_QPT_UC = 3,            /* ABI 1.4, RNIC_CAP_UC */
+    RNIC_QPT_COUNT
 };
 
 enum rnic_qp_state {

@@ -120,14 +120,15 @@ typedef struct TvRcPath {
 } TvRcPath;
 
 /*
- * RESET -> INIT -> RTR -> RTS (or up to p->state) of an RC QP along 'p',
- * each step asserted to succeed.
+ * RESET -> INIT -> RTR -> RTS (or up to p->state) of an RC or UC QP along
+ * 'p' (UC: without RC's timeouts, retries and READ/atomic resources), each
+ * step asserted to succeed.
  */
 void tv_rc_connect_path(RvDev *d, TvQp *qp, const TvRcPath *p);
 /*
- * RESET -> INIT -> RTR -> RTS of an RC QP towards (dgid, dest_qpn): PSN
- * 100, 16 RDMA READ / atomic in flight, every remote right, tv_path_mtu,
- * tv_timeout, tv_retry_cnt and tv_rnr_retry.
+ * RESET -> INIT -> RTR -> RTS of an RC (or UC) QP towards (dgid,
+ * dest_qpn): PSN 100, 16 RDMA READ / atomic in flight, every remote right,
+ * tv_path_mtu, tv_timeout, tv_retry_cnt and tv_rnr_retry.
  */
 void tv_rc_connect(RvDev *d, TvQp *qp, uint32_t sgid_index,
                    const uint8_t dgid[16], uint32_t dest_qpn);

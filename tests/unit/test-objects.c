@@ -330,7 +330,7 @@ static void test_qpn_spaces(void)
     c.qp.sq_wqe_shift = 6;
     c.qp.rq_wqe_shift = 4;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_EXISTS);
-    c.qp.qp_type = 3;
+    c.qp.qp_type = RNIC_QPT_COUNT;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_BAD_PARAM);
     /* the GSI QP is the kernel's */
     u = tv_uctx(h);

@@ -1031,7 +1031,7 @@ RnicQp *rnic_qp_lookup(RnicEngine *e, uint32_t handle);
 RnicQp *rnic_qp_by_qpn(RnicNetCtx *ctx, uint32_t qpn);
 RnicQp *rnic_qp_create(RnicEngine *e, uint32_t handle, uint32_t qpn);
 void rnic_qp_destroy(RnicEngine *e, RnicQp *qp);
-/* Move to ERR (flushes both queues) or, for UD send errors, to SQE. */
+/* Move to ERR (flushes both queues) or, for UC/UD send errors, to SQE. */
 void rnic_qp_error(RnicEngine *e, RnicQp *qp);
 void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp);
 void rnic_qp_process(RnicEngine *e, RnicQp *qp);
@@ -1152,19 +1152,30 @@ uint32_t rnic_resp_process(RnicEngine *e, RnicQp *qp, uint32_t budget);
 
 /*
  * The opcodes the transport implements: the codec's table (rnic-roce.h)
- * less what it knows and the transport does not do yet (UC; a CNP is not
- * a transport packet). NULL for any other.
+ * less what is not a transport packet (a CNP). NULL for any other.
  */
 static inline const RnicRoceOpInfo *rnic_transport_op(uint8_t opcode)
 {
     const RnicRoceOpInfo *info = rnic_roce_op_info(opcode);
 
-    if (!info ||
-        (opcode & RNIC_ROCE_TRANSPORT_MASK) == RNIC_ROCE_TRANSPORT_UC ||
-        (info->flags & RNIC_ROCE_OPF_CNP)) {
+    if (!info || (info->flags & RNIC_ROCE_OPF_CNP)) {
         return NULL;
     }
     return info;
+}
+
+/* RC and UC: one peer QP, PSN-sequenced messages of several packets. */
+static inline bool rnic_qpt_connected(uint8_t type)
+{
+    return type == RNIC_QPT_RC || type == RNIC_QPT_UC;
+}
+
+/* The BTH transport bits (RNIC_ROCE_TRANSPORT_*) of a QP's packets. */
+static inline uint8_t rnic_qp_transport(const RnicQp *qp)
+{
+    return qp->type == RNIC_QPT_RC ? RNIC_ROCE_TRANSPORT_RC :
+           qp->type == RNIC_QPT_UC ? RNIC_ROCE_TRANSPORT_UC :
+                                     RNIC_ROCE_TRANSPORT_UD;
 }
 
 /* A packet's place in its message: picks its opcode from a table. */

@@ -26,6 +26,8 @@ static const char *rnic_qp_type_str(uint8_t type)
         return "UD";
     case RNIC_QPT_GSI:
         return "GSI";
+    case RNIC_QPT_UC:
+        return "UC";
     }
     return "?";
 }
@@ -102,7 +104,7 @@ static void rnic_describe_qp(GString *out, const RnicNetCtx *ctx,
                            qp->qpn, qp->handle, rnic_qp_type_str(qp->type),
                            rnic_qp_state_str(qp->state), qp->pd->handle,
                            qp->owner, qp->req_psn, qp->una_psn, qp->resp.epsn);
-    if (qp->type == RNIC_QPT_RC) {
+    if (rnic_qpt_connected(qp->type)) {
         g_string_append_printf(out, " dest-qpn=%u", qp->dest_qpn);
     } else {
         g_string_append_printf(out, " qkey=0x%x", qp->qkey);

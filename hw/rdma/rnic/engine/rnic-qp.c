@@ -332,7 +332,7 @@ void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
             return;
         }
     }
-    if (type > RNIC_QPT_GSI) {
+    if (type >= RNIC_QPT_COUNT) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "CREATE_QP: QP type %u",
                         type);
         return;
@@ -396,7 +396,7 @@ void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     qp->type = type;
     qp->state = RNIC_QPS_RESET;
     qp->ctx = pd->ctx;
-    qp->all_nets = !pd->ctx && type != RNIC_QPT_RC;
+    qp->all_nets = !pd->ctx && !rnic_qpt_connected(type);
     qp->pd = pd;
     qp->scq = scq;
     qp->rcq = rcq;
@@ -492,11 +492,11 @@ void rnic_cmd_query_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 /* State machine                                                          */
 /* ---------------------------------------------------------------------- */
 
-/* Attribute masks of one transition, per QP type (RC, UD, GSI). */
+/* Attribute masks of one transition, per QP type (RC, UD, GSI, UC). */
 typedef struct RnicQpTrans {
     bool valid;
-    uint32_t req[3];
-    uint32_t opt[3];
+    uint32_t req[RNIC_QPT_COUNT];
+    uint32_t opt[RNIC_QPT_COUNT];
 } RnicQpTrans;
 
 #define M_PKEY      RNIC_QP_PKEY_INDEX
@@ -516,6 +516,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
             .valid = true,
             .req = {
                 [RNIC_QPT_RC] = M_PKEY | M_PORT | M_ACCESS,
+                [RNIC_QPT_UC] = M_PKEY | M_PORT | M_ACCESS,
                 [RNIC_QPT_UD] = M_PKEY | M_PORT | M_QKEY,
                 [RNIC_QPT_GSI] = M_PKEY | M_QKEY,
             },
@@ -528,6 +529,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
             .valid = true,
             .opt = {
                 [RNIC_QPT_RC] = M_PKEY | M_PORT | M_ACCESS,
+                [RNIC_QPT_UC] = M_PKEY | M_PORT | M_ACCESS,
                 [RNIC_QPT_UD] = M_PKEY | M_PORT | M_QKEY,
                 [RNIC_QPT_GSI] = M_PKEY | M_QKEY,
             },
@@ -538,9 +540,12 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
                 [RNIC_QPT_RC] = RNIC_QP_AV | RNIC_QP_PATH_MTU |
                                 RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN |
                                 RNIC_QP_MAX_DEST_RD_ATOMIC | M_RNR_TIMER,
+                [RNIC_QPT_UC] = RNIC_QP_AV | RNIC_QP_PATH_MTU |
+                                RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN,
             },
             .opt = {
                 [RNIC_QPT_RC] = M_ALT | M_ACCESS | M_PKEY,
+                [RNIC_QPT_UC] = M_ALT | M_ACCESS | M_PKEY,
                 [RNIC_QPT_UD] = M_PKEY | M_QKEY,
                 [RNIC_QPT_GSI] = M_PKEY | M_QKEY,
             },
@@ -555,11 +560,13 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
                 [RNIC_QPT_RC] = RNIC_QP_TIMEOUT | RNIC_QP_RETRY_CNT |
                                 RNIC_QP_RNR_RETRY | RNIC_QP_SQ_PSN |
                                 RNIC_QP_MAX_QP_RD_ATOMIC,
+                [RNIC_QPT_UC] = RNIC_QP_SQ_PSN,
                 [RNIC_QPT_UD] = RNIC_QP_SQ_PSN,
                 [RNIC_QPT_GSI] = RNIC_QP_SQ_PSN,
             },
             .opt = {
                 [RNIC_QPT_RC] = M_CUR | M_ALT | M_ACCESS | M_RNR_TIMER | M_MIG,
+                [RNIC_QPT_UC] = M_CUR | M_ALT | M_ACCESS | M_MIG,
                 [RNIC_QPT_UD] = M_CUR | M_QKEY,
                 [RNIC_QPT_GSI] = M_CUR | M_QKEY,
             },
@@ -572,6 +579,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
             .valid = true,
             .opt = {
                 [RNIC_QPT_RC] = M_CUR | M_ACCESS | M_ALT | M_MIG | M_RNR_TIMER,
+                [RNIC_QPT_UC] = M_CUR | M_ACCESS | M_ALT | M_MIG,
                 [RNIC_QPT_UD] = M_CUR | M_QKEY,
                 [RNIC_QPT_GSI] = M_CUR | M_QKEY,
             },
@@ -580,6 +588,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
             .valid = true,
             .opt = {
                 [RNIC_QPT_RC] = RNIC_QP_EN_SQD_ASYNC_NOTIFY,
+                [RNIC_QPT_UC] = RNIC_QP_EN_SQD_ASYNC_NOTIFY,
                 [RNIC_QPT_UD] = RNIC_QP_EN_SQD_ASYNC_NOTIFY,
                 [RNIC_QPT_GSI] = RNIC_QP_EN_SQD_ASYNC_NOTIFY,
             },
@@ -592,6 +601,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
             .valid = true,
             .opt = {
                 [RNIC_QPT_RC] = M_CUR | M_ALT | M_ACCESS | M_RNR_TIMER | M_MIG,
+                [RNIC_QPT_UC] = M_CUR | M_ALT | M_ACCESS | M_MIG,
                 [RNIC_QPT_UD] = M_CUR | M_QKEY,
                 [RNIC_QPT_GSI] = M_CUR | M_QKEY,
             },
@@ -604,6 +614,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
                                 RNIC_QP_MAX_QP_RD_ATOMIC |
                                 RNIC_QP_MAX_DEST_RD_ATOMIC | M_ALT | M_ACCESS |
                                 M_PKEY | M_RNR_TIMER | M_MIG,
+                [RNIC_QPT_UC] = RNIC_QP_AV | M_ALT | M_ACCESS | M_PKEY | M_MIG,
                 [RNIC_QPT_UD] = M_PKEY | M_QKEY,
                 [RNIC_QPT_GSI] = M_PKEY | M_QKEY,
             },
@@ -615,6 +626,7 @@ static const RnicQpTrans rnic_qp_trans[RNIC_QPS_ERR + 1][RNIC_QPS_ERR + 1] = {
         [RNIC_QPS_RTS] = {
             .valid = true,
             .opt = {
+                [RNIC_QPT_UC] = M_CUR | M_ACCESS,
                 [RNIC_QPT_UD] = M_CUR | M_QKEY,
                 [RNIC_QPT_GSI] = M_CUR | M_QKEY,
             },
@@ -645,7 +657,7 @@ bool rnic_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next,
 {
     const RnicQpTrans *t;
 
-    if (cur > RNIC_QPS_ERR || next > RNIC_QPS_ERR || type > RNIC_QPT_GSI) {
+    if (cur > RNIC_QPS_ERR || next > RNIC_QPS_ERR || type >= RNIC_QPT_COUNT) {
         return false;
     }
     if ((mask & RNIC_QP_CUR_STATE) && cur != RNIC_QPS_RTR &&
@@ -1075,6 +1087,7 @@ void rnic_qp_error(RnicEngine *e, RnicQp *qp)
 
 void rnic_qp_send_queue_error(RnicEngine *e, RnicQp *qp)
 {
+    /* RC: the QP fails; UC and UD: only the send queue (IBA 10.3.1, SQE) */
     if (qp->type == RNIC_QPT_RC) {
         rnic_qp_error(e, qp);
         return;

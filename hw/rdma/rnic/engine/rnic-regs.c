@@ -15,7 +15,8 @@ static uint64_t rnic_caps(const RnicEngine *e)
            RNIC_CAP_FAST_REG | RNIC_CAP_INLINE | RNIC_CAP_NET_CTX |
            RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2 |
            RNIC_CAP_ETH | RNIC_CAP_PD_MULTI_NET | RNIC_CAP_DEREG_ANY_KEY |
-           RNIC_CAP_FLUSH_GLOBAL | RNIC_CAP_ATOMIC_WRITE | rnic_scm_caps(e);
+           RNIC_CAP_FLUSH_GLOBAL | RNIC_CAP_ATOMIC_WRITE | RNIC_CAP_UC |
+           rnic_scm_caps(e);
 }
 
 void rnic_regs_reset(RnicEngine *e)

@@ -89,6 +89,24 @@ void rnic_req_reset_qp(RnicQp *qp)
 /* WQE decode                                                             */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The work requests a QP type carries: UD a SEND (with immediate), UC
+ * also a WRITE (with immediate) and the local operations; RC everything.
+ */
+static bool rnic_req_opcode_ok(uint8_t type, uint8_t op)
+{
+    switch (type) {
+    case RNIC_QPT_RC:
+        return true;
+    case RNIC_QPT_UC:
+        return op == RNIC_WR_SEND || op == RNIC_WR_SEND_IMM ||
+               op == RNIC_WR_RDMA_WRITE || op == RNIC_WR_RDMA_WRITE_IMM ||
+               rnic_wr_is_local(op);
+    default:
+        return op == RNIC_WR_SEND || op == RNIC_WR_SEND_IMM;
+    }
+}
+
 static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
                                 uint8_t status, const char *why)
 {
@@ -144,9 +162,10 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "unknown flags");
     }
-    if (qp->type != RNIC_QPT_RC && w->opcode != RNIC_WR_SEND &&
-        w->opcode != RNIC_WR_SEND_IMM) {
+    if (!rnic_req_opcode_ok(qp->type, w->opcode)) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                qp->type == RNIC_QPT_UC ?
+                                "opcode not valid on a UC QP" :
                                 "opcode not valid on a UD QP");
     }
     if (w->opcode == RNIC_WR_REG_MR && qp->owner != RNIC_UCTX_KERNEL) {
@@ -235,7 +254,7 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
         memcpy(wqe->inline_data, w->atomic_write.data, 8);
         wqe->length = 8;
     }
-    if (qp->type != RNIC_QPT_RC) {
+    if (!rnic_qpt_connected(qp->type)) {
         const RnicGid *g = rnic_gid_get(e, w->ud.av.sgid_index);
 
         if (wqe->length > rnic_qp_pmtu(qp)) {
@@ -468,7 +487,7 @@ static bool rnic_req_payload(const RnicSendWqe *wqe, uint32_t off, uint32_t len,
                           &pkt->payload.nsegs, RNIC_PKT_MAX_SEGS);
 }
 
-/* Build and send packet k of an RC WQE. false: the payload did not fit. */
+/* Build and send packet k of an RC or UC WQE. false: the payload did not fit. */
 static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
                              const RnicSendWqe *wqe, uint32_t k)
 {
@@ -483,7 +502,8 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
 
     pkt.ext = 0;
     rnic_packet_net_from_av(e, qp, &qp->av, &pkt);
-    pkt.opcode = rnic_req_rc_opcode(op, first, last);
+    /* UC's opcodes are RC's in the UC transport */
+    pkt.opcode = rnic_req_rc_opcode(op, first, last) | rnic_qp_transport(qp);
     pkt.se = last && (wqe->hdr.flags & RNIC_WQE_SOLICITED) &&
                  op != RNIC_WR_RDMA_WRITE && !rnic_wr_is_rd_atomic(op);
     pkt.migreq = false;
@@ -494,11 +514,12 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     pkt.dest_qp = qp->dest_qpn;
     pkt.psn = rnic_psn_add(s->first_psn, k);
     resend = rnic_psn_diff(pkt.psn, qp->tx_psn_end) < 0;
-    pkt.ack_req = qp->noack_pkts + 1 >= RNIC_ACK_EVERY ||
-                      (last && ((s->flags & RNIC_WQE_SIGNALED) ||
-                                qp->sq_sig_all)) ||
-                      (resend && (last || rnic_psn_add(pkt.psn, 1) ==
-                                          qp->tx_psn_end));
+    pkt.ack_req = qp->type == RNIC_QPT_RC &&
+                  (qp->noack_pkts + 1 >= RNIC_ACK_EVERY ||
+                   (last && ((s->flags & RNIC_WQE_SIGNALED) ||
+                             qp->sq_sig_all)) ||
+                   (resend && (last || rnic_psn_add(pkt.psn, 1) ==
+                                       qp->tx_psn_end)));
     pkt.ext = rnic_op_ext(pkt.opcode);
     pkt.payload.len = 0;
     pkt.payload.data = NULL;
@@ -663,7 +684,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     s->npsn = rnic_req_npsn(qp, wqe);
     s->recv_psn = 0;
     s->state = RNIC_SLOT_STARTED;
-    if (qp->type == RNIC_QPT_RC) {
+    if (rnic_qpt_connected(qp->type)) {
         qp->req_psn = rnic_psn_add(qp->req_psn, s->npsn);
         if (rnic_wr_is_rd_atomic(s->opcode)) {
             qp->rd_outstanding++;
@@ -737,7 +758,7 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             }
         }
 
-        if (qp->type != RNIC_QPT_RC) {
+        if (!rnic_qpt_connected(qp->type)) {
             qp->sq_next = index + 1;
             if (!rnic_req_send_ud(e, qp, wqe)) {
                 rnic_req_local_error(e, qp, s, RNIC_WC_LOC_QP_OP_ERR);
@@ -746,6 +767,23 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             sent++;
             rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
             rnic_req_complete(e, qp);
+            continue;
+        }
+        if (qp->type == RNIC_QPT_UC) {
+            /* no acknowledgements: sent is done */
+            k = qp->tx_pkt;
+            qp->tx_pkt = k + 1;
+            if (!rnic_req_send_rc(e, qp, s, wqe, k)) {
+                rnic_req_local_error(e, qp, s, RNIC_WC_LOC_QP_OP_ERR);
+                break;
+            }
+            sent++;
+            if (qp->tx_pkt >= s->npsn) {
+                qp->sq_next = index + 1;
+                qp->tx_pkt = 0;
+                rnic_req_slot_done(qp, s, RNIC_WC_SUCCESS);
+                rnic_req_complete(e, qp);
+            }
             continue;
         }
 

@@ -6,7 +6,9 @@
  * validation through the QP's network context, placement, atomics,
  * FLUSH and ATOMIC WRITE (IBTA 1.5 Memory Placement Extensions),
  * RDMA READ responses (streamed, bounded per run), ACK/NAK generation,
- * receive completions. UD receives (Q_Key, GRH) are here too.
+ * receive completions. UD receives (Q_Key, GRH) are here too, and UC's
+ * rules: no acknowledgements, and what RC answers with a NAK drops the
+ * message instead (rnic_resp_uc_drop).
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -186,6 +188,9 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
 {
     RnicResp *resp = &qp->resp;
 
+    if (qp->type != RNIC_QPT_RC) {
+        return;                     /* UC acknowledges nothing */
+    }
     if (resp->res_pending || !now) {
         if (!resp->res_pending && !resp->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
@@ -313,19 +318,44 @@ static void rnic_resp_recv_complete(RnicEngine *e, RnicQp *qp, uint8_t status,
 }
 
 /*
+ * UC: a message that RC would answer with an invalid-request or
+ * remote-access NAK is dropped, it and the rest of its packets (up to the
+ * next first packet); the QP stays as it is (UC responders
+ * report no such errors). A message longer than the receive buffer
+ * completes that WQE with a local length error, as UD does.
+ */
+static void rnic_resp_uc_drop(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
+                              uint8_t recv_status, const char *why)
+{
+    rnic_event(e, UB_REQUEST, why, qp->qpn, pkt->psn, pkt->opcode);
+    rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+    if (recv_status == RNIC_WC_LOC_LEN_ERR && qp->resp.recv.valid) {
+        rnic_resp_recv_complete(e, qp, recv_status, RNIC_WC_RECV, 0, 0, 0);
+    }
+    qp->resp.in_msg = 0;
+}
+
+/*
  * A fatal responder error: the current receive WQE (if any) completes with
  * 'recv_status', the requester gets NAK 'nak', the QP an async 'event' and
- * goes to ERR.
+ * goes to ERR. On UC only a failure of this side's own memory (NAK
+ * "remote operational error") is fatal, without a NAK.
  */
 static void rnic_resp_fail(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
                            uint8_t nak, uint8_t event, uint8_t recv_status,
                            const char *why)
 {
+    if (qp->type == RNIC_QPT_UC && nak != RNIC_ROCE_NAK_REMOTE_OP) {
+        rnic_resp_uc_drop(e, qp, pkt, recv_status, why);
+        return;
+    }
     rnic_event(e, UB_REQUEST, why, qp->qpn, pkt->psn, pkt->opcode);
     if (qp->resp.recv.valid) {
         rnic_resp_recv_complete(e, qp, recv_status, RNIC_WC_RECV, 0, 0, 0);
     }
-    rnic_resp_nak_fatal(e, qp, pkt->psn, RNIC_ROCE_AETH_NAK | nak);
+    if (qp->type == RNIC_QPT_RC) {
+        rnic_resp_nak_fatal(e, qp, pkt->psn, RNIC_ROCE_AETH_NAK | nak);
+    }
     if (event) {
         rnic_async_event(e, event, qp->handle, qp->qpn);
     }
@@ -362,7 +392,11 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
         return true;
     }
     if (!rnic_recv_fetch(e, qp, rw, &status)) {
-        if (status == RNIC_WC_SUCCESS) {
+        if (status == RNIC_WC_SUCCESS && qp->type == RNIC_QPT_UC) {
+            /* no receive WQE: UC drops the message */
+            rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+            qp->resp.in_msg = 0;
+        } else if (status == RNIC_WC_SUCCESS) {
             /* receiver not ready: the requester retries after the timer */
             rnic_resp_nak(e, qp, pkt->psn,
                           RNIC_ROCE_AETH_RNR_NAK | qp->min_rnr_timer);
@@ -1036,12 +1070,14 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     bool first, last;
     int32_t d;
 
-    if (qp->type != RNIC_QPT_RC) {
+    if (!rnic_qpt_connected(qp->type)) {
         rnic_resp_ud(e, qp, pkt);
         return;
     }
+    /* UC's SQE stops only its send queue */
     if (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
-        qp->state != RNIC_QPS_SQD) {
+        qp->state != RNIC_QPS_SQD &&
+        (qp->state != RNIC_QPS_SQE || qp->type != RNIC_QPT_UC)) {
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
@@ -1050,6 +1086,21 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_async_event(e, RNIC_EQE_COMM_EST, qp->handle, qp->qpn);
     }
     d = rnic_psn_diff(pkt->psn, resp->epsn);
+    if (qp->type == RNIC_QPT_UC) {
+        /*
+         * No retransmission: a gap (or a packet from the past) ends the
+         * message in progress, which is lost, and the PSN resynchronises.
+         * Its receive WQE serves the next message.
+         */
+        if (d && resp->in_msg) {
+            rnic_event(e, UB_REQUEST, "UC message lost (PSN gap)", qp->qpn,
+                       pkt->psn, pkt->opcode);
+            rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+            resp->in_msg = 0;
+        }
+        resp->epsn = pkt->psn;
+        d = 0;
+    }
     if (d > 0) {
         /* a gap: one NAK until the expected PSN shows up */
         if (!resp->nak_sent) {

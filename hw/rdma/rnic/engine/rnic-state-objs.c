@@ -976,7 +976,7 @@ static bool rnic_qp_load_head(RnicEngine *e, RnicImageReader *rd,
     LOAD_CHECK(pd && scq && rcq && pd->owner == in.owner &&
                scq->owner == in.owner && rcq->owner == in.owner &&
                (!srq || (srq->owner == in.owner && srq->pd->ctx == pd->ctx)) &&
-               in.type <= RNIC_QPT_GSI && in.state <= RNIC_QPS_ERR &&
+               in.type < RNIC_QPT_COUNT && in.state <= RNIC_QPS_ERR &&
                in.qpn >= 1 && in.qpn <= RNIC_ROCE_QPN_MASK &&
                (in.qpn == RNIC_ROCE_GSI_QPN) == (in.type == RNIC_QPT_GSI) &&
                rnic_qpn_free_for(e, pd, in.qpn),
@@ -999,7 +999,7 @@ static bool rnic_qp_load_head(RnicEngine *e, RnicImageReader *rd,
     qp->rq_shift = RNIC_RQ_WQE_SHIFT_MIN;
     /* a multi-network PD's RC QP is bound by its section, later */
     qp->ctx = pd->ctx;
-    qp->all_nets = !pd->ctx && qp->type != RNIC_QPT_RC;
+    qp->all_nets = !pd->ctx && !rnic_qpt_connected(qp->type);
     qp->pd = pd;
     qp->scq = scq;
     qp->rcq = rcq;

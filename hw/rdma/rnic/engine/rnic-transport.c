@@ -94,12 +94,9 @@ void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt)
 
 static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
-    bool ud_op = (pkt->opcode & RNIC_ROCE_TRANSPORT_MASK) ==
-                 RNIC_ROCE_TRANSPORT_UD;
-
     rnic_event(e, PKT_RX, NULL, qp->qpn, pkt->opcode, pkt->psn,
                pkt->payload.len);
-    if (ud_op != (qp->type != RNIC_QPT_RC)) {
+    if ((pkt->opcode & RNIC_ROCE_TRANSPORT_MASK) != rnic_qp_transport(qp)) {
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
@@ -127,7 +124,7 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
 
     rnic_event(e, PKT_TX, NULL, qp->qpn, pkt->dest_qp, pkt->opcode, pkt->psn,
                pkt->payload.len);
-    if (qp->type == RNIC_QPT_RC) {
+    if (rnic_qpt_connected(qp->type)) {
         /* the connected peer, cached until a QP or GID changes */
         if (qp->peer_gen != e->qp_gen) {
             qp->peer = NULL;

@@ -269,7 +269,6 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
     RNIC_UNINIT RnicRoceHdr h;
     RNIC_UNINIT RnicPacket pkt;
     RnicQp *qp;
-    bool ud_op;
 
     rnic_stat_inc(e, RNIC_STAT_RX_FRAMES);
     err = rnic_roce_decode(frame, len, &h);
@@ -305,18 +304,17 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
                        "no such QP in the network context");
         return;
     }
-    ud_op = (h.opcode & RNIC_ROCE_TRANSPORT_MASK) == RNIC_ROCE_TRANSPORT_UD;
-    if (ud_op != (qp->type != RNIC_QPT_RC)) {
+    if ((h.opcode & RNIC_ROCE_TRANSPORT_MASK) != rnic_qp_transport(qp)) {
         rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, &h,
                        "opcode of another transport than the QP's");
         return;
     }
-    /* RC: only the connected peer's address, to ours on the QP's path */
-    if (qp->type == RNIC_QPT_RC &&
+    /* RC, UC: only the connected peer's address, to ours on the QP's path */
+    if (rnic_qpt_connected(qp->type) &&
         (memcmp(h.sgid, qp->av.dgid, 16) ||
          !rnic_wire_gid_eq(e, qp->av.sgid_index, h.dgid))) {
         rnic_wire_drop(e, RNIC_STAT_RX_ERR_ADDR, &h,
-                       "RC packet not from the QP's peer");
+                       "connected-QP packet not from the QP's peer");
         return;
     }
     rnic_wire_packet_from_hdr(&h, ctx->handle, &pkt);
