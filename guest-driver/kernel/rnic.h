@@ -330,6 +330,12 @@ static inline struct rnic_qp *to_rqp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct rnic_qp, ibqp);
 }
 
+/* RC and UC: one peer QP (an address vector of their own, no Q_Key) */
+static inline bool rnic_qp_connected(const struct rnic_qp *qp)
+{
+	return qp->type == RNIC_QPT_RC || qp->type == RNIC_QPT_UC;
+}
+
 static inline struct rnic_srq *to_rsrq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct rnic_srq, ibsrq);

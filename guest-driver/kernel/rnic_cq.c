@@ -100,7 +100,7 @@ static bool rnic_cqe_to_wc(struct rnic_dev *rdev, const struct rnic_cqe *c,
 			wc->vlan_id = le16_to_cpu(c->vlan_id);
 			wc->wc_flags |= IB_WC_WITH_VLAN;
 		}
-		if (qp->type != RNIC_QPT_RC) {
+		if (!rnic_qp_connected(qp)) {
 			memcpy(wc->smac, c->smac, ETH_ALEN);
 			wc->wc_flags |= IB_WC_WITH_SMAC;
 		}

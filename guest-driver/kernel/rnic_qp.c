@@ -16,11 +16,14 @@
 #include "rnic.h"
 #include "rnic-kernel.h"
 
-static int rnic_qp_type(enum ib_qp_type type)
+static int rnic_qp_type(struct rnic_dev *rdev, enum ib_qp_type type)
 {
 	switch (type) {
 	case IB_QPT_RC:
 		return RNIC_QPT_RC;
+	case IB_QPT_UC:
+		return (rdev->caps.caps & RNIC_CAP_UC) ? RNIC_QPT_UC :
+							 -EOPNOTSUPP;
 	case IB_QPT_UD:
 		return RNIC_QPT_UD;
 	case IB_QPT_GSI:
@@ -169,7 +172,7 @@ int rnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	bool kernel = !udata;
 	int type, ret;
 
-	type = rnic_qp_type(init->qp_type);
+	type = rnic_qp_type(rdev, init->qp_type);
 	if (type < 0)
 		return type;
 	if (init->create_flags)
@@ -432,7 +435,7 @@ int rnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		attr->cap.max_recv_wr = 1u << qp->rq.log;
 		attr->cap.max_recv_sge = qp->rq.max_sge;
 	}
-	if (qp->type == RNIC_QPT_RC) {
+	if (rnic_qp_connected(qp)) {
 		struct rdma_ah_attr *ah = &attr->ah_attr;
 
 		ah->type = RDMA_AH_ATTR_TYPE_ROCE;
@@ -579,6 +582,25 @@ static int rnic_build_placement(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	return 0;
 }
 
+/*
+ * What a QP type carries: UD a SEND (with immediate); UC also a WRITE
+ * (with immediate) and the local operations; RC everything. The device
+ * checks the same and completes anything else with a QP operation error.
+ */
+static bool rnic_qp_op_ok(const struct rnic_qp *qp, int op)
+{
+	switch (qp->type) {
+	case RNIC_QPT_RC:
+		return true;
+	case RNIC_QPT_UC:
+		return op == RNIC_WR_SEND || op == RNIC_WR_SEND_IMM ||
+		       op == RNIC_WR_RDMA_WRITE || op == RNIC_WR_RDMA_WRITE_IMM ||
+		       op == RNIC_WR_LOCAL_INV || op == RNIC_WR_REG_MR;
+	default:
+		return op == RNIC_WR_SEND || op == RNIC_WR_SEND_IMM;
+	}
+}
+
 static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 			       const struct ib_send_wr *wr, u32 idx)
 {
@@ -586,8 +608,7 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 
 	if (op < 0)
 		return op;
-	if (qp->type != RNIC_QPT_RC && op != RNIC_WR_SEND &&
-	    op != RNIC_WR_SEND_IMM)
+	if (!rnic_qp_op_ok(qp, op))
 		return -EINVAL;
 	if (wr->num_sge > qp->sq.max_sge && !rnic_wr_is_placement(op))
 		return -EINVAL;
@@ -618,7 +639,7 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	switch (op) {
 	case RNIC_WR_SEND:
 	case RNIC_WR_SEND_IMM:
-		if (qp->type != RNIC_QPT_RC) {
+		if (!rnic_qp_connected(qp)) {
 			const struct ib_ud_wr *ud = ud_wr(wr);
 
 			wqe->ud.remote_qpn = cpu_to_le32(ud->remote_qpn);

@@ -33,6 +33,9 @@
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                                   \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV)
 #define RNIC_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define RNIC_UC_SEND_OPS                                                       \
+	(RNIC_UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE |                        \
+	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV)
 /* RC, when the device does them (device_cap_flags_ex) */
 #define RNIC_PLACEMENT_SEND_OPS                                                \
 	(IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
@@ -128,23 +131,29 @@ static int rnic_wr_opcode(const struct rnic_qp *qp, enum ibv_wr_opcode op)
 	default:
 		break;
 	}
-	if (qp->type != RNIC_QPT_RC)
+	if (qp->type == RNIC_QPT_UD)
 		return -1;
 	switch (op) {
-	case IBV_WR_SEND_WITH_INV:
-		return RNIC_WR_SEND_INV;
 	case IBV_WR_RDMA_WRITE:
 		return RNIC_WR_RDMA_WRITE;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return RNIC_WR_RDMA_WRITE_IMM;
+	case IBV_WR_LOCAL_INV:
+		return RNIC_WR_LOCAL_INV;
+	default:
+		break;
+	}
+	if (qp->type != RNIC_QPT_RC)
+		return -1;	/* UC: no READ, atomics, SEND with invalidate */
+	switch (op) {
+	case IBV_WR_SEND_WITH_INV:
+		return RNIC_WR_SEND_INV;
 	case IBV_WR_RDMA_READ:
 		return RNIC_WR_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		return RNIC_WR_ATOMIC_CMP_SWP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return RNIC_WR_ATOMIC_FETCH_ADD;
-	case IBV_WR_LOCAL_INV:
-		return RNIC_WR_LOCAL_INV;
 	default:
 		/*
 		 * memory windows, TSO; flush and atomic write have no fields in
@@ -214,7 +223,7 @@ static int rnic_build_send(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 	case RNIC_WR_SEND_IMM:
 		if (op == RNIC_WR_SEND_IMM)
 			wqe->imm_or_inv = (__force uint32_t)wr->imm_data;
-		if (qp->type != RNIC_QPT_RC) {
+		if (qp->type == RNIC_QPT_UD) {
 			if (!wr->wr.ud.ah)
 				return EINVAL;
 			rnic_wqe_set_ud(wqe, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
@@ -657,7 +666,8 @@ static int rnic_qp_init(struct ibv_context *ibctx, struct rnic_qp *qp,
 	int ret;
 
 	qp->handle = drv->qp_handle;
-	qp->type = attr->qp_type == IBV_QPT_UD ? RNIC_QPT_UD : RNIC_QPT_RC;
+	qp->type = attr->qp_type == IBV_QPT_UD ? RNIC_QPT_UD :
+		   attr->qp_type == IBV_QPT_UC ? RNIC_QPT_UC : RNIC_QPT_RC;
 	qp->sig_all = attr->sq_sig_all;
 	qp->srq = attr->srq ? to_rsrq(attr->srq) : NULL;
 	qp->max_inline = drv->max_inline;
@@ -714,11 +724,14 @@ static int rnic_check_qp_attr(struct ibv_context *ibctx,
 	case IBV_QPT_RC:
 		supported = RNIC_RC_SEND_OPS;
 		break;
+	case IBV_QPT_UC:
+		supported = RNIC_UC_SEND_OPS;
+		break;
 	case IBV_QPT_UD:
 		supported = RNIC_UD_SEND_OPS;
 		break;
 	default:
-		return EOPNOTSUPP;	/* UC, XRC, raw packet */
+		return EOPNOTSUPP;	/* XRC, raw packet */
 	}
 	*ops = 0;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
