@@ -3,7 +3,7 @@
  * qtests of the verbs engine through the real device: every admin command,
  * every opcode on loopback with the data checked byte for byte, CQ/EQ
  * interrupts, SRQ, fast registration, isolation between network contexts,
- * error flush and bad guest input.
+ * UD and UC, error flush and bad guest input.
  */
 #include "qemu/osdep.h"
 #include "libqtest.h"
@@ -707,6 +707,70 @@ static void test_ud(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * UC between two QPs of the device: a SEND of three packets and a WRITE
+ * with immediate of two, complete on the sender once sent, data checked;
+ * a READ is not a UC operation (QP operation error, the send queue goes to
+ * SQE and flushes what follows).
+ */
+static void test_uc(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    uint8_t gid0[16], gid1[16];
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg, rs;
+    struct rnic_cqe c;
+    TvQp *a, *b;
+
+    loop_init(&l, obj);
+    qv_gid_bytes(gid0, 0, 1);
+    qv_gid_bytes(gid1, 0, 2);
+    a = tv_qp(l.d, RNIC_QPT_UC, l.pd, l.cqa, l.cqa, NULL, 4, 0);
+    b = tv_qp(l.d, RNIC_QPT_UC, l.pd, l.cqb, l.cqb, NULL, 4, 0);
+    tv_rc_connect(l.d, a, 0, gid1, b->qpn);
+    tv_rc_connect(l.d, b, 1, gid0, a->qpn);
+    tv_fill(l.d, l.bufa, 8192, 9);
+
+    rs = tv_sge(l.bufb, 4096, l.mrb);
+    tv_post_recv(l.d, b, 1, &rs, 1);
+    sg = tv_sge(l.bufa, 3000, l.mra);
+    w = tv_wqe(2, RNIC_WR_SEND, 1);
+    tv_post_send(l.d, a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 2, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    c = tv_wait_cqe(l.d, l.cqb);
+    g_assert_cmpuint(c.wr_id, ==, 1);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(c.byte_len, ==, 3000);
+    tv_assert_same(l.d, l.bufa, l.bufb, 3000);
+
+    tv_post_recv(l.d, b, 3, &rs, 1);
+    sg = tv_sge(l.bufa + 4096, 2000, l.mra);
+    w = tv_wqe(4, RNIC_WR_RDMA_WRITE_IMM, 1);
+    w.rdma.remote_addr = l.bufb + 8192;
+    w.rdma.rkey = l.mrb;
+    w.imm_or_inv = cpu_to_be32(0x5eed);
+    tv_post_send(l.d, a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 4, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    c = tv_wait_cqe(l.d, l.cqb);
+    g_assert_cmpuint(c.wr_id, ==, 3);
+    g_assert_cmpuint(c.opcode, ==, RNIC_WC_RECV_RDMA_WITH_IMM);
+    g_assert_cmpuint(c.byte_len, ==, 2000);
+    g_assert_cmphex(be32_to_cpu(c.imm_or_inv), ==, 0x5eed);
+    tv_assert_same(l.d, l.bufa + 4096, l.bufb + 8192, 2000);
+
+    w = tv_wqe(5, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = l.bufb;
+    w.rdma.rkey = l.mrb;
+    tv_write_send(l.d, a, &w, &sg, NULL);
+    w = tv_wqe(6, RNIC_WR_SEND, 1);
+    tv_write_send(l.d, a, &w, &sg, NULL);
+    g_assert_cmpint(tv_ring_sq(l.d, a), ==, 0);
+    tv_expect_cqe(l.d, l.cqa, 5, RNIC_WC_RDMA_READ, RNIC_WC_LOC_QP_OP_ERR);
+    tv_expect_cqe(l.d, l.cqa, 6, RNIC_WC_SEND, RNIC_WC_WR_FLUSH_ERR);
+    g_free(a);
+    g_free(b);
+}
+
+/*
  * MSI-X vector 1 aimed at the device's own BAR0 + DEV_CTRL with data RESET,
  * raised by the completion of a SEND whose retransmit timer expires (retry
  * count 0, a peer that never answers). The engine runs inside QEMU's
@@ -895,6 +959,7 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/multi-net-pd", "rnic", test_multi_net_pd, NULL);
     qos_add_test("verbs/errors", "rnic", test_loop_errors, NULL);
     qos_add_test("verbs/ud", "rnic", test_ud, NULL);
+    qos_add_test("verbs/uc", "rnic", test_uc, NULL);
     qos_add_test("verbs/msix-at-bar0", "rnic", test_msix_at_bar0, NULL);
     qos_add_test("verbs/trace", "rnic", test_trace, &trace_opts);
     qos_add_test("verbs/wqe-cache-on", "rnic", test_wqe_cache, &wqc_on);
