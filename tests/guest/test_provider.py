@@ -18,14 +18,14 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            refusals, UD, SRQ, completion channel, CQ resize,
                            flush/reset, destroy with CQEs pending, ring wrap
   provider-loopback-apps   unmodified tools, both ends in one guest (the
-                           device's loopback path): ibv_rc/ud/srq_pingpong,
+                           device's loopback path): ibv_rc/uc/ud/srq_pingpong,
                            perftest, rping
   provider-two-guests      the same tools between two guests over the RoCEv2
                            wire (-netdev stream over a unix socket), data
                            checked where the tool can (-c, rping -V), rdma_cm
                            tools (udaddy, rdma_server/rdma_client, perftest -R)
   provider-rxe-interop     rnic in one guest, Soft-RoCE (rdma_rxe on
-                           virtio-net) in the other: ibv_rc_pingpong,
+                           virtio-net) in the other: ibv_rc/uc_pingpong,
                            ib_write_bw, ib_read_lat, rping, and
                            rnic_placement (RDMA WRITE and ATOMIC WRITE
                            checked by the server), both directions, and
@@ -277,7 +277,13 @@ def pyverbs_results(text: str) -> Dict[str, str]:
 
 
 PYVERBS_MUST_PASS = tuple(f"tests.test_qpex.QpExTestCase.{name}" for name in (
-    "test_qp_ex_rc_flush", "test_qp_ex_rc_flush_type_violate", "test_qp_ex_rc_atomic_write"))
+    "test_qp_ex_rc_flush", "test_qp_ex_rc_flush_type_violate", "test_qp_ex_rc_atomic_write")) + tuple(
+    # UC QPs (RNIC_CAP_UC): created with and without attributes, plain and
+    # extended, and queried
+    f"tests.test_qp.QPTest.{name}" for name in (
+        "test_create_uc_qp_no_attr", "test_create_uc_qp_with_attr",
+        "test_create_uc_qp_ex_no_attr", "test_create_uc_qp_ex_with_attr",
+        "test_query_uc_qp"))
 # Device memory (ibv_alloc_dm on the memory window, ibv_memcpy_to/from_dm,
 # ibv_reg_dm_mr and traffic through DM MRs). test_device.SharedDMTest's
 # ibv_import_dm is not implemented: skipped ("Some object imports are not
