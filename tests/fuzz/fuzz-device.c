@@ -641,7 +641,7 @@ static void op_admin(Prog *g)
         kind = op == RNIC_CMD_CREATE_SRQ ? K_SRQ : -1;
         break;
     case RNIC_CMD_CREATE_QP:
-        o.type = u8(g) % 3;
+        o.type = u8(g) % RNIC_QPT_COUNT;
         o.sq = ring_for(u8(g) % 6, 6 + u8(g) % 3);
         o.rq = ring_for(u8(g) % 6, 4 + u8(g) % 4);
         c.qp.sq_addr = o.sq.addr;
@@ -703,9 +703,12 @@ static void op_admin(Prog *g)
                 RNIC_QP_PORT,
                 RNIC_QP_STATE,
                 RNIC_QP_STATE | RNIC_QP_SQ_PSN,
+                /* UC's INIT -> RTR (its RTR -> RTS is the one above) */
+                RNIC_QP_STATE | RNIC_QP_AV | RNIC_QP_PATH_MTU |
+                RNIC_QP_DEST_QPN | RNIC_QP_RQ_PSN,
             };
 
-            c.modify_qp.attr_mask = masks[(flags >> 1) % 6];
+            c.modify_qp.attr_mask = masks[(flags >> 1) % G_N_ELEMENTS(masks)];
         }
         break;
     }
@@ -1249,7 +1252,7 @@ static void seed_setup(GByteArray *b, uint8_t qp_type)
     RUN(b);
 }
 
-/* MODIFY_QP of QP slot 'qp' through the transition 'mask' (0..5). */
+/* MODIFY_QP of QP slot 'qp' through the transition 'mask' (0..6). */
 static void seed_modify(GByteArray *b, uint8_t qp, uint8_t state,
                         uint8_t mask, uint8_t sgid, uint8_t dgid,
                         uint8_t dest)
@@ -1375,6 +1378,28 @@ static void write_seeds(const char *dir)
     seed_send_to(b, 0, 0x90, RNIC_WR_RDMA_WRITE, 1, 64, 0, 0);
     seed_send_to(b, 0, 0xc1, RNIC_WR_RDMA_WRITE, 1, 64, 0x40, 0);
     emit(b, 3, OP_RUN, OP_STEP, 5);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+
+    /*
+     * UC loopback (INIT -> RTR with UC's mask): a receive, a SEND of two
+     * packets, a WRITE with immediate, a READ (not a UC operation)
+     */
+    seed_setup(b, RNIC_QPT_UC);
+    for (i = 0; i < 2; i++) {
+        uint8_t me = i ? 1 : 0, other = i ? 0 : 1;
+
+        seed_modify(b, me, RNIC_QPS_INIT, 0, 0, 0, 0);
+        seed_modify(b, me, RNIC_QPS_RTR, 6, me, other, other);
+        seed_modify(b, me, RNIC_QPS_RTS, 5, me, other, other);
+    }
+    seed_recv(b, 1, 1, 4096, 0x2000);
+    seed_recv(b, 1, 2, 256, 0x3000);
+    emit(b, 1, OP_RUN);
+    seed_send(b, 0, 1, RNIC_WR_SEND, 1, 1500, 0);
+    seed_send(b, 0, 2, RNIC_WR_RDMA_WRITE_IMM, 2, 64, 0);
+    seed_send(b, 0, 3, RNIC_WR_RDMA_READ, 1, 64, 0x800);
+    emit(b, 3, OP_RUN, OP_STEP, 10);
     fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 

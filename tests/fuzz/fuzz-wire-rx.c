@@ -4,7 +4,7 @@
  * live engine (rnic_engine_receive: classification, decode, the wire's
  * checks, the RC responder/requester, UD and QP1 receives). The engine
  * has two network contexts (VLAN 0, VLAN 9), an RC QP connected to a peer
- * GID, a UD QP, a GSI QP, a registered page between two unregistered
+ * GID, a UC QP connected to the same peer, a UD QP, a GSI QP, a registered page between two unregistered
  * guard pages, and a memory window whose middle page is a region of kind
  * SCM allowing every storage semantic (the window's other pages guards).
  *
@@ -31,6 +31,7 @@
 #include "rnic-roce.h"
 
 #define PEER_QPN    0x77
+#define PEER_UC_QPN 0x78
 #define GUARD       0xa5
 #define FRAME_SEP   "\xfeRNX"
 #define SEP_LEN     4
@@ -46,7 +47,7 @@
 #define LAST_PSN    (SEND_PSN + SEND_LEN / 256 - 1)
 
 static TestHost *h;
-static TvQp *rc, *ud, *gsi;
+static TvQp *rc, *uc, *ud, *gsi;
 static TvCq *cq;
 static uint32_t ctx0, ctx9, pd0, pd9, mr, mr9, scm;
 static uint64_t region;         /* guard | registered page | guard */
@@ -73,6 +74,26 @@ static void rc_connect(void)
     rc->sq_prod = rc->rq_prod = 0;
     memcpy(p.dgid, peer_gid, 16);
     tv_rc_connect_path(h, rc, &p);
+}
+
+/* The UC QP, unless it is in RTS, from RESET to RTS again. */
+static void uc_restart(void)
+{
+    struct rnic_qp_attr a = { .qp_state = RNIC_QPS_RESET };
+    TvRcPath p = {
+        .dest_qpn = PEER_UC_QPN,
+        .psn = PSN0,
+        .mtu = RNIC_MTU_256,
+        .access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE,
+    };
+
+    if (rnic_qp_lookup(h->engine, uc->handle)->state == RNIC_QPS_RTS) {
+        return;
+    }
+    tv_modify(h, uc, &a, RNIC_QP_STATE);
+    uc->sq_prod = uc->rq_prod = 0;
+    memcpy(p.dgid, peer_gid, 16);
+    tv_rc_connect_path(h, uc, &p);
 }
 
 /* Receives posted so that SENDs and UD datagrams have somewhere to go. */
@@ -129,9 +150,11 @@ static void setup(void)
                      TV_ACCESS_ALL | RNIC_ACCESS_FLUSH_PERSISTENT,
                      (1u << RNIC_SCM_SEM_COUNT) - 1, 0x05, NULL);
     rc = tv_qp(h, RNIC_QPT_RC, pd0, cq, cq, NULL, 4, 0);
+    uc = tv_qp(h, RNIC_QPT_UC, pd0, cq, cq, NULL, 4, 0);
     ud = tv_qp(h, RNIC_QPT_UD, pd0, cq, cq, NULL, 4, 0);
     gsi = tv_qp(h, RNIC_QPT_GSI, pd9, cq, cq, NULL, 4, 0);
     rc_connect();
+    uc_restart();
     tv_ud_ready(h, ud, 0x1234);
     tv_ud_ready(h, gsi, RNIC_ROCE_GSI_QKEY);
 }
@@ -204,17 +227,19 @@ static void write_request_seeds(const char *dir, GByteArray *b)
     static const uint8_t ops[] = {
         0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
         0x0b, 0x0c, 0x0d, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x1c, 0x1d,
-        0x64, 0x65,
+        0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a,
+        0x2b, 0x64, 0x65,
     };
     static uint8_t payload[256];
     RnicRoceHdr hd;
     unsigned i;
 
     for (i = 0; i < G_N_ELEMENTS(ops); i++) {
-        bool udop = ops[i] >= 0x64;
+        bool udop = ops[i] >= 0x64, ucop = ops[i] >= 0x20 && !udop;
+        uint8_t pos = ops[i] & 0x1f;
 
         peer_hdr(&hd, ops[i], PSN0);
-        hd.dest_qp = udop ? (i & 1 ? 1 : ud->qpn) : rc->qpn;
+        hd.dest_qp = udop ? (i & 1 ? 1 : ud->qpn) : ucop ? uc->qpn : rc->qpn;
         hd.reth.va = region + 4096;
         hd.reth.rkey = mr;
         hd.reth.dma_len = 256;
@@ -228,8 +253,8 @@ static void write_request_seeds(const char *dir, GByteArray *b)
         }
         if (rnic_roce_op_info(ops[i])->flags & RNIC_ROCE_OPF_PAYLOAD) {
             hd.payload = payload;
-            hd.payload_len = ops[i] == 0x00 || ops[i] == 0x01 ||
-                             ops[i] == 0x06 || ops[i] == 0x07 ? 256 : 100;
+            hd.payload_len = pos == 0x00 || pos == 0x01 ||
+                             pos == 0x06 || pos == 0x07 ? 256 : 100;
         }
         if (ops[i] == RNIC_ROCE_RC_ATOMIC_WRITE) {
             hd.payload_len = hd.reth.dma_len = 8;
@@ -238,6 +263,39 @@ static void write_request_seeds(const char *dir, GByteArray *b)
         add_frame(b, &hd);
         flush_seed(dir, b);
     }
+}
+
+/*
+ * UC messages of several packets to the UC QP: a SEND with its middle
+ * packet lost and the next SEND whole; a WRITE with a gap, then one whole.
+ */
+static void write_uc_seeds(const char *dir, GByteArray *b)
+{
+    static const uint8_t seq[][2] = {   /* opcode, PSN offset */
+        { RNIC_ROCE_UC_SEND_FIRST, 0 }, { RNIC_ROCE_UC_SEND_LAST, 2 },
+        { RNIC_ROCE_UC_SEND_FIRST, 3 }, { RNIC_ROCE_UC_SEND_MIDDLE, 4 },
+        { RNIC_ROCE_UC_SEND_LAST_WITH_IMMEDIATE, 5 },
+        { RNIC_ROCE_UC_RDMA_WRITE_FIRST, 6 }, { RNIC_ROCE_UC_RDMA_WRITE_LAST, 8 },
+        { RNIC_ROCE_UC_RDMA_WRITE_FIRST, 9 },
+        { RNIC_ROCE_UC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 10 },
+    };
+    static uint8_t payload[256];
+    RnicRoceHdr hd;
+    unsigned i;
+
+    for (i = 0; i < G_N_ELEMENTS(seq); i++) {
+        uint16_t flags = rnic_roce_op_info(seq[i][0])->flags;
+
+        peer_hdr(&hd, seq[i][0], PSN0 + seq[i][1]);
+        hd.dest_qp = uc->qpn;
+        hd.reth.va = region + 4096;
+        hd.reth.rkey = mr;
+        hd.reth.dma_len = 256 + 100;    /* a FIRST and a LAST */
+        hd.payload = payload;
+        hd.payload_len = flags & RNIC_ROCE_OPF_LAST ? 100 : 256;
+        add_frame(b, &hd);
+    }
+    flush_seed(dir, b);
 }
 
 /*
@@ -384,6 +442,7 @@ static void write_seeds(const char *dir)
     GByteArray *b = g_byte_array_new();
 
     write_request_seeds(dir, b);
+    write_uc_seeds(dir, b);
     write_scm_seeds(dir, b);
     write_response_seeds(dir, b);
     g_byte_array_unref(b);
@@ -452,8 +511,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(fuzz_all_bytes(g + 8192, 4096, GUARD));
     CHECK(fuzz_all_bytes(h->scm, 4096, GUARD));
     CHECK(fuzz_all_bytes(h->scm + 8192, 8192, GUARD));
+    uc_restart();
     ud_restart(ud, 0x1234);
     ud_restart(gsi, RNIC_ROCE_GSI_QKEY);
+    post_recvs(uc, region + 4096, mr);
     post_recvs(ud, region + 4096, mr);
     post_recvs(gsi, region9, mr9);
     return 0;
