@@ -113,6 +113,15 @@ static inline const char *rnic_abi_stat_name(unsigned int i)
         [RNIC_STAT_WQC_HITS] = "wqe_cache_hits",
         [RNIC_STAT_WQC_MISSES] = "wqe_cache_misses",
         [RNIC_STAT_WQC_STALE] = "wqe_cache_stale",
+        [RNIC_STAT_SENT_PKTS] = "sent_pkts",
+        [RNIC_STAT_RCVD_PKTS] = "rcvd_pkts",
+        [RNIC_STAT_OUT_OF_SEQUENCE] = "out_of_sequence",
+        [RNIC_STAT_DUPLICATE_REQUEST] = "duplicate_request",
+        [RNIC_STAT_OUT_OF_BUFFER] = "out_of_buffer",
+        [RNIC_STAT_PACKET_SEQ_ERR] = "packet_seq_err",
+        [RNIC_STAT_RNR_NAK] = "rnr_nak_retry_err",
+        [RNIC_STAT_LOCAL_ACK_TIMEOUT] = "local_ack_timeout_err",
+        [RNIC_STAT_IMPLIED_NAK_SEQ] = "implied_nak_seq_err",
     };
 
     return i < RNIC_STAT_COUNT ? names[i] : NULL;

@@ -182,6 +182,19 @@ enum rnic_stat {
     RNIC_STAT_WQC_HITS,
     RNIC_STAT_WQC_MISSES,
     RNIC_STAT_WQC_STALE,
+    /*
+     * ABI 1.4: the transport's counters under the names rxe and mlx5 give
+     * the same meaning (rdma statistic, docs/spec.md "Statistics").
+     */
+    RNIC_STAT_SENT_PKTS,        /* transport packets sent (wire and loopback) */
+    RNIC_STAT_RCVD_PKTS,        /* transport packets delivered to a QP */
+    RNIC_STAT_OUT_OF_SEQUENCE,  /* responder: a request PSN beyond the expected */
+    RNIC_STAT_DUPLICATE_REQUEST, /* responder: a request PSN already taken */
+    RNIC_STAT_OUT_OF_BUFFER,    /* responder: no receive WQE (RNR NAK, UC/UD drop) */
+    RNIC_STAT_PACKET_SEQ_ERR,   /* requester: PSN sequence error NAKs received */
+    RNIC_STAT_RNR_NAK,          /* requester: RNR NAKs received */
+    RNIC_STAT_LOCAL_ACK_TIMEOUT, /* requester: ACK timer expiries */
+    RNIC_STAT_IMPLIED_NAK_SEQ,  /* requester: an ACK past a missing READ/atomic response */
     RNIC_STAT_COUNT
 };
 

@@ -179,8 +179,14 @@ if [ -s /tmp/dmesg-bad ]; then
 fi
 """
 
+# the counters: the Ethernet function's view (ethtool -S), and the
+# transport's under their Soft-RoCE/mlx5 names as `rdma statistic` shows them
+# ("link rnic0/1 NAME VALUE NAME VALUE ...")
 TRAILER = """
 ethtool -S eth0 2>/dev/null | grep -E 'roce_|retrans' | tr -d ' ' | sed 's/^/stats: /'
+rdma statistic show link rnic0/1 2>/dev/null | tr -s ' ' '\\n' |
+    awk 'NR > 2 && NR % 2 == 1 { n = $0 } NR > 3 && NR % 2 == 0 { print "stats: " n ":" $0 }' |
+    grep -E '^stats: (sent_pkts|rcvd_pkts|out_of_sequence|duplicate_request|out_of_buffer|packet_seq_err|rnr_nak_retry_err|local_ack_timeout_err|implied_nak_seq_err):' || true
 """ + DMESG_CHECK
 
 

@@ -160,10 +160,24 @@ def netem_pair(name: str, kinds, qemu: str, spec: str = NETEM) -> None:
     dropped = sum(s.get("dropped", 0) for s in shaped.values())
     assert dropped > 0, f"netem dropped nothing\n{report}"
     retrans = (stat(r1.output, "retransmits") or 0) + (stat(r2.output, "retransmits") or 0)
+    # the losses in the transport's counters, by their rxe/mlx5 names
+    # (`rdma statistic`): gaps the responders saw, NAKs and timeouts the
+    # requesters took
+    def total(counter):
+        return sum(stat(r.output, counter) or 0 for r in (r1, r2))
+    assert stat(r1.output, "sent_pkts") and stat(r1.output, "rcvd_pkts"), report
+    gaps = total("out_of_sequence") + total("duplicate_request")
+    assert gaps > 0, f"no out_of_sequence/duplicate_request counted\n{report}"
+    if kinds[1] == "rnic":
+        seen = total("packet_seq_err") + total("local_ack_timeout_err")
+        assert seen > 0, f"no packet_seq_err/local_ack_timeout_err counted\n{report}"
     print(f"# {name}: {client['iters']} iterations ({client['ops']} operations, "
           f"{int(client['bytes_checked']) >> 20} MiB checked) under netem '{spec}' "
           f"on {where}: netem dropped {dropped} frames; rnic retransmitted "
-          f"{retrans}; 0 errors, 0 lost, 0 duplicated", flush=True)
+          f"{retrans} (out_of_sequence {total('out_of_sequence')}, duplicate_request "
+          f"{total('duplicate_request')}, packet_seq_err {total('packet_seq_err')}, "
+          f"local_ack_timeout_err {total('local_ack_timeout_err')}); 0 errors, 0 lost, "
+          f"0 duplicated", flush=True)
 
 
 @procedure("bridge-netem-rnic", requires=["rnic"])

@@ -160,6 +160,11 @@ static void test_resp_duplicate_send(void)
     c = tv_poll_one(f.h, f.cq);
     g_assert_cmpuint(c.wr_id, ==, 2);
     g_assert_cmpuint(c.byte_len, ==, 50);
+    /* the counters by their rxe/mlx5 names */
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_RCVD_PKTS), ==, 3);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_DUPLICATE_REQUEST), ==, 1);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_SENT_PKTS), ==, f.tx->len);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_OUT_OF_SEQUENCE), ==, 0);
     fix_fini(&f);
 }
 
@@ -253,6 +258,8 @@ static void test_resp_sequence_error(void)
     g_assert_cmpuint(f.tx->len, ==, 2);
     expect_aeth(sent(&f, 1), PSN0, ACK);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_OUT_OF_SEQUENCE), ==, 2);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_DUPLICATE_REQUEST), ==, 0);
     fix_fini(&f);
 }
 
@@ -422,6 +429,8 @@ static void test_req_nak_go_back(void)
     g_assert_cmpuint(c.wr_id, ==, 1);
     g_assert_cmpuint(rnic_engine_stat(f.h->engine, RNIC_STAT_RETRANSMITS), ==,
                      1);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_PACKET_SEQ_ERR), ==, 1);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_LOCAL_ACK_TIMEOUT), ==, 0);
     fix_fini(&f);
 }
 
@@ -450,6 +459,8 @@ static void test_req_timeout(void)
     /* nothing outstanding: no more retransmissions */
     test_host_advance(f.h, 200000000);
     g_assert_cmpuint(f.tx->len, ==, 2);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_LOCAL_ACK_TIMEOUT), >=, 1);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_PACKET_SEQ_ERR), ==, 0);
     fix_fini(&f);
 }
 
@@ -781,6 +792,7 @@ static void test_req_implicit_nak(void)
     g_assert_cmphex(sent(&f, 2)->pkt.opcode, ==,
                     RNIC_ROCE_RC_RDMA_READ_REQUEST);
     g_assert_cmpuint(sent(&f, 2)->pkt.psn, ==, PSN0);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_IMPLIED_NAK_SEQ), ==, 1);
     fix_fini(&f);
 }
 
@@ -806,6 +818,7 @@ static void test_req_rnr_nak(void)
     g_assert_cmpuint(sent(&f, 1)->pkt.psn, ==, PSN0);
     inject_aeth(&f, RNIC_ROCE_RC_ACKNOWLEDGE, PSN0, ACK, NULL, 0);
     g_assert_cmpuint(tv_poll_one(f.h, f.cq).status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_RNR_NAK), ==, 1);
     fix_fini(&f);
 }
 

@@ -394,6 +394,8 @@ static void test_uc_lost_packet(void)
     g_assert_cmpuint(c.byte_len, ==, 3);
     g_assert_cmpuint(f.tx->len, ==, 0);
     g_assert_cmpuint(qp_state(f.h, f.qp), ==, RNIC_QPS_RTS);
+    /* the gaps: before PSN0 + 2, + 6 and + 10 */
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_OUT_OF_SEQUENCE), ==, 3);
     fix_fini(&f);
 }
 
@@ -423,6 +425,7 @@ static void test_uc_drops(void)
     inject(&f, RNIC_ROCE_UC_SEND_ONLY, PSN0 + 2, data, 8, NULL);  /* no WQE */
     inject(&f, RNIC_ROCE_RC_SEND_ONLY, PSN0 + 3, data, 8, NULL);  /* RC op */
     g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_RX_DROPPED) - dropped, ==, 4);
+    g_assert_cmpuint(tv_stat(f.h, RNIC_STAT_OUT_OF_BUFFER), ==, 1);
     tv_expect_no_cqe(f.h, f.cq);
 
     /* longer than the receive buffer: that WQE completes in error */

@@ -947,6 +947,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         uint32_t index;
         RnicSqSlot *s;
 
+        rnic_stat_inc(e, RNIC_STAT_RNR_NAK);
         rnic_req_ack(e, qp, psn, false);
         rnic_req_complete(e, qp);
         if (qp->state == RNIC_QPS_ERR) {
@@ -973,6 +974,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     switch (syn & RNIC_ROCE_AETH_VALUE_MASK) {
     case RNIC_ROCE_NAK_PSN_SEQ_ERR:
+        rnic_stat_inc(e, RNIC_STAT_PACKET_SEQ_ERR);
         rnic_req_ack(e, qp, psn, false);
         rnic_req_complete(e, qp);
         if (qp->state != RNIC_QPS_ERR) {
@@ -1119,6 +1121,7 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             uint32_t una = qp->sq_una;
 
             /* acknowledged past a READ/atomic whose response was lost */
+            rnic_stat_inc(e, RNIC_STAT_IMPLIED_NAK_SEQ);
             rnic_req_complete(e, qp);
             if (qp->sq_una != una) {
                 qp->rewinding = false;
@@ -1212,6 +1215,7 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp)
     if (!s) {
         return;
     }
+    rnic_stat_inc(e, RNIC_STAT_LOCAL_ACK_TIMEOUT);
     if (!qp->retry_left) {
         rnic_event(e, RETRY_EXCEEDED, NULL, qp->qpn, qp->una_psn);
         rnic_req_slot_done(qp, s, RNIC_WC_RETRY_EXC_ERR);

@@ -392,6 +392,9 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
         return true;
     }
     if (!rnic_recv_fetch(e, qp, rw, &status)) {
+        if (status == RNIC_WC_SUCCESS) {
+            rnic_stat_inc(e, RNIC_STAT_OUT_OF_BUFFER);
+        }
         if (status == RNIC_WC_SUCCESS && qp->type == RNIC_QPT_UC) {
             /* no receive WQE: UC drops the message */
             rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
@@ -991,6 +994,7 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             rnic_async_event(e, RNIC_EQE_QP_FATAL, qp->handle, qp->qpn);
             rnic_qp_error(e, qp);
         } else {
+            rnic_stat_inc(e, RNIC_STAT_OUT_OF_BUFFER);
             rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);     /* no buffer: dropped */
         }
         return;
@@ -1062,59 +1066,12 @@ static const char *rnic_resp_sequence_error(const RnicResp *resp,
            "WRITE continuation without a WRITE" : NULL;
 }
 
-void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+/* A request packet at the expected PSN: its checks, then its operation. */
+static void rnic_resp_request(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     const RnicRoceOpInfo *info = rnic_transport_op(pkt->opcode);
-    RnicResp *resp = &qp->resp;
     const char *why;
     bool first, last;
-    int32_t d;
-
-    if (!rnic_qpt_connected(qp->type)) {
-        rnic_resp_ud(e, qp, pkt);
-        return;
-    }
-    /* UC's SQE stops only its send queue */
-    if (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
-        qp->state != RNIC_QPS_SQD &&
-        (qp->state != RNIC_QPS_SQE || qp->type != RNIC_QPT_UC)) {
-        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
-        return;
-    }
-    if (qp->state == RNIC_QPS_RTR && !resp->comm_est) {
-        resp->comm_est = true;
-        rnic_async_event(e, RNIC_EQE_COMM_EST, qp->handle, qp->qpn);
-    }
-    d = rnic_psn_diff(pkt->psn, resp->epsn);
-    if (qp->type == RNIC_QPT_UC) {
-        /*
-         * No retransmission: a gap (or a packet from the past) ends the
-         * message in progress, which is lost, and the PSN resynchronises.
-         * Its receive WQE serves the next message.
-         */
-        if (d && resp->in_msg) {
-            rnic_event(e, UB_REQUEST, "UC message lost (PSN gap)", qp->qpn,
-                       pkt->psn, pkt->opcode);
-            rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
-            resp->in_msg = 0;
-        }
-        resp->epsn = pkt->psn;
-        d = 0;
-    }
-    if (d > 0) {
-        /* a gap: one NAK until the expected PSN shows up */
-        if (!resp->nak_sent) {
-            resp->nak_sent = true;
-            rnic_resp_nak(e, qp, resp->epsn,
-                          RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
-        }
-        return;
-    }
-    if (d < 0) {
-        rnic_resp_duplicate(e, qp, pkt);
-        return;
-    }
-    resp->nak_sent = false;
 
     if (!info || !(info->flags & RNIC_ROCE_OPF_REQUEST)) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
@@ -1124,7 +1081,7 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     first = info->flags & RNIC_ROCE_OPF_FIRST;
     last = info->flags & RNIC_ROCE_OPF_LAST;
-    why = rnic_resp_sequence_error(resp, info->flags);
+    why = rnic_resp_sequence_error(&qp->resp, info->flags);
     if (why) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                        RNIC_EQE_QP_REQ_ERR, RNIC_WC_REM_INV_REQ_ERR, why);
@@ -1151,4 +1108,73 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     } else {
         rnic_resp_send(e, qp, pkt, first, last);
     }
+}
+
+/*
+ * UC takes PSNs as they come (nothing is retransmitted): a gap, or a
+ * packet from the past, ends the message in progress, which is lost; its
+ * receive WQE serves the next message. Taken or dropped, the packet's
+ * successor is the next PSN expected.
+ */
+static void rnic_resp_uc(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    RnicResp *resp = &qp->resp;
+    int32_t d = rnic_psn_diff(pkt->psn, resp->epsn);
+
+    if (d > 0) {
+        rnic_stat_inc(e, RNIC_STAT_OUT_OF_SEQUENCE);
+    }
+    if (d && resp->in_msg) {
+        rnic_event(e, UB_REQUEST, "UC message lost (PSN gap)", qp->qpn,
+                   pkt->psn, pkt->opcode);
+        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+        resp->in_msg = 0;
+    }
+    resp->epsn = pkt->psn;
+    rnic_resp_request(e, qp, pkt);
+    resp->epsn = rnic_psn_add(pkt->psn, 1);
+}
+
+void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+{
+    RnicResp *resp = &qp->resp;
+    int32_t d;
+
+    if (!rnic_qpt_connected(qp->type)) {
+        rnic_resp_ud(e, qp, pkt);
+        return;
+    }
+    /* UC's SQE stops only its send queue */
+    if (qp->state != RNIC_QPS_RTR && qp->state != RNIC_QPS_RTS &&
+        qp->state != RNIC_QPS_SQD &&
+        (qp->state != RNIC_QPS_SQE || qp->type != RNIC_QPT_UC)) {
+        rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
+        return;
+    }
+    if (qp->state == RNIC_QPS_RTR && !resp->comm_est) {
+        resp->comm_est = true;
+        rnic_async_event(e, RNIC_EQE_COMM_EST, qp->handle, qp->qpn);
+    }
+    if (qp->type == RNIC_QPT_UC) {
+        rnic_resp_uc(e, qp, pkt);
+        return;
+    }
+    d = rnic_psn_diff(pkt->psn, resp->epsn);
+    if (d > 0) {
+        rnic_stat_inc(e, RNIC_STAT_OUT_OF_SEQUENCE);
+        /* a gap: one NAK until the expected PSN shows up */
+        if (!resp->nak_sent) {
+            resp->nak_sent = true;
+            rnic_resp_nak(e, qp, resp->epsn,
+                          RNIC_ROCE_AETH_NAK | RNIC_ROCE_NAK_PSN_SEQ_ERR);
+        }
+        return;
+    }
+    if (d < 0) {
+        rnic_stat_inc(e, RNIC_STAT_DUPLICATE_REQUEST);
+        rnic_resp_duplicate(e, qp, pkt);
+        return;
+    }
+    resp->nak_sent = false;
+    rnic_resp_request(e, qp, pkt);
 }

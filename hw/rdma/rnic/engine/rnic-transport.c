@@ -100,6 +100,7 @@ static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
+    rnic_stat_inc(e, RNIC_STAT_RCVD_PKTS);
     if (rnic_roce_ops[pkt->opcode].flags & RNIC_ROCE_OPF_RESPONSE) {
         rnic_req_rx(e, qp, pkt);
     } else {
@@ -124,6 +125,7 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
 
     rnic_event(e, PKT_TX, NULL, qp->qpn, pkt->dest_qp, pkt->opcode, pkt->psn,
                pkt->payload.len);
+    rnic_stat_inc(e, RNIC_STAT_SENT_PKTS);
     if (rnic_qpt_connected(qp->type)) {
         /* the connected peer, cached until a QP or GID changes */
         if (qp->peer_gen != e->qp_gen) {
