@@ -770,6 +770,130 @@ static void test_uc(void *obj, void *data, QGuestAllocator *alloc)
     g_free(b);
 }
 
+/* A WRITE of 'len' bytes from a at 'addr' through 'rkey': its status. */
+static uint8_t mw_write(TvPair *l, TvQp *a, uint64_t addr, uint32_t rkey,
+                        uint32_t len)
+{
+    struct rnic_sge sg = tv_sge(l->bufa, len, l->mra);
+    struct rnic_sq_wqe w = tv_wqe(20, RNIC_WR_RDMA_WRITE, 1);
+
+    w.rdma.remote_addr = addr;
+    w.rdma.rkey = rkey;
+    tv_post_send(l->d, a, &w, &sg, NULL);
+    return tv_wait_cqe(l->d, l->cqa).status;
+}
+
+/*
+ * Memory windows through the real device: b binds a type 1 and a type 2B
+ * window over parts of its buffer, a WRITEs through both (data checked),
+ * a SEND with invalidate from a frees the type 2B one, after which a
+ * WRITE through it is a remote access error.
+ */
+static void test_mw(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    uint32_t m1, m2, k1, k2;
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg;
+    struct rnic_cqe c;
+
+    loop_init(&l, obj);
+    g_assert_true(rnic_reg_read(l.d, RNIC_REG_CAPS_LO) & RNIC_CAP_MW);
+    m1 = tv_alloc_mw(l.d, l.pd, RNIC_MW_TYPE_1, 1);
+    m2 = tv_alloc_mw(l.d, l.pd, RNIC_MW_TYPE_2, 2);
+    k1 = (m1 & ~0xffu) | 0x11;
+    k2 = (m2 & ~0xffu) | 0x22;
+    w = tv_bind_wqe(10, m1, k1, l.mrb, l.bufb, 4096,
+                    RNIC_ACCESS_REMOTE_WRITE);
+    tv_post_send(l.d, l.b, &w, NULL, NULL);
+    tv_expect_cqe(l.d, l.cqb, 10, RNIC_WC_BIND_MW, RNIC_WC_SUCCESS);
+    w = tv_bind_wqe(11, m2, k2, l.mrb, l.bufb + 8192, 4096,
+                    RNIC_ACCESS_REMOTE_WRITE);
+    tv_post_send(l.d, l.b, &w, NULL, NULL);
+    tv_expect_cqe(l.d, l.cqb, 11, RNIC_WC_BIND_MW, RNIC_WC_SUCCESS);
+
+    tv_fill(l.d, l.bufa, 4096, 5);
+    g_assert_cmpuint(mw_write(&l, l.a, l.bufb, k1, 4096), ==,
+                     RNIC_WC_SUCCESS);
+    g_assert_cmpuint(mw_write(&l, l.a, l.bufb + 8192, k2, 4096), ==,
+                     RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa, l.bufb, 4096);
+    tv_assert_same(l.d, l.bufa, l.bufb + 8192, 4096);
+
+    sg = tv_sge(l.bufb + 16384, 64, l.mrb);
+    tv_post_recv(l.d, l.b, 12, &sg, 1);
+    sg = tv_sge(l.bufa, 64, l.mra);
+    w = tv_wqe(13, RNIC_WR_SEND_INV, 1);
+    w.imm_or_inv = k2;
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 13, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    c = tv_wait_cqe(l.d, l.cqb);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
+    g_assert_true(c.flags & RNIC_CQE_WITH_INV);
+    g_assert_cmpuint(mw_write(&l, l.a, l.bufb + 8192, k2, 64), ==,
+                     RNIC_WC_REM_ACCESS_ERR);
+}
+
+/*
+ * REREG_MR through the real device: b's MR moves to a new buffer with
+ * read rights only, keeping its STag; a READ through the old rkey gets
+ * the new buffer's bytes, a WRITE is a remote access error.
+ */
+static void test_rereg(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    struct rnic_sge sg;
+    struct rnic_sq_wqe w;
+    uint64_t nbuf;
+
+    loop_init(&l, obj);
+    g_assert_true(rnic_reg_read(l.d, RNIC_REG_CAPS_LO) & RNIC_CAP_REREG_MR);
+    nbuf = qv_alloc(l.d, 2 * 4096, 4096);
+    tv_fill(l.d, nbuf, 4096, 7);
+    g_assert_cmpuint(tv_rereg_mr(l.d, l.mrb, l.ctx, RNIC_REREG_TRANS |
+                                 RNIC_REREG_ACCESS, 0, nbuf, 4096,
+                                 RNIC_ACCESS_LOCAL_WRITE |
+                                 RNIC_ACCESS_REMOTE_READ), ==, RNIC_ST_OK);
+    sg = tv_sge(l.bufa, 4096, l.mra);
+    w = tv_wqe(21, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = nbuf;
+    w.rdma.rkey = l.mrb;
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 21, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa, nbuf, 4096);
+    g_assert_cmpuint(mw_write(&l, l.a, nbuf, l.mrb, 64), ==,
+                     RNIC_WC_REM_ACCESS_ERR);
+}
+
+/*
+ * Every CQE carries the device clock, QEMU's virtual clock in ns, which an
+ * 8-byte load of RNIC_DB_CLOCK in a doorbell page returns (qtest moves
+ * that clock by hand: exact values).
+ */
+static void test_cqe_timestamp(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    QRnic *d;
+    uint64_t t0;
+    struct rnic_cqe c;
+
+    loop_init(&l, obj);
+    d = l.d;
+    g_assert_true(rnic_reg_read(d, RNIC_REG_CAPS_LO) & RNIC_CAP_CQE_TIMESTAMP);
+    t0 = qpci_io_readq(&d->dev, d->db, RNIC_DB_CLOCK);
+    qtest_clock_step(rnic_qts(d), 1000000);
+    g_assert_cmpuint(qpci_io_readq(&d->dev, d->db, RNIC_DB_PAGE_SIZE +
+                                   RNIC_DB_CLOCK), ==, t0 + 1000000);
+    tv_pair_send(&l, 0, 64, 30, 31);
+    c = tv_wait_cqe(d, l.cqb);
+    g_assert_cmpuint(c.wr_id, ==, 30);
+    g_assert_cmpuint(GUINT64_FROM_LE(c.timestamp), >=, t0 + 1000000);
+    g_assert_cmpuint(GUINT64_FROM_LE(c.timestamp), <=,
+                     qpci_io_readq(&d->dev, d->db, RNIC_DB_CLOCK));
+    /* the other offsets stay write-only: 0 */
+    g_assert_cmpuint(qpci_io_readq(&d->dev, d->db, RNIC_DB_CQ), ==, 0);
+}
+
 /*
  * MSI-X vector 1 aimed at the device's own BAR0 + DEV_CTRL with data RESET,
  * raised by the completion of a SEND whose retransmit timer expires (retry
@@ -960,6 +1084,9 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/errors", "rnic", test_loop_errors, NULL);
     qos_add_test("verbs/ud", "rnic", test_ud, NULL);
     qos_add_test("verbs/uc", "rnic", test_uc, NULL);
+    qos_add_test("verbs/mw", "rnic", test_mw, NULL);
+    qos_add_test("verbs/rereg", "rnic", test_rereg, NULL);
+    qos_add_test("verbs/cqe-timestamp", "rnic", test_cqe_timestamp, NULL);
     qos_add_test("verbs/msix-at-bar0", "rnic", test_msix_at_bar0, NULL);
     qos_add_test("verbs/trace", "rnic", test_trace, &trace_opts);
     qos_add_test("verbs/wqe-cache-on", "rnic", test_wqe_cache, &wqc_on);

@@ -14,6 +14,7 @@
 
 #include <linux/completion.h>
 #include <linux/genalloc.h>
+#include <linux/idr.h>
 #include <linux/interrupt.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -117,6 +118,9 @@ struct rnic_caps {
 	u32 max_cq;
 	u32 max_cqe;
 	u32 max_mr;
+	u32 max_mw;
+	u32 max_mcast_grp;
+	u32 max_mcast_qp_attach;
 	u32 max_pd;
 	u32 max_srq;
 	u32 max_srq_wr;
@@ -169,6 +173,11 @@ struct rnic_dev {
 
 	struct rdma_stat_desc *stat_descs;	/* rdma statistic: the counters */
 	char (*stat_desc_names)[ETH_GSTRING_LEN];
+	/* QP counters (rnic_stats.c) */
+	struct mutex counter_lock;
+	struct list_head counters;
+	struct ida counter_ida;
+	u64 counted[RNIC_QP_STAT_COUNT];	/* of QP counters freed */
 	/*
 	 * The memory window (RNIC_CAP_SCM): BAR4, never mapped by the kernel;
 	 * dm_pool hands out its bus addresses in pages to device-memory
@@ -285,6 +294,10 @@ struct rnic_qp {
 	struct rnic_net_ctx *ctx;	/* NULL: of a multi-network PD */
 	struct mutex lock;		/* modify/query */
 	struct rdma_user_mmap_entry *sq_mmap, *rq_mmap;
+	/* rdma statistic qp (rnic_stats.c, rdev->counter_lock) */
+	struct rnic_counter *counter;
+	struct list_head counter_node;
+	u64 counter_base[RNIC_QP_STAT_COUNT];	/* its counters when bound */
 };
 
 struct rnic_mr {
@@ -295,10 +308,23 @@ struct rnic_mr {
 	struct rnic_dma_buf pbl;	/* fast-reg MRs: the page list */
 	u32 npages;
 	u32 max_pages;			/* fast-reg MRs: > 0 */
+	int access;			/* user MRs: the IB access flags */
 	u8 dev_key;			/* key of the STag in the device */
 	u8 prev_key;			/* before the last REG_MR work request */
 	bool no_entry;			/* an empty DM MR: nothing in the device */
 };
+
+/* A memory window (RNIC_CAP_MW): its entry in the device's mapping table. */
+struct rnic_mw {
+	struct ib_mw ibmw;
+	struct rnic_net_ctx *ctx;	/* NULL: of a multi-network PD */
+	u32 uctx;
+};
+
+static inline struct rnic_mw *to_rmw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct rnic_mw, ibmw);
+}
 
 static inline struct rnic_dev *to_rdev(struct ib_device *ibdev)
 {
@@ -456,6 +482,9 @@ void rnic_dma_buf_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf);
 void rnic_dev_fail(struct rnic_dev *rdev, const char *why);
 void rnic_stat_name(u32 i, char *buf);
 u64 rnic_stat_read(struct rnic_dev *rdev, u32 i);
+/* rnic_stats.c: rdma statistic, the port's counters and QP counters */
+int rnic_stats_init(struct rnic_dev *rdev);
+void rnic_stats_fini(struct rnic_dev *rdev);
 
 /* ---------------------------------------------------------------------- */
 /* rnic_cmd.c: admin queue                                                */
@@ -582,6 +611,9 @@ void rnic_srq_complete(struct rnic_srq *srq, u32 index, u64 *wr_id);
 /* ---------------------------------------------------------------------- */
 
 struct ib_mr *rnic_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *rnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				 u64 length, u64 virt_addr, int access,
+				 struct ib_pd *ibpd, struct ib_udata *udata);
 struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 virt_addr, int access,
 			       struct ib_udata *udata);
@@ -590,6 +622,10 @@ struct ib_mr *rnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 int rnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset);
 int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int rnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int rnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int rnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int rnic_dealloc_mw(struct ib_mw *ibmw);
 void rnic_mr_posted_key(struct rnic_mr *mr, u32 stag);
 int rnic_reg_scm_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
 		     struct rnic_pd *pd, u64 iova, u64 length, u64 window_off,

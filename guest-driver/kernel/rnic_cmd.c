@@ -223,6 +223,7 @@ int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_admin_cmd *cmd,
 	case RNIC_CMD_QUERY_DEVICE:
 	case RNIC_CMD_QUERY_PORT:
 	case RNIC_CMD_QUERY_QP:
+	case RNIC_CMD_QUERY_QP_STATS:
 		cmd->query.addr = cpu_to_le64(rnic_aq_buf_dma(aq, slot));
 		cmd->query.len = cpu_to_le32(RNIC_AQ_BUF_SIZE);
 		break;
@@ -329,6 +330,9 @@ int rnic_cmd_query_device(struct rnic_dev *rdev)
 	c->max_fast_reg_pages = le32_to_cpu(a.max_fast_reg_pages);
 	c->max_gid = le32_to_cpu(a.max_gid);
 	c->max_uctx = le32_to_cpu(a.max_uctx);
+	c->max_mw = le32_to_cpu(a.max_mw);
+	c->max_mcast_grp = le32_to_cpu(a.max_mcast_grp);
+	c->max_mcast_qp_attach = le32_to_cpu(a.max_mcast_qp_attach);
 	return 0;
 }
 

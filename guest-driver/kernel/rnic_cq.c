@@ -40,6 +40,8 @@ static enum ib_wc_opcode rnic_wc_opcode(u8 opcode)
 		return IB_WC_LOCAL_INV;
 	case RNIC_WC_REG_MR:
 		return IB_WC_REG_MR;
+	case RNIC_WC_BIND_MW:
+		return IB_WC_BIND_MW;
 #if RNIC_IB_PLACEMENT
 	case RNIC_WC_FLUSH:
 		return IB_WC_FLUSH;
@@ -310,7 +312,9 @@ int rnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct rnic_admin_cqe cqe;
 	int ret;
 
-	if (attr->flags)
+	/* the device stamps every CQE (RNIC_CAP_CQE_TIMESTAMP) */
+	if (attr->flags & ~((rdev->caps.caps & RNIC_CAP_CQE_TIMESTAMP) ?
+			    IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION : 0))
 		return -EOPNOTSUPP;
 	ret = rnic_cq_entries(rdev, attr->cqe, &cq->log);
 	if (ret)

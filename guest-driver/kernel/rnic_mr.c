@@ -240,6 +240,7 @@ struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		ret = PTR_ERR(mr->umem);
 		goto err_free;
 	}
+	mr->access = access;
 	ret = rnic_pmem_umem_offset(rdev, mr->umem, &window_off);
 	if (ret != -ENOENT) {
 		if (ret)
@@ -332,6 +333,94 @@ int rnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 }
 
 /* A REG_MR work request gives a fast-reg MR a new key (rnic_qp.c). */
+/*
+ * ibv_rereg_mr in place (RNIC_CMD_REREG_MR): the same STag with a new
+ * translation (a new umem and page list, the old umem released once the
+ * device has switched), PD or rights; NULL: ib_uverbs keeps the MR object.
+ * The device refuses regions of the memory window and MRs with windows
+ * bound (-EBUSY); whatever it refuses leaves the MR as it was.
+ */
+struct ib_mr *rnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				 u64 length, u64 virt_addr, int access,
+				 struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rnic_dev *rdev = to_rdev(ibmr->device);
+	struct rnic_mr *mr = to_rmr(ibmr);
+	struct rnic_pd *pd = to_rpd(flags & IB_MR_REREG_PD ? ibpd : ibmr->pd);
+	int new_access = flags & IB_MR_REREG_ACCESS ? access : mr->access;
+	struct rnic_admin_cmd cmd;
+	struct ib_umem *umem = NULL;
+	struct rnic_pbl pbl = {};
+	unsigned long pgsz;
+	u64 window_off;
+	int dev_access;
+	u32 npages;
+	int ret;
+
+	if (!(rdev->caps.caps & RNIC_CAP_REREG_MR) || !mr->umem ||
+	    (flags & ~IB_MR_REREG_SUPPORTED))
+		return ERR_PTR(-EOPNOTSUPP);
+	dev_access = rnic_mr_access(rdev, new_access);
+	if (dev_access < 0)
+		return ERR_PTR(dev_access);
+	rnic_mr_cmd_init(&cmd, pd, RNIC_CMD_REREG_MR, virt_addr, length, 0);
+	cmd.uctx = cpu_to_le32(mr->uctx);
+	cmd.mr.kind = RNIC_MR_KIND_MEM;
+	cmd.mr.access = cpu_to_le32(dev_access);
+	cmd.mr.stag = cpu_to_le32(ibmr->lkey);
+	cmd.mr.net_ctx = cpu_to_le32(mr->ctx ? mr->ctx->handle :
+				     RNIC_PD_MULTI_NET);
+	cmd.mr.rereg = (flags & IB_MR_REREG_TRANS ? RNIC_REREG_TRANS : 0) |
+		       (flags & IB_MR_REREG_PD ? RNIC_REREG_PD : 0) |
+		       (flags & IB_MR_REREG_ACCESS ? RNIC_REREG_ACCESS : 0);
+	if (flags & IB_MR_REREG_TRANS) {
+		if (length > rdev->caps.max_mr_size)
+			return ERR_PTR(-EINVAL);
+		umem = ib_umem_get(ibmr->device, start, length, new_access);
+		if (IS_ERR(umem))
+			return ERR_CAST(umem);
+		/* a range of the memory window: register it anew instead */
+		ret = rnic_pmem_umem_offset(rdev, umem, &window_off);
+		if (ret != -ENOENT) {
+			ret = ret ? ret : -EOPNOTSUPP;
+			goto err_umem;
+		}
+		pgsz = ib_umem_find_best_pgsz(umem, rdev->caps.page_size_cap,
+					      virt_addr);
+		if (!pgsz) {
+			ret = -EINVAL;
+			goto err_umem;
+		}
+		npages = ib_umem_num_dma_blocks(umem, pgsz);
+		ret = rnic_pbl_build(rdev, &pbl, umem, pgsz, npages);
+		if (ret)
+			goto err_umem;
+		cmd.mr.pbl_addr = cpu_to_le64(pbl.dir.dma);
+		cmd.mr.npages = cpu_to_le32(npages);
+		cmd.mr.page_shift = ilog2(pgsz);
+		cmd.mr.levels = pbl.levels;
+	}
+	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+	/* after a timeout the device may still read the list: keep it */
+	if (umem && ret != -ETIMEDOUT)
+		rnic_pbl_free(rdev, &pbl);
+	if (ret)
+		goto err_umem;
+	if (umem) {
+		ib_umem_release(mr->umem);
+		mr->umem = umem;
+	}
+	mr->access = new_access;
+	rnic_dbg_mr(mr, "re-registered (flags 0x%x), access 0x%x\n", flags,
+		    new_access);
+	return NULL;
+
+err_umem:
+	if (umem)
+		ib_umem_release(umem);
+	return ERR_PTR(ret);
+}
+
 void rnic_mr_posted_key(struct rnic_mr *mr, u32 stag)
 {
 	mr->prev_key = mr->dev_key;
@@ -351,6 +440,57 @@ static int rnic_dereg_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
 	cmd.destroy.net_ctx = cpu_to_le32(net);
 	cmd.destroy.flags = cpu_to_le32(flags);
 	return rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+}
+
+/*
+ * Memory windows: the device binds them (BIND_MW work requests, which
+ * only user space posts: the kernel's verbs have none) and invalidates
+ * them; the driver allocates and frees the entry.
+ */
+int rnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct rnic_dev *rdev = to_rdev(ibmw->device);
+	struct rnic_pd *pd = to_rpd(ibmw->pd);
+	struct rnic_mw *mw = to_rmw(ibmw);
+	struct rnic_admin_cmd cmd = {
+		.opcode = RNIC_CMD_ALLOC_MW,
+		.uctx = cpu_to_le32(pd->uctx),
+	};
+	struct rnic_admin_cqe cqe;
+	int ret;
+
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	cmd.mw.pd = cpu_to_le32(pd->handle);
+	cmd.mw.type = ibmw->type == IB_MW_TYPE_1 ? RNIC_MW_TYPE_1 :
+						   RNIC_MW_TYPE_2;
+	cmd.mw.key = rnic_next_key(rdev);
+	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, &cqe);
+	if (ret)
+		return ret;
+	ibmw->rkey = le32_to_cpu(cqe.result0);
+	mw->ctx = pd->ctx;
+	mw->uctx = pd->uctx;
+	return 0;
+}
+
+int rnic_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct rnic_dev *rdev = to_rdev(ibmw->device);
+	struct rnic_mw *mw = to_rmw(ibmw);
+	struct rnic_admin_cmd cmd = {
+		.opcode = RNIC_CMD_DEREG_MR,
+		.uctx = cpu_to_le32(mw->uctx),
+	};
+	int ret;
+
+	/* binds in user space changed the key: any key of the window's index */
+	cmd.destroy.handle = cpu_to_le32(ibmw->rkey);
+	cmd.destroy.net_ctx = cpu_to_le32(mw->ctx ? mw->ctx->handle :
+					  RNIC_PD_MULTI_NET);
+	cmd.destroy.flags = cpu_to_le32(RNIC_DEREG_ANY_KEY);
+	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+	return ret == -EIO ? 0 : ret;
 }
 
 int rnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

@@ -64,6 +64,38 @@ void rnic_wq_free(struct rnic_dev *rdev, struct rnic_wq *wq,
 	wq->wr_id = NULL;
 }
 
+/*
+ * UD multicast (RNIC_CAP_MCAST): the device keeps the groups and their
+ * QPs; RoCE has no LID. Frames to a group are the device's once a QP is
+ * in it (the Ethernet function's filter is the netdev's business: the
+ * IGMP join RDMA-CM sends through it).
+ */
+static int rnic_mcast_cmd(struct ib_qp *ibqp, union ib_gid *gid, u8 op)
+{
+	struct rnic_dev *rdev = to_rdev(ibqp->device);
+	struct rnic_qp *qp = to_rqp(ibqp);
+	struct rnic_admin_cmd cmd = { .opcode = op };
+
+	if (ibqp->qp_type != IB_QPT_UD)
+		return -EINVAL;
+	cmd.uctx = cpu_to_le32(qp->uctx);
+	memcpy(cmd.mcast.gid, gid->raw, 16);
+	cmd.mcast.qp = cpu_to_le32(qp->handle);
+	return rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+}
+
+int rnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return rnic_mcast_cmd(ibqp, gid, RNIC_CMD_ATTACH_MCAST);
+}
+
+int rnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	int ret = rnic_mcast_cmd(ibqp, gid, RNIC_CMD_DETACH_MCAST);
+
+	return ret == -EIO ? 0 : ret;	/* the device is gone: so is the group */
+}
+
 static void *rnic_wq_slot(struct rnic_wq *wq, u32 idx)
 {
 	return wq->ring.va + ((size_t)(idx & ((1u << wq->log) - 1)) << wq->shift);

@@ -138,16 +138,82 @@ int rnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * IB_SRQ_MAX_WR of a user SRQ: a new ring, mapped for the provider and
+ * named to it (at the address of its request) before the device moves the
+ * WQEs not yet taken there. Kernel SRQs are not resized (no ULP asks; the
+ * posts would have to stop around the command): EOPNOTSUPP.
+ */
+static int rnic_srq_resize(struct rnic_dev *rdev, struct rnic_srq *srq,
+			   u32 max_wr, u32 limit, struct ib_udata *udata)
+{
+	struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_MODIFY_SRQ };
+	struct rnic_modify_srq_resp resp = {};
+	struct rdma_user_mmap_entry *mmap;
+	struct rnic_modify_srq ucmd;
+	struct rnic_dma_buf ring;
+	u32 log;
+	int ret;
+
+	if (!(rdev->caps.caps & RNIC_CAP_SRQ_RESIZE) || !udata)
+		return -EOPNOTSUPP;
+	if (!max_wr || max_wr > rdev->caps.max_srq_wr)
+		return -EINVAL;
+	log = ilog2(roundup_pow_of_two(max_wr));
+	if (limit >= (1u << log))
+		return -EINVAL;
+	ret = ib_copy_from_udata(&ucmd, udata, min(udata->inlen, sizeof(ucmd)));
+	if (ret)
+		return ret;
+	if (udata->inlen < sizeof(ucmd) || !ucmd.resp_addr)
+		return -EINVAL;
+	ret = rnic_dma_buf_alloc(rdev, &ring, (size_t)1 << (log + srq->wq.shift));
+	if (ret)
+		return ret;
+	mmap = rnic_mmap_ring_insert(rnic_udata_ucontext(udata), &ring,
+				     &resp.ring_key);
+	if (IS_ERR(mmap)) {
+		rnic_dma_buf_free(rdev, &ring);
+		return PTR_ERR(mmap);
+	}
+	resp.ring_size = ring.size;
+	resp.entries = 1u << log;
+	if (copy_to_user(u64_to_user_ptr(ucmd.resp_addr), &resp,
+			 sizeof(resp))) {
+		ret = -EFAULT;
+		goto err;
+	}
+	cmd.uctx = cpu_to_le32(srq->uctx);
+	cmd.srq.srq = cpu_to_le32(srq->handle);
+	cmd.srq.ring_addr = cpu_to_le64(ring.dma);
+	cmd.srq.log_size = log;
+	cmd.srq.limit = cpu_to_le32(limit);
+	ret = rnic_cmd_exec(rdev, &cmd, NULL, 0, NULL, 0, NULL);
+	if (ret)
+		goto err;
+	rnic_ring_free(rdev, &srq->wq.ring, &srq->mmap);
+	srq->wq.ring = ring;
+	srq->wq.log = log;
+	srq->mmap = mmap;
+	srq->limit = limit;
+	return 0;
+
+err:
+	rnic_ring_free(rdev, &ring, &mmap);
+	return ret;
+}
+
 int rnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct rnic_dev *rdev = to_rdev(ibsrq->device);
 	struct rnic_srq *srq = to_rsrq(ibsrq);
 	struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_MODIFY_SRQ };
+	u32 limit = mask & IB_SRQ_LIMIT ? attr->srq_limit : srq->limit;
 	int ret;
 
 	if (mask & IB_SRQ_MAX_WR)
-		return -EOPNOTSUPP;	/* no SRQ resize */
+		return rnic_srq_resize(rdev, srq, attr->max_wr, limit, udata);
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
 	if (attr->srq_limit >= (1u << srq->wq.log))

@@ -145,6 +145,19 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 			      IB_DEVICE_SYS_IMAGE_GUID;
 	if (c->caps & RNIC_CAP_FAST_REG)
 		a->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	if (c->caps & RNIC_CAP_SRQ_RESIZE)
+		a->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+	if (c->caps & RNIC_CAP_MCAST) {
+		a->max_mcast_grp = c->max_mcast_grp;
+		a->max_mcast_qp_attach = c->max_mcast_qp_attach;
+		a->max_total_mcast_qp_attach = c->max_mcast_grp *
+					       c->max_mcast_qp_attach;
+	}
+	if (c->caps & RNIC_CAP_MW) {
+		a->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+				       IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		a->max_mw = c->max_mw;
+	}
 #if RNIC_IB_PLACEMENT
 	/* IBTA 1.5 placement; uverbs reports them in device_cap_flags_ex */
 	if (c->caps & RNIC_CAP_FLUSH_GLOBAL)
@@ -177,6 +190,11 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->max_pi_fast_reg_page_list_len = 0;
+	if (c->caps & RNIC_CAP_CQE_TIMESTAMP) {
+		/* CQE timestamps count nanoseconds: a 1 GHz clock, in kHz */
+		a->hca_core_clock = 1000000;
+		a->timestamp_mask = ~0ULL;
+	}
 	/* ibv_alloc_dm(): the memory window (rnic_dm.c) */
 	if (rdev->dm_pool)
 		a->max_dm_size = rdev->scm_size;
@@ -434,6 +452,7 @@ static int rnic_alloc_ucontext(struct ib_ucontext *ibuc,
 	resp.max_cqe = rdev->caps.max_cqe;
 	resp.max_srq_wr = rdev->caps.max_srq_wr;
 	resp.abi_version = rdev->caps.abi_version;
+	resp.caps = rdev->caps.caps;
 	ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	if (ret)
 		goto err_entry;
@@ -645,58 +664,6 @@ int rnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Counters (rdma statistic): the device's, per port                      */
-/* ---------------------------------------------------------------------- */
-
-static struct rdma_hw_stats *rnic_alloc_hw_port_stats(struct ib_device *ibdev,
-						      u32 port)
-{
-	return rdma_alloc_hw_stats_struct(to_rdev(ibdev)->stat_descs,
-					  RNIC_STAT_COUNT,
-					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
-}
-
-static int rnic_get_hw_stats(struct ib_device *ibdev,
-			     struct rdma_hw_stats *stats, u32 port, int index)
-{
-	struct rnic_dev *rdev = to_rdev(ibdev);
-	u32 i;
-
-	for (i = 0; i < RNIC_STAT_COUNT; i++)
-		stats->value[i] = rnic_stat_read(rdev, i);
-	return RNIC_STAT_COUNT;
-}
-
-static int rnic_stats_init(struct rnic_dev *rdev)
-{
-	u32 i;
-
-	rdev->stat_descs = kcalloc(RNIC_STAT_COUNT, sizeof(*rdev->stat_descs),
-				   GFP_KERNEL);
-	rdev->stat_desc_names = kcalloc(RNIC_STAT_COUNT,
-					sizeof(*rdev->stat_desc_names),
-					GFP_KERNEL);
-	if (!rdev->stat_descs || !rdev->stat_desc_names) {
-		kfree(rdev->stat_descs);
-		kfree(rdev->stat_desc_names);
-		return -ENOMEM;
-	}
-	for (i = 0; i < RNIC_STAT_COUNT; i++) {
-		rnic_stat_name(i, rdev->stat_desc_names[i]);
-		rdev->stat_descs[i].name = rdev->stat_desc_names[i];
-	}
-	return 0;
-}
-
-static void rnic_stats_fini(struct rnic_dev *rdev)
-{
-	kfree(rdev->stat_descs);
-	kfree(rdev->stat_desc_names);
-	rdev->stat_descs = NULL;
-	rdev->stat_desc_names = NULL;
-}
-
-/* ---------------------------------------------------------------------- */
 /* Registration                                                           */
 /* ---------------------------------------------------------------------- */
 
@@ -706,7 +673,6 @@ static const struct ib_device_ops rnic_dev_ops = {
 	.uverbs_abi_ver = RNIC_UVERBS_ABI_VERSION,
 
 	.add_gid = rnic_add_gid,
-	.alloc_hw_port_stats = rnic_alloc_hw_port_stats,
 	.alloc_mr = rnic_alloc_mr,
 	.alloc_pd = rnic_alloc_pd,
 	.alloc_ucontext = rnic_alloc_ucontext,
@@ -724,7 +690,6 @@ static const struct ib_device_ops rnic_dev_ops = {
 	.disassociate_ucontext = rnic_disassociate_ucontext,
 	.get_dev_fw_str = rnic_get_dev_fw_str,
 	.get_dma_mr = rnic_get_dma_mr,
-	.get_hw_stats = rnic_get_hw_stats,
 	.get_link_layer = rnic_get_link_layer,
 	.get_port_immutable = rnic_get_port_immutable,
 	.map_mr_sg = rnic_map_mr_sg,
@@ -748,6 +713,25 @@ static const struct ib_device_ops rnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_pd, rnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rnic_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rnic_ucontext, ibuc),
+};
+
+/* Optional: UD multicast (RNIC_CAP_MCAST). */
+static const struct ib_device_ops rnic_dev_mcast_ops = {
+	.attach_mcast = rnic_attach_mcast,
+	.detach_mcast = rnic_detach_mcast,
+};
+
+/* Optional: in-place re-registration (RNIC_CAP_REREG_MR). */
+static const struct ib_device_ops rnic_dev_rereg_ops = {
+	.rereg_user_mr = rnic_rereg_user_mr,
+};
+
+/* Optional: memory windows (RNIC_CAP_MW). */
+static const struct ib_device_ops rnic_dev_mw_ops = {
+	.alloc_mw = rnic_alloc_mw,
+	.dealloc_mw = rnic_dealloc_mw,
+
+	INIT_RDMA_OBJ_SIZE(ib_mw, rnic_mw, ibmw),
 };
 
 /* Optional: shared receive queues (RNIC_CAP_SRQ). */
@@ -788,6 +772,12 @@ int rnic_ib_register(struct rnic_dev *rdev)
 	ib_set_device_ops(ibdev, &rnic_dev_ops);
 	if (rdev->caps.caps & RNIC_CAP_SRQ)
 		ib_set_device_ops(ibdev, &rnic_dev_srq_ops);
+	if (rdev->caps.caps & RNIC_CAP_MW)
+		ib_set_device_ops(ibdev, &rnic_dev_mw_ops);
+	if (rdev->caps.caps & RNIC_CAP_MCAST)
+		ib_set_device_ops(ibdev, &rnic_dev_mcast_ops);
+	if (rdev->caps.caps & RNIC_CAP_REREG_MR)
+		ib_set_device_ops(ibdev, &rnic_dev_rereg_ops);
 	rnic_dm_set_ops(rdev);
 
 	if (rdev->netdev) {

@@ -2,7 +2,8 @@
 /*
  * The uverbs commands of the rnic provider: the core part of each command
  * followed by rnic's udata (include/rnic/rnic-user-abi.h). No request
- * carries driver data; the responses do. ibv_alloc_dm() is ioctl-only and
+ * carries driver data but MODIFY_SRQ's (where the kernel writes the ring
+ * of a resized SRQ); the responses do. ibv_alloc_dm() is ioctl-only and
  * its method has no udata: its response is the driver attribute
  * RNIC_ATTR_ALLOC_DM_RESP (rnic.c, rnic_alloc_dm()).
  *
@@ -29,6 +30,8 @@ DECLARE_DRV_CMD(urnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, rnic_create_qp_resp);
 DECLARE_DRV_CMD(urnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		empty, rnic_create_srq_resp);
+DECLARE_DRV_CMD(urnic_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		rnic_modify_srq, empty);
 DECLARE_DRV_CMD(urnic_get_context, IB_USER_VERBS_CMD_GET_CONTEXT,
 		empty, rnic_alloc_ucontext_resp);
 DECLARE_DRV_CMD(urnic_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,

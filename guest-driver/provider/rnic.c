@@ -108,6 +108,28 @@ static int rnic_query_device(struct ibv_context *ibctx,
 	return 0;
 }
 
+/*
+ * ibv_query_rt_values_ex: the device clock (nanoseconds, the clock of the
+ * CQE timestamps) read from our doorbell page, as a raw cycle count in
+ * tv_nsec like mlx5's.
+ */
+static int rnic_query_rt_values(struct ibv_context *ibctx,
+				struct ibv_values_ex *values)
+{
+	struct rnic_context *ctx = to_rctx(ibctx);
+
+	if (!(ctx->caps & RNIC_CAP_CQE_TIMESTAMP))
+		return EOPNOTSUPP;
+	if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = le64toh(mmio_read64_le(
+			(uint8_t *)ctx->db_page + RNIC_DB_CLOCK));
+	}
+	return 0;
+}
+
 static int rnic_query_port(struct ibv_context *ibctx, uint8_t port,
 			   struct ibv_port_attr *attr)
 {
@@ -184,6 +206,69 @@ static int rnic_dereg_mr(struct verbs_mr *vmr)
 	if (ret)
 		return ret;
 	free(vmr);
+	return 0;
+}
+
+/*
+ * ibv_rereg_mr: the kernel re-registers in place (RNIC_CMD_REREG_MR): the
+ * same lkey and rkey with a new translation, PD or rights.
+ */
+static int rnic_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			 void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Memory windows (ibv_alloc_mw): the kernel allocates, WQEs bind them   */
+/* ---------------------------------------------------------------------- */
+
+/* UD multicast: the kernel asks the device to attach / detach the QP. */
+static int rnic_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			     uint16_t lid)
+{
+	return ibv_cmd_attach_mcast(qp, gid, lid);
+}
+
+static int rnic_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			     uint16_t lid)
+{
+	return ibv_cmd_detach_mcast(qp, gid, lid);
+}
+
+static struct ibv_mw *rnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int rnic_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+	free(mw);
 	return 0;
 }
 
@@ -364,14 +449,19 @@ static int rnic_destroy_ah(struct ibv_ah *ibah)
 
 static const struct verbs_context_ops rnic_ctx_ops = {
 	.alloc_dm = rnic_alloc_dm,
+	.alloc_mw = rnic_alloc_mw,
 	.alloc_pd = rnic_alloc_pd,
+	.attach_mcast = rnic_attach_mcast,
+	.bind_mw = rnic_bind_mw,
 	.create_ah = rnic_create_ah,
 	.create_cq = rnic_create_cq,
 	.create_cq_ex = rnic_create_cq_ex,
 	.create_qp = rnic_create_qp,
 	.create_qp_ex = rnic_create_qp_ex,
 	.create_srq = rnic_create_srq,
+	.dealloc_mw = rnic_dealloc_mw,
 	.dealloc_pd = rnic_dealloc_pd,
+	.detach_mcast = rnic_detach_mcast,
 	.dereg_mr = rnic_dereg_mr,
 	.destroy_ah = rnic_destroy_ah,
 	.destroy_cq = rnic_destroy_cq,
@@ -388,10 +478,12 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.query_device_ex = rnic_query_device,
 	.query_port = rnic_query_port,
 	.query_qp = rnic_query_qp,
+	.query_rt_values = rnic_query_rt_values,
 	.query_srq = rnic_query_srq,
 	.reg_dm_mr = rnic_reg_dm_mr,
 	.reg_mr = rnic_reg_mr,
 	.req_notify_cq = rnic_req_notify_cq,
+	.rereg_mr = rnic_rereg_mr,
 	.resize_cq = rnic_resize_cq,
 };
 
@@ -450,9 +542,11 @@ static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 	ctx->max_cqe = resp.max_cqe;
 	ctx->max_srq_wr = resp.max_srq_wr;
 	ctx->abi_version = resp.abi_version;
+	ctx->caps = resp.caps;
 	ctx->db_size = resp.db_size;
-	ctx->db_page = mmap(NULL, ctx->db_size, PROT_WRITE, MAP_SHARED, cmd_fd,
-			    resp.db_key);
+	/* readable for the device clock (rnic_query_rt_values) */
+	ctx->db_page = mmap(NULL, ctx->db_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, cmd_fd, resp.db_key);
 	if (ctx->db_page == MAP_FAILED) {
 		verbs_err(&ctx->vctx,
 			  "rnic: cannot map the doorbell page: %m\n");

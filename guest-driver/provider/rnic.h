@@ -60,6 +60,7 @@ struct rnic_context {
 	uint32_t max_cqe;
 	uint32_t max_srq_wr;
 	uint32_t abi_version;		/* the device's RNIC_ABI_VERSION */
+	uint64_t caps;			/* enum rnic_cap (0: an older kernel) */
 	pthread_mutex_t qp_table_lock;	/* inserting and removing */
 	struct rnic_qp **qp_table[RNIC_QP_LEAVES];
 };
@@ -254,6 +255,8 @@ int rnic_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 int rnic_destroy_qp(struct ibv_qp *ibqp);
 int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr);
+int rnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind);
 int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad_wr);
 int rnic_wq_init(struct ibv_context *ibctx, struct rnic_wq *wq, uint64_t key,

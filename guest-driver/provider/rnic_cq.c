@@ -32,7 +32,7 @@
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |                        \
 	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |                       \
 	 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |                             \
-	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+	 IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 
 static inline void rnic_cq_lock(struct rnic_cq *cq)
 {
@@ -125,6 +125,8 @@ static enum ibv_wc_opcode rnic_wc_opcode(uint8_t opcode)
 		return IBV_WC_FETCH_ADD;
 	case RNIC_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case RNIC_WC_BIND_MW:
+		return IBV_WC_BIND_MW;
 	case RNIC_WC_FLUSH:
 		return IBV_WC_FLUSH;
 	case RNIC_WC_ATOMIC_WRITE:
@@ -150,6 +152,28 @@ static unsigned int rnic_cqe_wc_flags(const struct rnic_cqe *cqe)
 	return flags;
 }
 
+/*
+ * The SL of a completion: RoCE has none, but a UD receive reports the
+ * RoCE packet type there as mlx5 does (its responder CQE for RoCE: bit 3
+ * UDP, bits 2..0 the L3 header, 1 IPv6 and 2 IPv4) and as the RoCEv2 annex
+ * asks of UD completions (A17.4.5.1: a flag for IPv4 or IPv6); UCX's UD
+ * transport reads it to find the destination address in the 40 bytes in
+ * front of the data (without it, every IPv4 datagram is dropped as having
+ * a wrong destination GID).
+ */
+enum {
+	RNIC_WC_SL_ROCEV2_IPV6 = 0x9,
+	RNIC_WC_SL_ROCEV2_IPV4 = 0xa,
+};
+
+static uint8_t rnic_cqe_sl(const struct rnic_cqe *cqe)
+{
+	if (!(cqe->flags & RNIC_CQE_GRH))
+		return 0;
+	return cqe->flags & RNIC_CQE_IPV4 ? RNIC_WC_SL_ROCEV2_IPV4 :
+					    RNIC_WC_SL_ROCEV2_IPV6;
+}
+
 /* imm_data (network order) or, with WITH_INV, the invalidated rkey. */
 static __be32 rnic_cqe_imm(const struct rnic_cqe *cqe)
 {
@@ -172,7 +196,7 @@ static void rnic_cqe_to_wc(const struct rnic_cqe *cqe, uint64_t wr_id,
 	wc->wc_flags = rnic_cqe_wc_flags(cqe);
 	wc->pkey_index = le16toh(cqe->pkey_index);
 	wc->slid = 0;
-	wc->sl = 0;
+	wc->sl = rnic_cqe_sl(cqe);
 	wc->dlid_path_bits = 0;
 }
 
@@ -322,7 +346,7 @@ static unsigned int rnic_read_wc_flags(struct ibv_cq_ex *ibcq)
 	return rnic_cqe_wc_flags(to_rcq_ex(ibcq)->cur);
 }
 
-/* RoCE has no LIDs or SLs. */
+/* RoCE has no LIDs (the SL: rnic_cqe_sl). */
 static uint32_t rnic_read_slid(struct ibv_cq_ex *ibcq)
 {
 	return 0;
@@ -330,12 +354,18 @@ static uint32_t rnic_read_slid(struct ibv_cq_ex *ibcq)
 
 static uint8_t rnic_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return 0;
+	return rnic_cqe_sl(to_rcq_ex(ibcq)->cur);
 }
 
 static uint8_t rnic_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 {
 	return 0;
+}
+
+/* The device clock when the device wrote the CQE (RNIC_CAP_CQE_TIMESTAMP). */
+static uint64_t rnic_read_completion_ts(struct ibv_cq_ex *ibcq)
+{
+	return le64toh(to_rcq_ex(ibcq)->cur->timestamp);
 }
 
 static void rnic_cq_set_ex_ops(struct rnic_cq *cq, uint64_t wc_flags)
@@ -362,6 +392,8 @@ static void rnic_cq_set_ex_ops(struct rnic_cq *cq, uint64_t wc_flags)
 		x->read_sl = rnic_read_sl;
 	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		x->read_dlid_path_bits = rnic_read_dlid_path_bits;
+	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		x->read_completion_ts = rnic_read_completion_ts;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -457,8 +489,13 @@ struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ibctx,
 	struct rnic_cq *cq;
 	int ret;
 
-	/* no timestamps, parent domains or overrun-ignoring CQs */
+	/*
+	 * completion timestamps of the device clock (not wall-clock ones), no
+	 * parent domains or overrun-ignoring CQs
+	 */
 	if ((attr->wc_flags & ~(uint64_t)RNIC_CQ_WC_FLAGS) ||
+	    ((attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) &&
+	     !(to_rctx(ibctx)->caps & RNIC_CAP_CQE_TIMESTAMP)) ||
 	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {

@@ -31,11 +31,13 @@
 	 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |            \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |       \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                                   \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |       \
+	 IBV_QP_EX_WITH_BIND_MW)
 #define RNIC_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define RNIC_UC_SEND_OPS                                                       \
 	(RNIC_UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE |                        \
-	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV)
+	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV |       \
+	 IBV_QP_EX_WITH_BIND_MW)
 /* RC, when the device does them (device_cap_flags_ex) */
 #define RNIC_PLACEMENT_SEND_OPS                                                \
 	(IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
@@ -140,6 +142,8 @@ static int rnic_wr_opcode(const struct rnic_qp *qp, enum ibv_wr_opcode op)
 		return RNIC_WR_RDMA_WRITE_IMM;
 	case IBV_WR_LOCAL_INV:
 		return RNIC_WR_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return RNIC_WR_BIND_MW;
 	default:
 		break;
 	}
@@ -156,8 +160,8 @@ static int rnic_wr_opcode(const struct rnic_qp *qp, enum ibv_wr_opcode op)
 		return RNIC_WR_ATOMIC_FETCH_ADD;
 	default:
 		/*
-		 * memory windows, TSO; flush and atomic write have no fields in
-		 * struct ibv_send_wr: ibv_wr_flush(), ibv_wr_atomic_write()
+		 * TSO; flush and atomic write have no fields in struct
+		 * ibv_send_wr: ibv_wr_flush(), ibv_wr_atomic_write()
 		 */
 		return -1;
 	}
@@ -208,6 +212,28 @@ static void rnic_wqe_set_ud(struct rnic_sq_wqe *wqe, struct ibv_ah *ah,
 	wqe->ud.av = to_rah(ah)->av;
 }
 
+/*
+ * A BIND_MW WQE: window 'mw' gets 'rkey' over the range of bind_info; the
+ * device checks the rest (the MR's MW_BIND right, bounds, window state).
+ */
+static int rnic_wqe_set_bind(struct rnic_sq_wqe *wqe, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	if (!mw || (!bind_info->mr && bind_info->length) ||
+	    (bind_info->mr && bind_info->mr->pd != mw->pd))
+		return EINVAL;
+	if (bind_info->mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EINVAL;	/* not supported by the device */
+	wqe->bind.addr = htole64(bind_info->addr);
+	wqe->bind.length = htole64(bind_info->length);
+	wqe->bind.mr_lkey = htole32(bind_info->mr ? bind_info->mr->lkey : 0);
+	wqe->bind.mw_rkey = htole32(mw->rkey);
+	wqe->bind.new_rkey = htole32(rkey);
+	wqe->bind.access = htole32(bind_info->mw_access_flags);
+	return 0;
+}
+
 static int rnic_build_send(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 			   const struct ibv_send_wr *wr, uint32_t idx)
 {
@@ -236,6 +262,9 @@ static int rnic_build_send(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 		if (op == RNIC_WR_LOCAL_INV)
 			return 0;	/* no payload */
 		break;
+	case RNIC_WR_BIND_MW:
+		return rnic_wqe_set_bind(wqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+					 &wr->bind_mw.bind_info);
 	case RNIC_WR_RDMA_WRITE_IMM:
 		wqe->imm_or_inv = (__force uint32_t)wr->imm_data;
 		/* fallthrough */
@@ -519,6 +548,43 @@ static void rnic_wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
 		wqe->imm_or_inv = htole32(invalidate_rkey);
 }
 
+static void rnic_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
+			    uint32_t rkey,
+			    const struct ibv_mw_bind_info *bind_info)
+{
+	struct rnic_sq_wqe *wqe = rnic_wr_new(ibqp, RNIC_WR_BIND_MW);
+
+	if (wqe && rnic_wqe_set_bind(wqe, mw, rkey, bind_info))
+		to_rqp_ex(ibqp)->wr_err = EINVAL;
+}
+
+/*
+ * ibv_bind_mw() for type 1 windows: a BIND_MW work request with the next
+ * key; as with every provider, the window's rkey is the new one once the
+ * request is posted (an error completion leaves the old one in force).
+ */
+int rnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+	};
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	ret = rnic_post_send(ibqp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
+	return ret;
+}
+
 static void rnic_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 				uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -638,6 +704,8 @@ static void rnic_qp_set_send_ops(struct rnic_qp *qp, uint64_t ops)
 		x->wr_atomic_fetch_add = rnic_wr_atomic_fetch_add;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		x->wr_local_inv = rnic_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = rnic_wr_bind_mw;
 	if (ops & IBV_QP_EX_WITH_FLUSH)
 		x->wr_flush = rnic_wr_flush;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)

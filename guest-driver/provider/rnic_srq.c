@@ -99,12 +99,74 @@ err_free:
 	return NULL;
 }
 
+/*
+ * IBV_SRQ_MAX_WR: the kernel maps a new ring and names it in 'resp' before
+ * the device moves the WQEs not yet taken there (at their free-running
+ * indexes); the shadow arrays move the same way. Posts and completions
+ * wait on the lock meanwhile.
+ */
+static int rnic_srq_resize(struct rnic_srq *srq, struct ibv_srq_attr *attr,
+			   int attr_mask)
+{
+	struct rnic_wq *wq = &srq->wq;
+	struct rnic_modify_srq_resp resp = {};
+	struct urnic_modify_srq cmd = {};
+	uint32_t omask = rnic_wq_entries(wq) - 1, nmask, i, cons;
+	unsigned long *done;
+	uint64_t *wr_id;
+	uint8_t *ring;
+	int ret;
+
+	cmd.resp_addr = (uintptr_t)&resp;
+	pthread_spin_lock(&wq->lock);
+	ret = ibv_cmd_modify_srq(&srq->ibv_srq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+	if (ret)
+		goto out;
+	ret = ENOMEM;
+	if (!resp.entries || (resp.entries & (resp.entries - 1)) ||
+	    resp.ring_size < (uint64_t)resp.entries << wq->shift) {
+		ret = EINVAL;
+		goto out;
+	}
+	nmask = resp.entries - 1;
+	wr_id = calloc(resp.entries, sizeof(*wr_id));
+	done = bitmap_alloc0(resp.entries);
+	ring = rnic_mmap_ring(srq->ibv_srq.context, resp.ring_key,
+			      resp.ring_size);
+	if (!wr_id || !done || !ring) {
+		/* the device runs on the new ring: nothing to go back to */
+		free(wr_id);
+		free(done);
+		goto out;
+	}
+	cons = atomic_load_explicit(&wq->cons, memory_order_relaxed);
+	for (i = cons; i != wq->prod; i++) {
+		wr_id[i & nmask] = wq->wr_id[i & omask];
+		if (bitmap_test_bit(srq->done, i & omask))
+			bitmap_set_bit(done, i & nmask);
+	}
+	munmap(wq->ring, wq->ring_size);
+	free(wq->wr_id);
+	free(srq->done);
+	wq->ring = ring;
+	wq->ring_size = resp.ring_size;
+	wq->wr_id = wr_id;
+	wq->log = __builtin_ctz(resp.entries);
+	srq->done = done;
+	ret = 0;
+out:
+	pthread_spin_unlock(&wq->lock);
+	return ret;
+}
+
 int rnic_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		    int attr_mask)
 {
 	struct ibv_modify_srq cmd = {};
 
-	/* the device does not resize SRQs (the kernel says EOPNOTSUPP) */
+	if (attr_mask & IBV_SRQ_MAX_WR)
+		return rnic_srq_resize(to_rsrq(ibsrq), attr, attr_mask);
 	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
 }
 

@@ -39,6 +39,11 @@ static inline const char *rnic_admin_opcode_name(unsigned int opcode)
         [RNIC_CMD_ALLOC_MR] = "ALLOC_MR",
         [RNIC_CMD_DEREG_MR] = "DEREG_MR",
         [RNIC_CMD_SCM_PERSIST] = "SCM_PERSIST",
+        [RNIC_CMD_ALLOC_MW] = "ALLOC_MW",
+        [RNIC_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
+        [RNIC_CMD_DETACH_MCAST] = "DETACH_MCAST",
+        [RNIC_CMD_REREG_MR] = "REREG_MR",
+        [RNIC_CMD_QUERY_QP_STATS] = "QUERY_QP_STATS",
     };
 
     if (opcode < RNIC_CMD_OPCODE_COUNT && names[opcode]) {

@@ -24,7 +24,7 @@
 #endif
 
 #define RNIC_ABI_VERSION_MAJOR 1
-#define RNIC_ABI_VERSION_MINOR 4
+#define RNIC_ABI_VERSION_MINOR 5
 #define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
 
 /*
@@ -198,6 +198,15 @@ enum rnic_stat {
     RNIC_STAT_COUNT
 };
 
+/*
+ * ABI 1.5 (RNIC_CAP_QP_STATS): the transport counters, SENT_PKTS ..
+ * IMPLIED_NAK_SEQ, are also counted per QP, over its life;
+ * RNIC_CMD_QUERY_QP_STATS writes them as RNIC_QP_STAT_COUNT u64 in that
+ * order.
+ */
+#define RNIC_QP_STAT_FIRST      RNIC_STAT_SENT_PKTS
+#define RNIC_QP_STAT_COUNT      (RNIC_STAT_IMPLIED_NAK_SEQ - RNIC_STAT_SENT_PKTS + 1)
+
 enum rnic_cap {
     RNIC_CAP_RC             = 1u << 0,
     RNIC_CAP_UD             = 1u << 1,
@@ -239,6 +248,33 @@ enum rnic_cap {
     RNIC_CAP_SCM_PERSIST    = 1u << 17,
     /* ABI 1.4: unreliable connected QPs (RNIC_QPT_UC) */
     RNIC_CAP_UC             = 1u << 18,
+    /*
+     * ABI 1.5: memory windows of type 1 and 2B (RNIC_CMD_ALLOC_MW,
+     * RNIC_WR_BIND_MW, invalidation by LOCAL_INV and SEND with invalidate)
+     */
+    RNIC_CAP_MW             = 1u << 19,
+    /* ABI 1.5: MODIFY_SRQ with a new ring resizes the SRQ */
+    RNIC_CAP_SRQ_RESIZE     = 1u << 20,
+    /*
+     * ABI 1.5: UD multicast: ATTACH_MCAST / DETACH_MCAST a UD QP to a
+     * multicast GID of its network context; RoCEv2 frames to the group
+     * (dest QPN 0xffffff) reach every QP attached, sends to it the wire
+     * and the QPs of this device attached
+     */
+    RNIC_CAP_MCAST          = 1u << 21,
+    /*
+     * ABI 1.5: RNIC_CMD_REREG_MR changes an MR's translation, PD or rights
+     * in place: the same STag, valid throughout
+     */
+    RNIC_CAP_REREG_MR       = 1u << 22,
+    /*
+     * ABI 1.5: every CQE carries the device clock at its writing
+     * (rnic_cqe.timestamp, nanoseconds), which a read of RNIC_DB_CLOCK in
+     * any doorbell page returns
+     */
+    RNIC_CAP_CQE_TIMESTAMP  = 1u << 23,
+    /* ABI 1.5: per-QP transport counters (RNIC_CMD_QUERY_QP_STATS) */
+    RNIC_CAP_QP_STATS       = 1u << 24,
 };
 
 enum rnic_dev_ctrl {
@@ -292,6 +328,13 @@ enum rnic_db_offset {
     RNIC_DB_SRQ = 0x10,
     RNIC_DB_CQ  = 0x18,
     RNIC_DB_EQ  = 0x20, /* page 0 only */
+    /*
+     * ABI 1.5 (RNIC_CAP_CQE_TIMESTAMP): an 8-byte load here, in any page,
+     * returns the device clock in nanoseconds (the CQE timestamps' clock:
+     * it runs while the VM runs and migrates with it); the one readable
+     * doorbell offset
+     */
+    RNIC_DB_CLOCK = 0x40,
 };
 #define RNIC_DB_HANDLE_MASK     0x00ffffffu
 #define RNIC_DB_ARM_NEXT        (1u << 24) /* CQ/EQ: notify on next entry */
@@ -334,6 +377,11 @@ enum rnic_admin_opcode {
     RNIC_CMD_ALLOC_MR,          /* fast-register MR, invalid until REG_MR WR */
     RNIC_CMD_DEREG_MR,
     RNIC_CMD_SCM_PERSIST,       /* ABI 1.3, RNIC_CAP_SCM_PERSIST */
+    RNIC_CMD_ALLOC_MW,          /* ABI 1.5, RNIC_CAP_MW; DEREG_MR frees it */
+    RNIC_CMD_ATTACH_MCAST,      /* ABI 1.5, RNIC_CAP_MCAST */
+    RNIC_CMD_DETACH_MCAST,
+    RNIC_CMD_REREG_MR,          /* ABI 1.5, RNIC_CAP_REREG_MR */
+    RNIC_CMD_QUERY_QP_STATS,    /* ABI 1.5, RNIC_CAP_QP_STATS: u64 counters */
     RNIC_CMD_OPCODE_COUNT
 };
 
@@ -391,6 +439,16 @@ enum rnic_eq_flags {
  */
 enum rnic_dereg_flags {
     RNIC_DEREG_ANY_KEY      = 1u << 0,
+};
+
+/*
+ * REREG_MR (ABI 1.5, RNIC_CAP_REREG_MR): what changes (the verbs'
+ * IB_MR_REREG_* bits); what is not named keeps its value.
+ */
+enum rnic_rereg_flags {
+    RNIC_REREG_TRANS        = 1u << 0, /* iova, length and the page list */
+    RNIC_REREG_PD           = 1u << 1, /* the PD (of the same owner) */
+    RNIC_REREG_ACCESS       = 1u << 2, /* the rights */
 };
 
 /* Network identifier types. */
@@ -479,6 +537,21 @@ enum rnic_mr_kind {
     RNIC_MR_KIND_MEM = 0,
     RNIC_MR_KIND_SCM = 1,
     RNIC_MR_KIND_MAPPED = 2,
+    RNIC_MR_KIND_MW = 3,        /* ABI 1.5: a memory window (ALLOC_MW) */
+};
+
+/*
+ * Memory windows (ABI 1.5, RNIC_CAP_MW): an entry of the mapping table
+ * that grants remote access to a range of an MR with the MR's
+ * RNIC_ACCESS_MW_BIND right, through the window's own rkey and rights.
+ * Type 1 is bound and rebound by RNIC_WR_BIND_MW on any QP of its PD and
+ * cannot be invalidated (a zero-length bind unbinds it); type 2B is bound
+ * by RNIC_WR_BIND_MW when free, is then usable only through the QP that
+ * bound it, and is freed by LOCAL_INV or SEND with invalidate.
+ */
+enum rnic_mw_type {
+    RNIC_MW_TYPE_1 = 1,
+    RNIC_MW_TYPE_2 = 2,         /* type 2B */
 };
 
 /*
@@ -573,7 +646,7 @@ struct rnic_admin_cmd {
     uint32_t uctx;              /* issuing user context, 0 = kernel */
     union {
         uint8_t raw[56];
-        struct {                /* QUERY_DEVICE, QUERY_PORT, QUERY_QP */
+        struct {                /* QUERY_DEVICE, QUERY_PORT, QUERY_QP(_STATS) */
             uint64_t addr;      /* result buffer */
             uint32_t len;       /* its size */
             uint32_t handle;    /* QUERY_QP: QP handle; QUERY_PORT: port (1) */
@@ -609,7 +682,7 @@ struct rnic_admin_cmd {
             uint32_t cq;        /* RESIZE_CQ: the CQ */
         } cq;
         struct {                /* CREATE_SRQ, MODIFY_SRQ */
-            uint64_t ring_addr;
+            uint64_t ring_addr; /* MODIFY_SRQ: 0, or the new ring (resize) */
             uint8_t  log_size;
             uint8_t  wqe_shift; /* log2 of the RQ WQE stride */
             uint8_t  rsvd[2];
@@ -637,7 +710,7 @@ struct rnic_admin_cmd {
             uint32_t qp;
             uint32_t attr_mask; /* enum rnic_qp_attr_mask */
         } modify_qp;
-        struct {                /* REG_MR, ALLOC_MR */
+        struct {                /* REG_MR, ALLOC_MR, REREG_MR */
             uint64_t iova;
             uint64_t length;
             uint64_t pbl_addr;
@@ -654,7 +727,27 @@ struct rnic_admin_cmd {
              * at iova; npages, page_shift and levels are 0. MEM: 0.
              */
             uint32_t sems;
+            /*
+             * REREG_MR (ABI 1.5): the STag re-registered and the network
+             * context of its table (as DEREG_MR's); the fields 'rereg'
+             * names hold the new values, the others are ignored. 0 for
+             * REG_MR and ALLOC_MR.
+             */
+            uint32_t stag;
+            uint32_t net_ctx;
+            uint8_t  rereg;     /* enum rnic_rereg_flags */
+            uint8_t  rsvd[3];
         } mr;
+        struct {                /* ATTACH_MCAST, DETACH_MCAST */
+            uint8_t  gid[16];   /* the group: a multicast GID */
+            uint32_t qp;        /* a UD QP */
+        } mcast;
+        struct {                /* ALLOC_MW */
+            uint32_t pd;
+            uint8_t  type;      /* enum rnic_mw_type */
+            uint8_t  key;       /* its first consumer key */
+            uint8_t  rsvd[2];
+        } mw;
         struct {                /* SCM_PERSIST (kernel only) */
             uint64_t offset;    /* bytes into the window */
             uint64_t length;    /* 0: nothing */
@@ -706,7 +799,10 @@ struct rnic_device_attr {
     uint32_t max_fast_reg_pages;
     uint32_t max_gid;
     uint32_t max_uctx;
-    uint32_t rsvd[4];
+    uint32_t max_mw;            /* ABI 1.5: windows, within max_mr */
+    uint32_t max_mcast_grp;     /* ABI 1.5: multicast groups */
+    uint32_t max_mcast_qp_attach; /* QPs per group */
+    uint32_t rsvd[1];
 };
 
 /* QUERY_PORT result. */
@@ -779,6 +875,7 @@ enum rnic_wr_opcode {
     RNIC_WR_REG_MR,
     RNIC_WR_FLUSH,              /* ABI 1.2, RNIC_CAP_FLUSH_GLOBAL */
     RNIC_WR_ATOMIC_WRITE,       /* ABI 1.2, RNIC_CAP_ATOMIC_WRITE */
+    RNIC_WR_BIND_MW,            /* ABI 1.5, RNIC_CAP_MW; no SGEs */
     RNIC_WR_OPCODE_COUNT
 };
 
@@ -849,6 +946,14 @@ struct rnic_sq_wqe {
             uint8_t  page_shift;
             uint8_t  rsvd[3];
         } reg;
+        struct {                /* BIND_MW */
+            uint64_t addr;      /* the window: [addr, addr + length) of */
+            uint64_t length;    /* the MR, 0 (type 1): unbind */
+            uint32_t mr_lkey;   /* the MR */
+            uint32_t mw_rkey;   /* the window's rkey now */
+            uint32_t new_rkey;  /* its rkey once bound: same index */
+            uint32_t access;    /* remote rights, enum rnic_access */
+        } bind;
     };
     uint32_t inline_len;        /* bytes, with RNIC_WQE_INLINE */
     uint32_t rsvd1;
@@ -871,6 +976,7 @@ enum rnic_wc_opcode {
     RNIC_WC_REG_MR,
     RNIC_WC_FLUSH,              /* ABI 1.2 */
     RNIC_WC_ATOMIC_WRITE,       /* ABI 1.2 */
+    RNIC_WC_BIND_MW,            /* ABI 1.5 */
     RNIC_WC_RECV = 0x80,
     RNIC_WC_RECV_RDMA_WITH_IMM,
 };
@@ -882,6 +988,7 @@ enum rnic_wc_status {
     RNIC_WC_LOC_QP_OP_ERR = 2,
     RNIC_WC_LOC_PROT_ERR = 4,
     RNIC_WC_WR_FLUSH_ERR = 5,
+    RNIC_WC_MW_BIND_ERR = 6,
     RNIC_WC_BAD_RESP_ERR = 7,
     RNIC_WC_LOC_ACCESS_ERR = 8,
     RNIC_WC_REM_INV_REQ_ERR = 9,
@@ -922,7 +1029,13 @@ struct rnic_cqe {
     uint16_t pkey_index;
     uint16_t vlan_id;
     uint8_t  smac[6];
-    uint8_t  rsvd[21];
+    uint8_t  rsvd0[6];
+    /*
+     * ABI 1.5 (RNIC_CAP_CQE_TIMESTAMP): the device clock (RNIC_DB_CLOCK,
+     * ns) when the entry was written; 0 before
+     */
+    uint64_t timestamp;
+    uint8_t  rsvd1[7];
     uint8_t  owner;
 };
 

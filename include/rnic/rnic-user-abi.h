@@ -39,6 +39,11 @@ struct rnic_alloc_ucontext_resp {
 	__u32 max_cqe;
 	__u32 max_srq_wr;
 	__u32 abi_version;		/* RNIC_ABI_VERSION of the device */
+	/*
+	 * ABI 1.5: the device's enum rnic_cap bits (RNIC_REG_CAPS_*); an
+	 * older kernel leaves it 0
+	 */
+	__aligned_u64 caps;
 };
 
 struct rnic_alloc_pd_resp {
@@ -89,6 +94,23 @@ struct rnic_create_srq_resp {
 	__u32 max_sge;
 	__aligned_u64 ring_key;
 	__aligned_u64 ring_size;
+};
+
+/*
+ * ibv_modify_srq() with IBV_SRQ_MAX_WR (RNIC_CAP_SRQ_RESIZE): the request
+ * names where the kernel writes the new ring before the device switches
+ * to it (the command has no response of its own; rxe does the same). The
+ * device moves the WQEs not yet taken to it at their free-running indexes.
+ */
+struct rnic_modify_srq {
+	__aligned_u64 resp_addr;	/* user address of rnic_modify_srq_resp */
+};
+
+struct rnic_modify_srq_resp {
+	__aligned_u64 ring_key;
+	__aligned_u64 ring_size;
+	__u32 entries;
+	__u32 reserved;
 };
 
 /* ibv_create_ah(): the address vector to copy into UD WQEs (struct rnic_av

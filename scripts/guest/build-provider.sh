@@ -33,6 +33,10 @@
 #                       image of --image plus python3, trixie's python3-pyverbs
 #                       and rdma-core's own tests (tests/ of the source, in
 #                       /opt/rdma-core-tests); implies --image
+#   --middleware        also build build/guest/initramfs-middleware.cpio.gz:
+#                       the image of --image plus trixie's UCX (ucx-utils),
+#                       Open MPI (openmpi-bin) and libfabric (libfabric-bin);
+#                       implies --image
 #   --clean             remove build/rdma-core first (a fresh unpack and cmake)
 #   -v, --verbose       show the build commands
 #   -h, --help
@@ -44,6 +48,7 @@
 #                          provider (its two files) for a trixie system
 #   build/guest/initramfs-provider.cpio.gz   with --image
 #   build/guest/initramfs-pyverbs.cpio.gz    with --pyverbs
+#   build/guest/initramfs-middleware.cpio.gz with --middleware
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,12 +70,14 @@ since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 
 build_image=0
 pyverbs=0
+middleware=0
 clean=0
 verbose=0
 while [ $# -gt 0 ]; do
     case $1 in
     --image) build_image=1 ;;
     --pyverbs) pyverbs=1; build_image=1 ;;
+    --middleware) middleware=1; build_image=1 ;;
     --clean) clean=1 ;;
     -v|--verbose) verbose=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -286,38 +293,64 @@ if [ $build_image = 1 ]; then
     log "image $image in $(since "$t") s"
 fi
 
-# --- 7. python3, pyverbs and rdma-core's tests on top ---------------------------
-if [ $pyverbs = 1 ]; then
+# --- 7. images with more of trixie on top -----------------------------------
+# extra_image NAME PACKAGE...: build/guest/initramfs-NAME.cpio.gz, the image of
+# --image plus the .debs PACKAGEs add to the userspace of build-driver.sh,
+# without the rdma-core daemon package and what only it needs (systemd, udev,
+# ...) nor what matches $extra_skip (an ERE on the .deb names); extra_files
+# (a function, if set) adds files to the tree in $1 first.
+extra_skip='^$'
+extra_image() {
+    local name=$1 xroot=$out/$1-root ximage=$guest_dir/initramfs-$1.cpio.gz t stamp d
+    shift
     t=$(now)
-    pyimage=$guest_dir/initramfs-pyverbs.cpio.gz
-    pyroot=$out/pyverbs-root
-    # the .debs python3-pyverbs adds to the userspace of build-driver.sh, without
-    # the rdma-core daemon package and what only it needs (systemd, udev, ...)
     mapfile -t extra < <(comm -13 <("$here/fetch-rdma-userspace.py" | sort) \
-                                  <("$here/fetch-rdma-userspace.py" python3-pyverbs | sort) |
-                         grep -vE '/(rdma-core|systemd|udev|libsystemd-shared|mount|tzdata)_')
-    [ ${#extra[@]} -gt 0 ] || die "no python3-pyverbs packages resolved"
+                                  <("$here/fetch-rdma-userspace.py" "$@" | sort) |
+                         grep -vE '/(rdma-core|systemd|udev|libsystemd-shared|mount|tzdata)_' |
+                         grep -vE "$extra_skip")
+    [ ${#extra[@]} -gt 0 ] || die "no packages resolved for $*"
     stamp="$(printf '%s\n' "${extra[@]}" | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1) $ver"
-    if [ ! -f "$out/pyverbs.cpio.gz" ] || [ "$(cat "$out/pyverbs.stamp" 2>/dev/null)" != "$stamp" ]; then
-        rm -rf "$pyroot"
-        mkdir -p "$pyroot/opt/rdma-core-tests"
+    if [ ! -f "$out/$name.cpio.gz" ] || [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$stamp" ]; then
+        rm -rf "$xroot"
+        mkdir -p "$xroot"
         for deb in "${extra[@]}"; do
-            dpkg-deb -x "$deb" "$pyroot"
+            dpkg-deb -x "$deb" "$xroot"
         done
-        cp -r "$src/tests" "$pyroot/opt/rdma-core-tests/tests"
+        if declare -F extra_files >/dev/null; then
+            extra_files "$xroot"
+        fi
         # merged /usr: the base image's /lib, /bin, /sbin are symlinks
         for d in lib lib64 bin sbin; do
-            if [ -d "$pyroot/$d" ] && [ ! -L "$pyroot/$d" ]; then
-                cp -a "$pyroot/$d/." "$pyroot/usr/$d/"
-                rm -rf "${pyroot:?}/$d"
+            if [ -d "$xroot/$d" ] && [ ! -L "$xroot/$d" ]; then
+                cp -a "$xroot/$d/." "$xroot/usr/$d/"
+                rm -rf "${xroot:?}/$d"
             fi
         done
-        (cd "$pyroot" && find . -mindepth 1 | LC_ALL=C sort |
-            cpio --quiet -o -H newc -R 0:0 | gzip -6n) >"$out/pyverbs.cpio.gz"
-        echo "$stamp" >"$out/pyverbs.stamp"
+        (cd "$xroot" && find . -mindepth 1 | LC_ALL=C sort |
+            cpio --quiet -o -H newc -R 0:0 | gzip -6n) >"$out/$name.cpio.gz"
+        echo "$stamp" >"$out/$name.stamp"
     fi
-    cat "$image" "$out/pyverbs.cpio.gz" >"$pyimage.tmp"
-    mv "$pyimage.tmp" "$pyimage"
-    log "image $pyimage (${#extra[@]} more packages) in $(since "$t") s"
+    cat "$image" "$out/$name.cpio.gz" >"$ximage.tmp"
+    mv "$ximage.tmp" "$ximage"
+    log "image $ximage (${#extra[@]} more packages) in $(since "$t") s"
+}
+
+# python3, pyverbs and rdma-core's own tests
+if [ $pyverbs = 1 ]; then
+    extra_files() {
+        mkdir -p "$1/opt/rdma-core-tests"
+        cp -r "$src/tests" "$1/opt/rdma-core-tests/tests"
+    }
+    extra_image pyverbs python3-pyverbs
+    unset -f extra_files
+fi
+
+# the middleware: UCX, Open MPI, libfabric; not the GPU runtimes their
+# plugins could load (ROCm, Level Zero, OpenCL: dlopen()ed, tens of MB), X11
+# and ssh (mpirun starts its daemons by the guests' own launcher)
+if [ $middleware = 1 ]; then
+    extra_skip='/(libamd|libhsa|libllvm|libz3|libdrm|libze1|ocl-icd|libxnvctrl|libx11|libxau|libxcb|libxdmcp|libxext|libfido2|openssh-client|libcbor|libedit)'
+    extra_image middleware ucx-utils openmpi-bin libfabric-bin
+    extra_skip='^$'
 fi
 log "done in $(since "$t_start") s: $out/$lib, $root"

@@ -141,6 +141,14 @@ void tv_ud_ready(RvDev *d, TvQp *qp, uint32_t qkey);
  */
 uint32_t tv_reg_mr(RvDev *d, uint32_t pd, uint64_t addr, uint64_t len,
                    uint32_t access, uint32_t uctx, uint8_t *status);
+/*
+ * REREG_MR of 'stag' (in the table of context 'net_ctx'): what 'what'
+ * names (enum rnic_rereg_flags) becomes [addr, addr + len) in a new page
+ * list, PD 'pd', rights 'access'. The command's status; on success the
+ * STag is asserted unchanged.
+ */
+uint8_t tv_rereg_mr(RvDev *d, uint32_t stag, uint32_t net_ctx, uint8_t what,
+                    uint32_t pd, uint64_t addr, uint64_t len, uint32_t access);
 /* ALLOC_MR: a fast-reg MR of 'pd' for 'npages' pages, key 'key'; its STag. */
 uint32_t tv_alloc_mr(RvDev *d, uint32_t pd, uint32_t npages, uint8_t key);
 /*
@@ -160,6 +168,16 @@ uint32_t tv_reg_scm(RvDev *d, uint32_t pd, uint64_t iova, uint64_t off,
 struct rnic_sq_wqe tv_fast_reg_wqe(RvDev *d, uint64_t wr_id, uint32_t stag,
                                    uint64_t iova, uint64_t base,
                                    uint32_t npages, uint32_t access);
+
+/* ALLOC_MW: a window of 'type' (enum rnic_mw_type) in 'pd'; its rkey. */
+uint32_t tv_alloc_mw(RvDev *d, uint32_t pd, uint8_t type, uint8_t key);
+/*
+ * A signaled BIND_MW work request: window 'mw_rkey' becomes 'new_rkey'
+ * over [addr, addr + len) of the MR 'mr_lkey' with remote rights 'access'.
+ */
+struct rnic_sq_wqe tv_bind_wqe(uint64_t wr_id, uint32_t mw_rkey,
+                               uint32_t new_rkey, uint32_t mr_lkey,
+                               uint64_t addr, uint64_t len, uint32_t access);
 
 /* Write a send WQE (header + SGEs or inline bytes) and ring the SQ. */
 void tv_post_send(RvDev *d, TvQp *qp, const struct rnic_sq_wqe *w,

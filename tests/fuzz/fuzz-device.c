@@ -486,6 +486,16 @@ static void gid_of(uint8_t sel, uint8_t gid[16])
     gid[12] = 10;
     gid[14] = (sel >> 3) & 3;
     gid[15] = 1 + (sel & 7);
+    if (sel & 0x80) {
+        /* a multicast group: IPv6 ff0e::n, or IPv4-mapped 224.0.n.x */
+        if (sel & 0x40) {
+            memset(gid, 0, 12);
+            gid[0] = 0xff;
+            gid[1] = 0x0e;
+        } else {
+            gid[12] = 224;
+        }
+    }
 }
 
 /* A ring unit for a ring of 2^log entries of 2^shift bytes (clamped). */
@@ -589,10 +599,13 @@ static void op_admin(Prog *g)
     case RNIC_CMD_QUERY_DEVICE:
     case RNIC_CMD_QUERY_PORT:
     case RNIC_CMD_QUERY_QP:
+    case RNIC_CMD_QUERY_QP_STATS:
         c.query.addr = u8(g) == 0xee ? MMIO_BASE + RNIC_REG_DEV_CTRL - 8 :
                        misc + 1024 + u8(g);
         c.query.len = u8(g) % 160;
-        c.query.handle = op == RNIC_CMD_QUERY_QP ? pick(g, K_QP) : u8(g) % 3;
+        c.query.handle = op == RNIC_CMD_QUERY_QP ||
+                         op == RNIC_CMD_QUERY_QP_STATS ? pick(g, K_QP) :
+                         u8(g) % 3;
         break;
     case RNIC_CMD_CREATE_NET_CTX:
         c.net_ctx.net_id = u16(g) % 16;
@@ -713,6 +726,7 @@ static void op_admin(Prog *g)
         break;
     }
     case RNIC_CMD_REG_MR:
+    case RNIC_CMD_REREG_MR:     /* a new translation, PD or rights */
     case RNIC_CMD_ALLOC_MR: {
         uint32_t len = 1 + u16(g) % (4 * PAGE);
         uint64_t va = data_addr(g, len);
@@ -741,8 +755,25 @@ static void op_admin(Prog *g)
             c.mr.npages = c.mr.levels = c.mr.page_shift = 0;
         }
         kind = K_MR;
+        if (op == RNIC_CMD_REREG_MR) {
+            c.mr.stag = pick(g, K_MR);
+            c.mr.net_ctx = flags & 8 ? RNIC_PD_MULTI_NET : pick(g, K_CTX);
+            c.mr.rereg = u8(g) % 9;     /* 0 and 8: refused */
+            kind = -1;                  /* nothing new to remember */
+        }
         break;
     }
+    case RNIC_CMD_ATTACH_MCAST: /* a group (or a unicast GID) and a QP */
+    case RNIC_CMD_DETACH_MCAST:
+        gid_of(u8(g), c.mcast.gid);
+        c.mcast.qp = pick(g, K_QP);
+        break;
+    case RNIC_CMD_ALLOC_MW:     /* types 1, 2 and two that are not */
+        c.mw.pd = pick(g, K_PD);
+        c.mw.type = u8(g) % 4;
+        c.mw.key = u8(g);
+        kind = K_MR;
+        break;
     case RNIC_CMD_SCM_PERSIST:  /* a range of the window, or past it */
         c.scm.offset = u8(g) & 1 ? u64(g) : u16(g) % (WIN_SIZE + 2);
         c.scm.length = u8(g) & 1 ? u64(g) : u16(g) % (WIN_SIZE + 2);
@@ -791,6 +822,17 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
         uint64_t v = u64(g);
 
         memcpy(w->atomic_write.data, &v, 8);
+    } else if (w->opcode == RNIC_WR_BIND_MW) {
+        /* a window (or anything); its index with maybe another key,
+         * sometimes another index */
+        uint8_t x = u8(g);
+
+        w->bind.mw_rkey = pick(g, K_MR);
+        w->bind.new_rkey = w->bind.mw_rkey ^ (x & 3) ^ (x & 0x80 ? 0x100 : 0);
+        w->bind.mr_lkey = pick(g, K_MR);
+        w->bind.addr = data_addr(g, 64);
+        w->bind.length = u16(g);
+        w->bind.access = u8(g) & 0x3f;
     } else if (w->opcode == RNIC_WR_REG_MR) {
         uint64_t va = data_addr(g, 4 * PAGE);
         uint32_t np = 1 + u8(g) % 4;
@@ -807,6 +849,9 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
         w->ud.remote_qpn = peer ? peer->qpn : 1;
         w->ud.remote_qkey = u8(g) & 1 ? RNIC_ROCE_GSI_QKEY : 0x1234;
         gid_of(u8(g), w->ud.av.dgid);
+        if (w->ud.av.dgid[0] == 0xff || w->ud.av.dgid[12] == 224) {
+            w->ud.remote_qpn = RNIC_ROCE_MULTICAST_QPN;    /* a group */
+        }
         w->ud.av.sgid_index = u8(g) % 8;
     }
     if (w->flags & RNIC_WQE_INLINE) {
@@ -1308,6 +1353,20 @@ static void seed_recv(GByteArray *b, uint8_t qp, uint8_t wr_id, uint16_t len,
          off >> 8, 0, 7);
 }
 
+/*
+ * A BIND_MW on the SQ of QP slot 'qp': the window of MR slot 'mw' (key
+ * xor 'key_xor') over 4 KiB at 0x1000 of data unit 0 of the MR (slot 7)
+ * with 'access'.
+ */
+static void seed_bind(GByteArray *b, uint8_t qp, uint8_t wr_id, uint8_t mw,
+                      uint8_t key_xor, uint8_t access)
+{
+    emit(b, 12, OP_SEND, 1, qp, wr_id, RNIC_WR_BIND_MW, RNIC_WQE_SIGNALED, 0,
+         0, 0, 0, 0, 0);
+    emit(b, 5, 1, 0, 0x10, 0, 7);       /* remote address: unused */
+    emit(b, 9, mw, key_xor, 7, 0x00, 0x10, 0, 0x00, 0x10, access);
+}
+
 /* RC loopback: QP slot 0 (cmd 8) <-> slot 1 (cmd 9), both in RTS. */
 static void seed_rc_loopback(GByteArray *b)
 {
@@ -1382,6 +1441,47 @@ static void write_seeds(const char *dir)
     g_byte_array_set_size(b, 0);
 
     /*
+     * RC loopback and memory windows (cmds 16, 17: MR slots 0 and 1, type
+     * 1 and 2 in PD slot 4), bound by QP 1 over 4 KiB of the MR (slot 7),
+     * WRITEs from QP 0 through them, a rebind of the bound type 2 window
+     * (refused)
+     */
+    seed_rc_loopback(b);
+    ADMIN(b, RNIC_CMD_ALLOC_MW, 0, 4, RNIC_MW_TYPE_1, 0x31);
+    ADMIN(b, RNIC_CMD_ALLOC_MW, 0, 4, RNIC_MW_TYPE_2, 0x32);
+    RUN(b);
+    seed_bind(b, 1, 1, 0, 0,
+              RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_READ);
+    seed_bind(b, 1, 2, 1, 0, RNIC_ACCESS_REMOTE_WRITE);
+    emit(b, 1, OP_RUN);
+    seed_send_to(b, 0, 3, RNIC_WR_RDMA_WRITE, 1, 64, 0, 0);
+    seed_send_to(b, 0, 4, RNIC_WR_RDMA_WRITE, 1, 64, 0x40, 1);
+    seed_bind(b, 1, 5, 1, 0, RNIC_ACCESS_REMOTE_WRITE);
+    emit(b, 3, OP_RUN, OP_STEP, 5);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+
+    /*
+     * RC loopback and REREG_MR of the MR (slot 7, context slot 1): new
+     * rights (ACCESS), a WRITE through it; then a new translation (4 KiB
+     * of data unit 1, TRANS), after which the WRITE's SGEs in data unit 0
+     * are outside the MR (a local protection error)
+     */
+    seed_rc_loopback(b);
+    ADMIN(b, RNIC_CMD_REREG_MR, 4, 0xff, 0x0f, 0, 0, 1, 1, 1, 4, 0x0f, 0x00,
+          0, 7, 1, RNIC_REREG_ACCESS);
+    RUN(b);
+    seed_send_to(b, 0, 6, RNIC_WR_RDMA_WRITE, 1, 64, 0, 7);
+    emit(b, 1, OP_RUN);
+    ADMIN(b, RNIC_CMD_REREG_MR, 4, 0xff, 0x0f, 0, 0, 1, 1, 1, 4, 0x0f, 0x00,
+          0, 7, 1, RNIC_REREG_TRANS);
+    RUN(b);
+    seed_send_to(b, 0, 7, RNIC_WR_RDMA_WRITE, 1, 64, 0, 7);
+    emit(b, 3, OP_RUN, OP_STEP, 5);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+
+    /*
      * UC loopback (INIT -> RTR with UC's mask): a receive, a SEND of two
      * packets, a WRITE with immediate, a READ (not a UC operation)
      */
@@ -1400,6 +1500,29 @@ static void write_seeds(const char *dir)
     seed_send(b, 0, 2, RNIC_WR_RDMA_WRITE_IMM, 2, 64, 0);
     seed_send(b, 0, 3, RNIC_WR_RDMA_READ, 1, 64, 0x800);
     emit(b, 3, OP_RUN, OP_STEP, 10);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+
+    /*
+     * UD multicast: QP 1 joins ::ffff:224.0.0.1 (gid_of 0x80), receives,
+     * QP 0 sends to the group (loopback and wire), a frame from the wire
+     */
+    seed_setup(b, RNIC_QPT_UD);
+    for (i = 0; i < 2; i++) {
+        seed_modify(b, i, RNIC_QPS_INIT, 3, 0, 0, 0);
+        seed_modify(b, i, RNIC_QPS_RTR, 4, 0, 0, 0);
+        seed_modify(b, i, RNIC_QPS_RTS, 5, 0, 0, 0);
+    }
+    ADMIN(b, RNIC_CMD_ATTACH_MCAST, 0, 0x80, 1);
+    RUN(b);
+    seed_recv(b, 1, 1, 256, 0);
+    emit(b, 12, OP_SEND, 1, 0, 2, RNIC_WR_SEND, RNIC_WQE_SIGNALED, 1,
+         0, 0, 0, 0, 0);
+    emit(b, 5, 1, 0, 0x10, 0, 7);       /* remote address: unused */
+    emit(b, 5, 1, 1, 0, 0x80, 0);       /* UD: to the group */
+    emit(b, 6, 64, 0, 0, 0, 0, 7);
+    emit(b, 11, OP_FRAME, 0, 2, 0, 0, 0x64, 0, 0, 0, 0, 0);
+    emit(b, 3, OP_RUN, OP_STEP, 5);
     fuzz_write_seed_bytes(dir, b);
     g_byte_array_set_size(b, 0);
 

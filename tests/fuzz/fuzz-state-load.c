@@ -170,7 +170,30 @@ static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
     qp = tv_qp(h, RNIC_QPT_UD, p->pd, cq, cq, NULL, 3, 0);
     tv_ud_ready(h, qp, 0x1234);
     tv_post_recv(h, qp, 60, &s, 1);
+    {
+        /* in a multicast group: ::ffff:224.0.0.9 */
+        struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ATTACH_MCAST };
+
+        c.mcast.gid[10] = c.mcast.gid[11] = 0xff;
+        c.mcast.gid[12] = 224;
+        c.mcast.gid[15] = 9;
+        c.mcast.qp = qp->handle;
+        tv_cmd_ok(h, &c);
+    }
     g_free(qp);
+    /* memory windows: a type 1 and a type 2B bound by a, a 2B free */
+    for (i = 0; i < 3; i++) {
+        uint32_t mw = tv_alloc_mw(h, p->pd, i ? RNIC_MW_TYPE_2 : RNIC_MW_TYPE_1,
+                                  0x30 + i);
+
+        if (i < 2) {
+            w = tv_bind_wqe(80 + i, mw, (mw & ~0xffu) | 0x40, p->mra,
+                            p->bufa + 4096 * i, 4096,
+                            RNIC_ACCESS_REMOTE_READ |
+                            RNIC_ACCESS_REMOTE_WRITE);
+            tv_post_send(h, p->a, &w, NULL, NULL);
+        }
+    }
 
     stag = tv_alloc_mr(h, p->pd, 4, 0x21);
     tv_alloc_mr(h, p->pd, 4, 0x22);

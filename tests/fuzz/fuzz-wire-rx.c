@@ -4,7 +4,8 @@
  * live engine (rnic_engine_receive: classification, decode, the wire's
  * checks, the RC responder/requester, UD and QP1 receives). The engine
  * has two network contexts (VLAN 0, VLAN 9), an RC QP connected to a peer
- * GID, a UC QP connected to the same peer, a UD QP, a GSI QP, a registered page between two unregistered
+ * GID, a UC QP connected to the same peer, a UD QP (in the multicast
+ * group 224.1.2.3), a GSI QP, a registered page between two unregistered
  * guard pages, and a memory window whose middle page is a region of kind
  * SCM allowing every storage semantic (the window's other pages guards).
  *
@@ -53,6 +54,13 @@ static uint32_t ctx0, ctx9, pd0, pd9, mr, mr9, scm;
 static uint64_t region;         /* guard | registered page | guard */
 static uint64_t region9;        /* a page of context 9 (QP1's receives) */
 static uint8_t peer_gid[16];
+/* ::ffff:224.1.2.3, which the UD QP joined, and ::ffff:224.9.9.9 */
+static const uint8_t group[16] = {
+    [10] = 0xff, [11] = 0xff, [12] = 224, [13] = 1, [14] = 2, [15] = 3,
+};
+static const uint8_t no_group[16] = {
+    [10] = 0xff, [11] = 0xff, [12] = 224, [13] = 9, [14] = 9, [15] = 9,
+};
 
 /* The RC QP from any state to RTS again, its rings empty. */
 static void rc_connect(void)
@@ -157,6 +165,13 @@ static void setup(void)
     uc_restart();
     tv_ud_ready(h, ud, 0x1234);
     tv_ud_ready(h, gsi, RNIC_ROCE_GSI_QKEY);
+    {
+        struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ATTACH_MCAST };
+
+        memcpy(c.mcast.gid, group, 16);
+        c.mcast.qp = ud->handle;
+        tv_cmd_ok(h, &c);
+    }
 }
 
 /* The requests of the header comment, posted on the freshly connected QP. */
@@ -437,11 +452,41 @@ static void write_response_seeds(const char *dir, GByteArray *b)
     flush_seed(dir, b);
 }
 
+/*
+ * UD SENDs to multicast groups: to the one the UD QP joined (QPN
+ * 0xffffff, its Ethernet address 01:00:5e:01:02:03), to one nobody
+ * joined, and to the joined one but not to QPN 0xffffff (dropped).
+ */
+static void write_mcast_seeds(const char *dir, GByteArray *b)
+{
+    static uint8_t payload[64];
+    RnicRoceHdr hd;
+    unsigned i;
+
+    for (i = 0; i < 3; i++) {
+        const uint8_t *g = i == 1 ? no_group : group;
+
+        peer_hdr(&hd, RNIC_ROCE_UD_SEND_ONLY, PSN0);
+        memcpy(hd.dgid, g, 16);
+        hd.dmac[0] = 0x01;
+        hd.dmac[1] = 0x00;
+        hd.dmac[2] = 0x5e;
+        memcpy(hd.dmac + 3, g + 13, 3);
+        hd.dest_qp = i == 2 ? ud->qpn : 0xffffff;
+        hd.deth.qkey = 0x1234;
+        hd.payload = payload;
+        hd.payload_len = sizeof(payload);
+        add_frame(b, &hd);
+        flush_seed(dir, b);
+    }
+}
+
 static void write_seeds(const char *dir)
 {
     GByteArray *b = g_byte_array_new();
 
     write_request_seeds(dir, b);
+    write_mcast_seeds(dir, b);
     write_uc_seeds(dir, b);
     write_scm_seeds(dir, b);
     write_response_seeds(dir, b);

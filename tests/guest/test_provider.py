@@ -16,7 +16,11 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            the data path), ibv_wr_*() (FLUSH and ATOMIC
                            WRITE too) and ibv_create_cq_ex(),
                            refusals, UD, SRQ, completion channel, CQ resize,
-                           flush/reset, destroy with CQEs pending, ring wrap
+                           flush/reset, destroy with CQEs pending, ring wrap,
+                           completion timestamps against the device clock
+  provider-qp-counters     rdma statistic qp: a counter bound to a running
+                           QP counts its packets, auto mode by QP type, and
+                           the port's totals stay the device's
   provider-loopback-apps   unmodified tools, both ends in one guest (the
                            device's loopback path): ibv_rc/uc/ud/srq_pingpong,
                            perftest, rping
@@ -60,6 +64,7 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            pass; what is skipped is reported by reason
 """
 
+import json
 import os
 import re
 import subprocess
@@ -69,12 +74,13 @@ from pathlib import Path
 from typing import Dict, Sequence, Tuple
 
 from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
-from rnic_guest import GUEST_DIR, Guest
+from rnic_guest import GUEST_DIR, Guest, run_guests
 from rdma_pair import (DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of, rc_lines,
                        run_pair, run_power_cut, scm_window, stat, tool_figure)
 
 IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
+MIDDLEWARE_IMAGE = GUEST_DIR / "initramfs-middleware.cpio.gz"
 BUILD_PROVIDER = TOP / "scripts/guest/build-provider.sh"
 _build_lock = threading.Lock()
 _built: Dict[str, bool] = {}
@@ -102,6 +108,12 @@ def pyverbs_image() -> str:
     """The same plus python3, python3-pyverbs and rdma-core's tests."""
     _build("--pyverbs")
     return str(PYVERBS_IMAGE)
+
+
+def middleware_image() -> str:
+    """The same as provider_image() plus UCX, Open MPI and libfabric."""
+    _build("--middleware")
+    return str(MIDDLEWARE_IMAGE)
 
 
 ONE_GUEST = """
@@ -173,6 +185,82 @@ def check_verbs(result: GuestResult) -> None:
 
 case("provider-verbs-check", ["-device", "rnic"], lambda: VERBS_CHECK_SCRIPT,
      check_verbs, requires=["rnic"], initrd=provider_image, timeout=700)
+
+
+# rdma statistic qp (RNIC_CAP_QP_STATS): a counter bound by hand to one QP
+# of a running ibv_rc_pingpong pair counts that QP's packets and grows; an
+# auto-mode counter (type RC) takes a new pair's QPs; and, idle, the
+# port's totals equal the device's (ethtool -S), counters or not: the
+# core adds the QP counters to the port's values, the driver keeps them
+# out of them.
+QP_COUNTERS_SCRIPT = ONE_GUEST + """
+totals() {
+    rdma -j statistic show link rnic0/1 | sed "s/^/$1-rdma: /"
+    ethtool -S eth0 | tr -d ' ' | grep -E '^(sent_pkts|rcvd_pkts):' | sed "s/^/$1-ethtool: /"
+}
+pair() {
+    ibv_rc_pingpong -d rnic0 -g 1 -n 100000000 >/dev/null 2>&1 &
+    p1=$!
+    sleep 1
+    ibv_rc_pingpong -d rnic0 -g 1 -n 100000000 127.0.0.1 >/dev/null 2>&1 &
+    p2=$!
+    sleep 2
+}
+pair
+rdma -j res show qp link rnic0/1 | sed 's/^/qps: /'
+qpn=$(rdma res show qp link rnic0/1 | grep ibv_rc_pingpong | sed 's/.*lqpn \\([0-9]*\\).*/\\1/' | head -n 1)
+echo "lqpn: $qpn"
+rdma statistic qp bind link rnic0/1 lqpn "$qpn"; echo "rc=bind:$?"
+rdma -j statistic qp show link rnic0/1 | sed 's/^/show1: /'
+sleep 2
+rdma -j statistic qp show link rnic0/1 | sed 's/^/show2: /'
+cntn=$(rdma statistic qp show link rnic0/1 | sed -n 's/.*cntn \\([0-9]*\\).*/\\1/p' | head -n 1)
+rdma statistic qp unbind link rnic0/1 cntn "$cntn" lqpn "$qpn"; echo "rc=unbind:$?"
+kill $p1 $p2; wait $p1 $p2
+totals idle1
+rdma statistic qp set link rnic0/1 auto type on; echo "rc=auto:$?"
+pair
+rdma -j statistic qp show link rnic0/1 | sed 's/^/auto: /'
+kill $p1 $p2; wait $p1 $p2
+rdma statistic qp set link rnic0/1 auto off; echo "rc=auto-off:$?"
+totals idle2
+""" + DMESG_CHECK
+
+
+def json_line(out: str, prefix: str):
+    """The JSON printed on the lines 'PREFIX: ...' (rdma -j puts an
+    array's entries on lines of their own)."""
+    lines = re.findall(rf"^{re.escape(prefix)}: (.*)$", out, re.MULTILINE)
+    assert lines, f"no {prefix!r} line in:\n{out}"
+    return json.loads("".join(lines))
+
+
+def check_qp_counters(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    rcs = rc_lines(out)
+    for name in ("bind", "unbind", "auto", "auto-off"):
+        assert rcs.get(name) == [0], f"rdma statistic {name} failed:\n{out}"
+    qpn = int(re.search(r"^lqpn: (\d+)$", out, re.MULTILINE).group(1))
+    first, second = json_line(out, "show1"), json_line(out, "show2")
+    assert len(first) == 1 and first[0]["lqpn"] == [qpn], first
+    before, after = first[0]["sent_pkts"], second[0]["sent_pkts"]
+    assert 0 < before < after, f"the counter did not count: {first} {second}"
+    assert second[0]["rcvd_pkts"] > 0, second
+    auto = json_line(out, "auto")
+    assert any(c.get("qp-type") == "RC" and c["sent_pkts"] > 0 for c in auto), auto
+    for idle in ("idle1", "idle2"):
+        port = json_line(out, f"{idle}-rdma")[0]
+        device = dict(re.findall(rf"^{idle}-ethtool: (\w+):(\d+)$", out, re.MULTILINE))
+        for name in ("sent_pkts", "rcvd_pkts"):
+            assert port[name] == int(device[name]), \
+                f"{idle}: rdma statistic {name} {port[name]}, the device {device[name]}"
+    print(f"# provider-qp-counters: QP {qpn} counted {before} then {after} packets sent; "
+          f"port totals equal the device's ({port['sent_pkts']} sent)", flush=True)
+
+
+case("provider-qp-counters", ["-device", "rnic"], lambda: QP_COUNTERS_SCRIPT,
+     check_qp_counters, requires=["rnic"], initrd=provider_image, timeout=300)
 
 
 # Both ends in one guest: server in the background, then the client once
@@ -283,7 +371,26 @@ PYVERBS_MUST_PASS = tuple(f"tests.test_qpex.QpExTestCase.{name}" for name in (
     f"tests.test_qp.QPTest.{name}" for name in (
         "test_create_uc_qp_no_attr", "test_create_uc_qp_with_attr",
         "test_create_uc_qp_ex_no_attr", "test_create_uc_qp_ex_with_attr",
-        "test_query_uc_qp"))
+        "test_query_uc_qp")) + tuple(
+    # memory windows (RNIC_CAP_MW): type 1 bound by ibv_bind_mw, type 2 by
+    # a work request (both APIs), traffic through them, and each way of
+    # taking access away
+    f"tests.test_mr.MWTest.{name}" for name in (
+        "test_mw_type1", "test_invalidate_mw_type1", "test_mw_type2",
+        "test_mw_type2_invalidate_local", "test_mw_type2_invalidate_remote",
+        "test_mw_type2_invalidate_dealloc", "test_reg_mw_wrong_type")) + (
+    "tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw",
+    # SRQ resize (RNIC_CAP_SRQ_RESIZE)
+    "tests.test_srq.SrqTestCase.test_resize_srq") + tuple(
+    # in-place re-registration (RNIC_CAP_REREG_MR): rights, PD (and back),
+    # translation under a posted receive, the keys unchanged
+    f"tests.test_mr.MRTest.{name}" for name in (
+        "test_mr_rereg_access", "test_mr_rereg_access_bad_flow",
+        "test_mr_rereg_pd", "test_mr_rereg_addr")) + tuple(
+    # UD multicast through RDMA-CM (RNIC_CAP_MCAST), loopback on the device
+    f"tests.test_rdmacm.CMTestCase.{name}" for name in (
+        "test_rdmacm_async_multicast_traffic", "test_rdmacm_async_ex_multicast_traffic",
+        "test_rdmacm_async_ex_leave_multicast_traffic"))
 # Device memory (ibv_alloc_dm on the memory window, ibv_memcpy_to/from_dm,
 # ibv_reg_dm_mr and traffic through DM MRs). test_device.SharedDMTest's
 # ibv_import_dm is not implemented: skipped ("Some object imports are not
@@ -356,8 +463,90 @@ def check_pyverbs(result: GuestResult) -> None:
 # keep checking that a region of guest RAM refuses it) and no file is needed.
 PYVERBS_ARGS = ["-object", "memory-backend-ram,id=scm0,size=64M", "-device", "rnic,scm=scm0",
                 "-m", "1024"]
-case("provider-pyverbs", PYVERBS_ARGS, lambda: PYVERBS_SCRIPT,
-     check_pyverbs, requires=["rnic"], initrd=pyverbs_image, timeout=1800)
+
+# The same suite on Soft-RoCE in the same image, one module per process
+# (the whole suite in one process dies of a segmentation fault of python in
+# tests.test_flow on rxe0 and hides every later module); the vendor modules
+# (mlx5, EFA) skip everything on both devices and are left out.
+PYVERBS_RXE_SCRIPT = """
+modprobe crc32_generic
+modprobe rdma_rxe || exit 1
+ip link set eth0 up
+ip addr add 10.0.0.1/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0 || exit 1
+""" + WAIT_GID.format(dev="rxe0") + """
+cd /opt/rdma-core-tests || exit 1
+for m in tests/test_*.py; do
+    m=${m#tests/}; m=${m%.py}
+    case $m in test_mlx5_*|test_efa*) continue;; esac
+    timeout 600 python3 -W ignore tests/run_tests.py --dev rxe0 --gid 1 -v tests.$m >/tmp/m.log 2>&1
+    echo "rc=pyverbs-rxe.$m:$?"
+    sed 's/^/pyverbs-rxe: /' /tmp/m.log
+done
+"""
+
+# What passes on rxe and not (yet) on rnic, with the reason; the
+# differential fails on anything else that passes on rxe only.
+PYVERBS_RXE_ONLY: Dict[str, str] = {}
+
+
+def tally(results: Dict[str, str]) -> Tuple[int, int, int]:
+    """(passed, failed, skipped) of pyverbs RESULTS."""
+    passed = sum(s == "ok" for s in results.values())
+    skipped = sum(s.startswith("skipped") for s in results.values())
+    return passed, len(results) - passed - skipped, skipped
+
+
+def check_pyverbs_differential(rnic: Dict[str, str], rxe_out: str) -> None:
+    """Every test that passes on rxe passes on rnic (PYVERBS_RXE_ONLY
+    aside); both tallies printed."""
+    rxe = pyverbs_results(lines_of(rxe_out, "pyverbs-rxe"))
+    crashed = {name: st[0] for name, st in rc_lines(rxe_out).items()
+               if name.startswith("pyverbs-rxe.") and st[0] not in (0, 1)}
+    assert rxe, "no rxe results:\n" + rxe_out[-3000:]
+    rxe_pass = {name for name, status in rxe.items() if status == "ok"}
+    missing = sorted(name for name in rxe_pass
+                     if rnic.get(name) != "ok" and name not in PYVERBS_RXE_ONLY)
+    assert not missing, "pass on rxe, not on rnic:\n" + "\n".join(
+        f"  {name}: {rnic.get(name, 'did not run')}" for name in missing)
+    for name, why in sorted(PYVERBS_RXE_ONLY.items()):
+        on_rxe = "passes on rxe" if name in rxe_pass else rxe.get(name, "not run on rxe")
+        print(f"# pyverbs rxe only: {name} ({on_rxe}): {why}", flush=True)
+    rnic_only = sorted(name for name, status in rnic.items()
+                       if status == "ok" and rxe.get(name) != "ok")
+    print("# pyverbs rnic: %d passed, %d failed, %d skipped; rxe: %d passed, "
+          "%d failed, %d skipped (vendor modules not run)" % (tally(rnic) + tally(rxe)),
+          flush=True)
+    print(f"# pyverbs rnic only: {len(rnic_only)} "
+          f"({', '.join(name.split('.', 1)[1] for name in rnic_only[:40])})", flush=True)
+    if crashed:
+        print("# pyverbs rxe modules that died: " +
+              ", ".join(f"{name[12:]} (exit {rc})" for name, rc in sorted(crashed.items())),
+              flush=True)
+
+
+@procedure("provider-pyverbs", requires=["rnic", "virtio-net-pci"])
+def pyverbs(qemu: str) -> None:
+    """rdma-core's pyverbs suite on rnic and, in a second guest at the same
+    time, on Soft-RoCE: check_pyverbs, then the differential."""
+    image = pyverbs_image()
+    rnic, rxe = run_guests([
+        Guest(PYVERBS_SCRIPT, name="provider-pyverbs", qemu=qemu, initrd=image,
+              timeout=1800, args=PYVERBS_ARGS),
+        Guest(PYVERBS_RXE_SCRIPT, name="provider-pyverbs-rxe", qemu=qemu,
+              initrd=image, timeout=1800,
+              args=["-netdev", "hubport,id=n0,hubid=0", "-device",
+                    "virtio-net-pci,romfile=,netdev=n0", "-m", "1024"]),
+    ])
+    for result in (rnic, rxe):
+        log = TOP / "build/guest-logs" / f"{result.name}.out"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(result.output)
+    assert rnic.ok, rnic.report()
+    assert rxe.ok, rxe.report()
+    check_pyverbs(rnic)
+    check_pyverbs_differential(pyverbs_results(lines_of(rnic.output, "pyverbs")),
+                               rxe.output)
 
 
 case("provider-loopback-apps", ["-device", "rnic", "-smp", "2"], lambda: LOOPBACK_SCRIPT,
@@ -377,6 +566,36 @@ def report_figures(label: str, figures: Dict[str, Tuple[str, float]]) -> None:
     for name, (unit, value) in figures.items():
         print(f"# {label} {name}: {value:g} {unit}", flush=True)
 
+
+# UD multicast through RDMA-CM (rdmacm-utils' mckey): the receiver joins
+# 224.1.2.3 and waits for 20 messages; once the kernel has joined the group
+# (RDMA-CM's IGMP join puts 224.1.2.3 in /proc/net/igmp as 030201E0, and
+# mckey attaches its QP on that join's event) a TCP listener for a moment
+# tells the lockstep the sender may go (mckey itself listens on nothing).
+# A fixed sleep there lost the race on a loaded machine: the sender's 20
+# datagrams went out before the receiver was in the group, and it waited
+# for them until the step's timeout. The sender joins and sends 20.
+def mckey_steps(name: str, dev1: str, dev2: str) -> Tuple[Step, Step]:
+    recv = ("mckey -m 224.1.2.3 -b 10.0.0.{me} -C 20 & p=$!; n=0; "
+            "until grep -q 030201E0 /proc/net/igmp || [ $n -ge 600 ]; do "
+            "sleep 0.1; n=$((n + 1)); done; sleep 1; "
+            "timeout 3 nc -l -p 18701 2>/dev/null; wait $p")
+    send = "mckey -m 224.1.2.3 -b 10.0.0.{me} -s -C 20"
+    return ((f"mckey.{name}-{dev1}-recv", recv.format(me=1), send.format(me=2), 1),
+            (f"mckey.{name}-{dev2}-recv", send.format(me=1), recv.format(me=2), 2))
+
+
+def check_mckey(out1: str, out2: str, steps: Sequence[Step]) -> None:
+    """Every mckey receiver got its 20 messages, every sender sent."""
+    for name, _, _, receiver in steps:
+        recv, send = (out1, out2) if receiver == 1 else (out2, out1)
+        assert "data transfers complete" in lines_of(recv, name), \
+            f"{name} receiver:\n{lines_of(recv, name)}"
+        assert "data transfers complete" in lines_of(send, name), \
+            f"{name} sender:\n{lines_of(send, name)}"
+
+
+MCAST_TWO_GUEST_STEPS = mckey_steps("rnic", "1", "2")
 
 TWO_GUEST_STEPS: Sequence[Step] = (
     ("rc_pingpong", "ibv_rc_pingpong -d rnic0 -g 1 -n 500 -c",
@@ -421,6 +640,7 @@ TWO_GUEST_STEPS: Sequence[Step] = (
      "rping -c -a 10.0.0.1 -C 50 -V -v", 1),
     ("udaddy", "udaddy", "udaddy -s 10.0.0.1", 1),
     ("rdma_server", "rdma_server", "rdma_client -s 10.0.0.1", 1),
+    *MCAST_TWO_GUEST_STEPS,
 )
 
 
@@ -445,11 +665,13 @@ def two_guests(qemu: str) -> None:
         assert result.ok, result.report()
         assert_clean_dmesg(result.output)
     names = [s[0] for s in TWO_GUEST_STEPS]
-    tool_names = [n for n in names if n not in ("rping", "udaddy", "rdma_server")]
+    tool_names = [n for n in names if n not in ("rping", "udaddy", "rdma_server") and
+                  not n.startswith("mckey.")]
     check_apps_ran(r1.output, names)
     check_apps_ran(r2.output, names)
     check_rdmacm_tools(r1.output, 1)
     check_rdmacm_tools(r2.output, 2)
+    check_mckey(r1.output, r2.output, MCAST_TWO_GUEST_STEPS)
     report_figures("rnic<->rnic", check_figures((r2.output, r1.output), tool_names))
 
 
@@ -464,6 +686,8 @@ def two_guests(qemu: str) -> None:
 # itself; ATOMIC WRITE and the empty READ RESPONSE that answers both have
 # the right offsets and interoperate.
 RXE_FLUSH_FAILS = "rxe 6.12 drops FLUSH packets with the right ICRC (it wants the headers twice)"
+
+MCAST_RXE_STEPS = mckey_steps("rxe", "rnic", "rxe")
 
 # rnic (guest 1) against Soft-RoCE (guest 2), each side once the server.
 RXE_STEPS: Sequence[Step] = (
@@ -494,24 +718,44 @@ RXE_STEPS: Sequence[Step] = (
      "rnic_placement -d rxe0 -c 10.0.0.1", 1),
     ("placement.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -F",
      "rnic_placement -d rxe0 -s", 2),
+    # memory windows (rnic_placement -w): the server hands out the rkey of
+    # a type 1 or 2 window over its region, the peer WRITEs and ATOMIC
+    # WRITEs through it and is refused one page past it, both ways
+    ("mw1.rnic-srv", "rnic_placement -d rnic0 -s -w 1",
+     "rnic_placement -d rxe0 -c 10.0.0.1 -F", 1),
+    ("mw2.rnic-srv", "rnic_placement -d rnic0 -s -w 2",
+     "rnic_placement -d rxe0 -c 10.0.0.1 -F", 1),
+    ("mw1.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -F",
+     "rnic_placement -d rxe0 -s -w 1", 2),
+    ("mw2.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -F",
+     "rnic_placement -d rxe0 -s -w 2", 2),
     # rxe WRITEs and ATOMIC WRITEs into device memory on rnic's window
     # through the DURABLE rkey it was handed (rnic_placement -m): the data
     # checked by the server, the device's persists counted by the client
     # through the MGMT rkey; FLUSH(persistence) too
     ("dm.rnic-srv", "rnic_placement -d rnic0 -s -m",
      "rnic_placement -d rxe0 -c 10.0.0.1", 1),
+    *MCAST_RXE_STEPS,
     ("flush.rxe-srv", "rnic_placement -d rnic0 -c 10.0.0.2 -n 1",
      "rnic_placement -d rxe0 -s -n 1", 2),
 )
-PLACEMENT_STEPS = ("placement.rnic-srv", "placement.rxe-srv", "dm.rnic-srv")
+MW_STEPS = ("mw1.rnic-srv", "mw2.rnic-srv")
+# Soft-RoCE of Linux 6.12 checks an access through a window against the
+# bounds of the window's MR, not the window's own (rxe_resp.c check_rkey:
+# mr_check_range(mw->mr, ...)): a WRITE just past its window succeeds.
+RXE_MW_BOUNDS = "rxe 6.12 checks an access through a memory window against its MR's bounds only"
+RXE_MW_STEPS = ("mw1.rxe-srv", "mw2.rxe-srv")
+PLACEMENT_STEPS = (("placement.rnic-srv", "placement.rxe-srv", "dm.rnic-srv") + MW_STEPS +
+                   RXE_MW_STEPS + tuple(s[0] for s in MCAST_RXE_STEPS))
 FLUSH_STEPS = ("flush.rxe-srv",)
 
 
 def check_placement(client_out: str, server_out: str, name: str, flush: bool = False,
-                    dm: bool = False, iters: int = 20) -> None:
+                    dm: bool = False, iters: int = 20, window: bool = False) -> None:
     """rnic_placement NAME (-F unless FLUSH): every iteration done and
     checked by the server; DM (-m): the server's DURABLE rkey, the device's
-    persists grown."""
+    persists grown; WINDOW (-w): the server bound it, the client was
+    refused past it."""
     cli, srv = lines_of(client_out, name), lines_of(server_out, name)
     suffix = "" if flush else r" \(no FLUSH\)"
     assert re.search(rf"^PLACEMENT-RESULT role=client iters={iters} errors=0{suffix}$", cli,
@@ -522,6 +766,9 @@ def check_placement(client_out: str, server_out: str, name: str, flush: bool = F
     steps = ["write", "atomic-write", "server-check"]
     steps += ["flush-range", "flush-mr", "flush-word"] if flush else []
     steps += [r"durable-persists \d+"] if dm else []
+    steps += ["window-bounds"] if window else []
+    if window:
+        assert re.search(r"^ok bind-mw$", srv, re.MULTILINE), srv
     for step in steps:
         assert re.search(rf"^ok {step}$", cli, re.MULTILINE), cli
     if dm:
@@ -549,7 +796,7 @@ def rxe_interop(qemu: str) -> None:
     for result in (r1, r2):
         assert result.ok, result.report()
         assert_clean_dmesg(result.output)
-    names = [s[0] for s in RXE_STEPS if s[0] not in FLUSH_STEPS]
+    names = [s[0] for s in RXE_STEPS if s[0] not in FLUSH_STEPS + RXE_MW_STEPS]
     for out in (r1.output, r2.output):
         check_apps_ran(out, names)
     # the rping client side shows the verified data
@@ -560,6 +807,18 @@ def rxe_interop(qemu: str) -> None:
     check_placement(r2.output, r1.output, "placement.rnic-srv", flush=True)
     check_placement(r1.output, r2.output, "placement.rxe-srv")
     check_placement(r2.output, r1.output, "dm.rnic-srv", flush=True, dm=True)
+    for name in MW_STEPS:
+        check_placement(r2.output, r1.output, name, window=True)
+    # rnic WRITEs through rxe's windows; rxe does not refuse the one past it
+    for name in RXE_MW_STEPS:
+        cli, srv = lines_of(r1.output, name), lines_of(r2.output, name)
+        assert re.search(r"^ok bind-mw$", srv, re.MULTILINE), srv
+        for step in ("write", "atomic-write", "server-check"):
+            assert re.search(rf"^ok {step}$", cli, re.MULTILINE), cli
+        assert "FAIL window-bounds: a WRITE past the window completed success" in cli, \
+            f"rxe refused the WRITE past its window as RXE_MW_BOUNDS says it does not (fixed rxe?):\n{cli}"
+    print(f"# rnic->rxe memory windows: {RXE_MW_BOUNDS}", flush=True)
+    check_mckey(r1.output, r2.output, MCAST_RXE_STEPS)
     check_rxe_flush(r1.output)
     print(f"# rxe->rnic FLUSH works; rnic->rxe: {RXE_FLUSH_FAILS}", flush=True)
     # the rnic side saw no malformed frame from rxe (ICRC, headers), its

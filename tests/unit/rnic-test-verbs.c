@@ -63,6 +63,40 @@ void tv_pair_free(TvPair *p)
     g_free(p);
 }
 
+uint8_t tv_pair_rdma(TvPair *p, uint8_t op, uint64_t addr, uint32_t rkey,
+                     uint32_t len)
+{
+    struct rnic_sge s = tv_sge(p->bufa, len, p->mra);
+    struct rnic_sq_wqe w = tv_wqe(5, op, 1);
+    struct rnic_cqe c;
+
+    w.rdma.remote_addr = addr;
+    w.rdma.rkey = rkey;
+    tv_post_send(p->d, p->a, &w, &s, NULL);
+    c = tv_poll_one(p->d, p->cqa);
+    g_assert_cmpuint(c.wr_id, ==, 5);
+    return c.status;
+}
+
+void tv_pair_migrate(TvPair *p)
+{
+    TestHost *src = p->d, *dst = test_host_new(&src->cfg);
+    GByteArray *img = g_byte_array_new();
+    g_autofree char *before = NULL, *after = NULL;
+    char *err = NULL;
+
+    rnic_engine_save(src->engine, img);
+    test_host_copy_guest(dst, src);
+    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
+    g_assert_null(err);
+    before = rnic_engine_describe_tables(src->engine);
+    after = rnic_engine_describe_tables(dst->engine);
+    g_assert_cmpstr(after, ==, before);
+    g_byte_array_unref(img);
+    test_host_free(src);
+    p->d = dst;
+}
+
 void tv_fixture_setup(TvFixture *f, gconstpointer cfg)
 {
     f->p = tv_pair_new(cfg);

@@ -37,6 +37,19 @@ TvPair *tv_pair_new(const RnicEngineConfig *cfg);
 void tv_pair_free(TvPair *p);
 
 /*
+ * A signaled WRITE or READ ('op') of 'len' bytes between bufa and
+ * (addr, rkey) from a; its completion status.
+ */
+uint8_t tv_pair_rdma(TvPair *p, uint8_t op, uint64_t addr, uint32_t rkey,
+                     uint32_t len);
+/*
+ * The device saved and loaded into a new host with a copy of the guest
+ * memory (the same tables asserted); the pair continues there, the old
+ * host freed.
+ */
+void tv_pair_migrate(TvPair *p);
+
+/*
  * The loopback pair as a GLib fixture: the test runs on a pair set up by
  * tv_pair_new(cfg) ('cfg' the test data: a const RnicEngineConfig *, or
  * NULL for the defaults) and freed after it,

@@ -597,6 +597,80 @@ static bool image_has_section(GByteArray *img, uint16_t tag)
 }
 
 /*
+ * A new host loading d's image ('img', or one saved now) over a copy of
+ * its memory, with the same tables; the caller frees it.
+ */
+static TestHost *dev_clone(Dev *d, GByteArray *img)
+{
+    GByteArray *own = img ? NULL : save(d->h);
+    TestHost *dst = test_host_new(NULL);
+    char *err = NULL, *before, *after;
+
+    img = img ? img : own;
+    memcpy(dst->ram, d->h->ram, d->h->ram_size);
+    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
+    g_assert_null(err);
+    before = rnic_engine_describe_tables(d->h->engine);
+    after = rnic_engine_describe_tables(dst->engine);
+    g_assert_cmpstr(before, ==, after);
+    g_free(before);
+    g_free(after);
+    if (own) {
+        g_byte_array_unref(own);
+    }
+    return dst;
+}
+
+/*
+ * REREG_MR to another multi-network PD: the MR's replicas leave the
+ * networks of the old PD and appear in those of the new one, the STag
+ * unchanged; and back. A destination loading the image has the same.
+ */
+static void test_rereg_pd(void)
+{
+    Dev d;
+    TvQp *x10, *y10, *x20, *y20;
+    uint32_t mpd2, n10, n20;
+
+    dev_init(&d, NULL);
+    mpd2 = tv_pd(d.h, RNIC_PD_MULTI_NET, 0);
+    rc_pair(&d, d.mpd, 1, &x10, &y10);
+    rc_pair(&d, mpd2, 2, &x20, &y20);
+    n10 = ctx_of(&d, 1)->mrt.count;
+    n20 = ctx_of(&d, 2)->mrt.count;
+    g_assert_cmpint(resolve(&d, 1, d.mr, d.buf), ==, RNIC_XLATE_OK);
+    g_assert_cmpint(resolve(&d, 2, d.mr, d.buf), ==, RNIC_XLATE_NO_ENTRY);
+    g_assert_cmpuint(tv_rereg_mr(d.h, d.mr, RNIC_PD_MULTI_NET, RNIC_REREG_PD,
+                                 mpd2, 0, 0, 0), ==, RNIC_ST_OK);
+    g_assert_cmpint(resolve(&d, 1, d.mr, d.buf), ==, RNIC_XLATE_NO_ENTRY);
+    g_assert_cmpint(resolve(&d, 2, d.mr, d.buf), ==, RNIC_XLATE_OK);
+    g_assert_cmpuint(ctx_of(&d, 1)->mrt.count, ==, n10 - 1);
+    g_assert_cmpuint(ctx_of(&d, 2)->mrt.count, ==, n20 + 1);
+    memset(test_ptr(d.h, d.buf), 0x6b, 64);
+    g_assert_cmpuint(rdma_write(&d, x20, d.buf, d.mr, d.buf + 4096, d.mr), ==,
+                     RNIC_WC_SUCCESS);
+    g_assert_cmpuint(*(uint8_t *)test_ptr(d.h, d.buf + 4096 + 63), ==, 0x6b);
+
+    test_host_free(dev_clone(&d, NULL));
+
+    g_assert_cmpuint(tv_rereg_mr(d.h, d.mr, RNIC_PD_MULTI_NET, RNIC_REREG_PD,
+                                 d.mpd, 0, 0, 0), ==, RNIC_ST_OK);
+    g_assert_cmpint(resolve(&d, 1, d.mr, d.buf), ==, RNIC_XLATE_OK);
+    g_assert_cmpint(resolve(&d, 2, d.mr, d.buf), ==, RNIC_XLATE_NO_ENTRY);
+    g_assert_cmpuint(ctx_of(&d, 1)->mrt.count, ==, n10);
+    g_assert_cmpuint(ctx_of(&d, 2)->mrt.count, ==, n20);
+    /* a PD of a network context is not the MR's kind of PD */
+    g_assert_cmpuint(tv_rereg_mr(d.h, d.mr, RNIC_PD_MULTI_NET, RNIC_REREG_PD,
+                                 tv_pd(d.h, d.ctx[1], 0), 0, 0, 0), ==,
+                     RNIC_ST_BAD_PARAM);
+    g_free(x10);
+    g_free(y10);
+    g_free(x20);
+    g_free(y20);
+    dev_fini(&d);
+}
+
+/*
  * Migration: the image carries the multi-network PDs and the bindings; the
  * registration log replay rebuilds the original entries, binding rebuilds
  * the replicas: identical tables, identical STags and QPNs, and the keys
@@ -609,7 +683,7 @@ static void test_migration_roundtrip(void)
     TvQp *x10, *y10, *x20, *y20, *u;
     uint32_t fr;
     GByteArray *img;
-    char *err = NULL, *before, *after;
+    char *err = NULL, *after;
     Dev e;
 
     dev_init(&d, NULL);
@@ -630,15 +704,9 @@ static void test_migration_roundtrip(void)
     img = save(d.h);
     g_assert_true(image_has_section(img, 12));
     g_assert_true(image_has_section(img, 13));
-    dst = test_host_new(NULL);
-    memcpy(dst->ram, d.h->ram, d.h->ram_size);
-    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
-    g_assert_null(err);
-    before = rnic_engine_describe_tables(d.h->engine);
+    dst = dev_clone(&d, img);
     after = rnic_engine_describe_tables(dst->engine);
-    g_assert_cmpstr(before, ==, after);
     g_assert_nonnull(strstr(after, " replica\n"));
-    g_free(before);
     g_free(after);
 
     /* the destination resolves exactly as the source did */
@@ -772,6 +840,7 @@ int main(int argc, char **argv)
                     test_two_nets_fast_reg_invalidate);
     g_test_add_func("/multinet/ud-gsi-all-nets", test_ud_gsi_all_nets);
     g_test_add_func("/multinet/bad-input", test_bad_input);
+    g_test_add_func("/multinet/rereg-pd", test_rereg_pd);
     g_test_add_func("/multinet/migration-roundtrip",
                     test_migration_roundtrip);
     g_test_add_func("/multinet/migration-unbound-qp",

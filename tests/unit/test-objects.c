@@ -418,6 +418,103 @@ static void test_cq_overrun(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(h->irqs[1], >=, 1);
 }
 
+/*
+ * Every CQE carries the device clock when it was written, the clock a load
+ * of RNIC_DB_CLOCK returns (ibv_query_rt_values_ex); no other doorbell
+ * offset is readable.
+ */
+static void test_cqe_timestamp(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    struct rnic_sq_wqe w = tv_wqe(1, RNIC_WR_RDMA_WRITE, 1);
+    struct rnic_sge s = tv_sge(p->bufa, 8, p->mra);
+    struct rnic_cqe c;
+    uint64_t v;
+
+    g_assert_true(test_reg_read(h, RNIC_REG_CAPS_LO) & RNIC_CAP_CQE_TIMESTAMP);
+    h->now_ns = 123456789;
+    g_assert_cmpint(rnic_engine_doorbell_read(h->engine, RNIC_DB_CLOCK, &v),
+                    ==, RNIC_ACCESS_OK);
+    g_assert_cmpuint(v, ==, 123456789);
+    g_assert_cmpint(rnic_engine_doorbell_read(h->engine, RNIC_DB_CQ, &v), ==,
+                    RNIC_ACCESS_WRITE_ONLY);
+    g_assert_cmpint(rnic_engine_doorbell_read(h->engine, RNIC_DB_CLOCK + 8,
+                                              &v), ==, RNIC_ACCESS_WRITE_ONLY);
+    w.rdma.remote_addr = p->bufb;
+    w.rdma.rkey = p->mrb;
+    tv_post_send(h, p->a, &w, &s, NULL);
+    c = tv_poll_one(h, p->cqa);
+    g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(GUINT64_FROM_LE(c.timestamp), ==, 123456789);
+    /* later completions, a later time: the send's and the receive's */
+    h->now_ns += 1000000;
+    tv_pair_send(p, 0, 64, 2, 3);
+    c = tv_poll_one(h, p->cqb);
+    g_assert_cmpuint(c.wr_id, ==, 2);
+    g_assert_cmpuint(GUINT64_FROM_LE(c.timestamp), ==, 124456789);
+    c = tv_poll_one(h, p->cqa);
+    g_assert_cmpuint(c.wr_id, ==, 3);
+    g_assert_cmpuint(GUINT64_FROM_LE(c.timestamp), ==, 124456789);
+}
+
+/* QUERY_QP_STATS of 'qp' into 'v'; the command's status. */
+static uint8_t qp_stats(TestHost *h, TvQp *qp, uint64_t *v, uint32_t len)
+{
+    struct rnic_admin_cmd c = cmd(RNIC_CMD_QUERY_QP_STATS, 0);
+    uint64_t buf = test_alloc(h, 4096, 64);
+    uint8_t st;
+
+    c.query.addr = buf;
+    c.query.len = len;
+    c.query.handle = qp ? qp->handle : 0xdead;
+    st = tv_cmd(h, &c).status;
+    memcpy(v, test_ptr(h, buf), RNIC_QP_STAT_COUNT * 8);
+    return st;
+}
+
+#define QS(s) ((s) - RNIC_QP_STAT_FIRST)
+
+/*
+ * Each QP counts its own transport packets, and the device's counters
+ * are their sums; the counters survive a save and load of the device.
+ */
+static void test_qp_stats(void)
+{
+    TvPair *p = tv_pair_new(NULL);
+    TestHost *h = p->d;
+    uint64_t va[RNIC_QP_STAT_COUNT], vb[RNIC_QP_STAT_COUNT];
+    unsigned i;
+
+    g_assert_true(test_reg_read(h, RNIC_REG_CAPS_LO) & RNIC_CAP_QP_STATS);
+    g_assert_cmpuint(qp_stats(h, p->a, va, 4096), ==, RNIC_ST_OK);
+    g_assert_cmpuint(va[QS(RNIC_STAT_SENT_PKTS)], ==, 0);
+    for (i = 0; i < 5; i++) {
+        tv_pair_send(p, 0, 64, 10 + i, 20 + i);
+        tv_poll_one(h, p->cqb);
+        tv_poll_one(h, p->cqa);
+    }
+    g_assert_cmpuint(qp_stats(h, p->a, va, 4096), ==, RNIC_ST_OK);
+    g_assert_cmpuint(qp_stats(h, p->b, vb, 4096), ==, RNIC_ST_OK);
+    /* a sent 5 requests and took b's ACKs; b the other way round */
+    g_assert_cmpuint(va[QS(RNIC_STAT_SENT_PKTS)], ==, 5);
+    g_assert_cmpuint(vb[QS(RNIC_STAT_RCVD_PKTS)], ==, 5);
+    g_assert_cmpuint(va[QS(RNIC_STAT_RCVD_PKTS)], ==,
+                     vb[QS(RNIC_STAT_SENT_PKTS)]);
+    g_assert_cmpuint(vb[QS(RNIC_STAT_SENT_PKTS)], >=, 1);
+    for (i = 0; i < RNIC_QP_STAT_COUNT; i++) {
+        g_assert_cmpuint(va[i] + vb[i], ==,
+                         tv_stat(h, RNIC_QP_STAT_FIRST + i));
+    }
+    /* too small a buffer, no such QP */
+    g_assert_cmpuint(qp_stats(h, p->a, va, 8), ==, RNIC_ST_BAD_PARAM);
+    g_assert_cmpuint(qp_stats(h, NULL, va, 4096), ==, RNIC_ST_BAD_HANDLE);
+    tv_pair_migrate(p);
+    g_assert_cmpuint(qp_stats(p->d, p->b, va, 4096), ==, RNIC_ST_OK);
+    g_assert_cmpmem(va, sizeof(va), vb, sizeof(vb));
+    tv_pair_free(p);
+}
+
 static void test_query_device_port(void)
 {
     TestHost *h = test_host_new(NULL);
@@ -463,6 +560,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/objects/qpn-spaces", test_qpn_spaces);
     tv_test_add_pair("/rnic/objects/resize-cq", NULL, test_resize_cq);
     tv_test_add_pair("/rnic/objects/cq-overrun", NULL, test_cq_overrun);
+    tv_test_add_pair("/rnic/objects/cqe-timestamp", NULL, test_cqe_timestamp);
+    g_test_add_func("/rnic/objects/qp-stats", test_qp_stats);
     g_test_add_func("/rnic/objects/query-device", test_query_device_port);
     tv_test_add_pair("/rnic/objects/disable-clears", NULL, test_disable_clears);
     return g_test_run();

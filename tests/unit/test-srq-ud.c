@@ -7,6 +7,7 @@
 #include <string.h>
 #include "rnic-test-verbs.h"
 #include "rnic-packet.h"
+#include "rnic-engine-int.h"
 
 static bool has_event(TestHost *h, uint64_t ring, uint8_t type,
                       uint32_t handle, uint32_t *data)
@@ -96,21 +97,12 @@ static void test_srq_shared(TvFixture *f, gconstpointer cfg)
     g_free(s2);
 }
 
-static void test_srq_limit(TvFixture *f, gconstpointer cfg)
+/* Take the pair's QP a out of its connection and connect it to 'r'. */
+static void connect_a_to(TvPair *p, TvQp *r)
 {
-    TvPair *p = f->p;
     TestHost *h = p->d;
-    TvSrq *srq = tv_srq(h, p->pd, 4, 0, 0);
-    TvCq *cq = tv_cq(h, 6, p->eq, 0);
-    TvQp *r = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 4, 0);
-    uint8_t gid0[16], gid1[16];
-    struct rnic_sq_wqe w = tv_wqe_flags(1, RNIC_WR_SEND, 0, 1);
-    struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
-    struct rnic_sge rs = tv_sge(p->bufb, 100, p->mrb);
-    struct rnic_admin_cmd m = { .opcode = RNIC_CMD_MODIFY_SRQ };
     struct rnic_qp_attr a;
-    uint32_t data = 0;
-    int i;
+    uint8_t gid0[16], gid1[16];
 
     tv_gid_bytes(gid0, p->ctx, 1);
     tv_gid_bytes(gid1, p->ctx, 2);
@@ -119,6 +111,23 @@ static void test_srq_limit(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(tv_modify(h, p->a, &a, RNIC_QP_STATE), ==, 0);
     tv_rc_connect(h, p->a, 0, gid1, r->qpn);
     tv_rc_connect(h, r, 1, gid0, p->a->qpn);
+}
+
+static void test_srq_limit(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    TvSrq *srq = tv_srq(h, p->pd, 4, 0, 0);
+    TvCq *cq = tv_cq(h, 6, p->eq, 0);
+    TvQp *r = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 4, 0);
+    struct rnic_sq_wqe w = tv_wqe_flags(1, RNIC_WR_SEND, 0, 1);
+    struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
+    struct rnic_sge rs = tv_sge(p->bufb, 100, p->mrb);
+    struct rnic_admin_cmd m = { .opcode = RNIC_CMD_MODIFY_SRQ };
+    uint32_t data = 0;
+    int i;
+
+    connect_a_to(p, r);
     for (i = 0; i < 8; i++) {
         tv_post_srq(h, srq, i, &rs, 1);
     }
@@ -127,8 +136,6 @@ static void test_srq_limit(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(tv_cmd(h, &m).status, ==, RNIC_ST_BAD_PARAM);
     m.srq.limit = 5;
     g_assert_cmpuint(tv_cmd(h, &m).status, ==, RNIC_ST_OK);
-    m.srq.ring_addr = 0x1000;
-    g_assert_cmpuint(tv_cmd(h, &m).status, ==, RNIC_ST_NOT_SUPPORTED);
     /* 8 -> 7 -> 6 -> 5: not below the limit yet */
     for (i = 0; i < 3; i++) {
         tv_post_send(h, p->a, &w, &s, NULL);
@@ -140,6 +147,82 @@ static void test_srq_limit(TvFixture *f, gconstpointer cfg)
     g_assert_true(has_event(h, p->eq_ring, RNIC_EQE_SRQ_LIMIT, srq->handle,
                             &data));
     g_assert_cmpuint(data, ==, 5);
+    g_free(srq);
+    g_free(cq);
+    g_free(r);
+}
+
+/*
+ * MODIFY_SRQ with a new ring: the WQEs posted and not yet taken move to
+ * it, indexes unchanged, and the SRQ goes on there; refused: a ring of
+ * fewer entries than WQEs posted, a ring that is not one, a limit not
+ * below the new size (nothing changed by any of them).
+ */
+static void test_srq_resize(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    TvSrq *srq = tv_srq(h, p->pd, 3, 0, 0);
+    TvCq *cq = tv_cq(h, 7, p->eq, 0);
+    TvQp *r = tv_qp(h, RNIC_QPT_RC, p->pd, cq, cq, srq, 5, 0);
+    struct rnic_admin_cmd m = { .opcode = RNIC_CMD_MODIFY_SRQ };
+    struct rnic_sq_wqe w = tv_wqe_flags(1, RNIC_WR_SEND, 0, 1);
+    struct rnic_sge s = tv_sge(p->bufa, 10, p->mra);
+    struct rnic_admin_cqe res;
+    RnicSrq *es;
+    uint32_t i;
+
+    g_assert_true(test_reg_read(h, RNIC_REG_CAPS_LO) & RNIC_CAP_SRQ_RESIZE);
+    connect_a_to(p, r);
+    /* 8 WQEs (the ring is full), 3 taken */
+    for (i = 0; i < 8; i++) {
+        struct rnic_sge rs = tv_sge(p->bufb + i * 64, 64, p->mrb);
+
+        tv_post_srq(h, srq, 100 + i, &rs, 1);
+    }
+    for (i = 0; i < 3; i++) {
+        tv_post_send(h, p->a, &w, &s, NULL);
+        g_assert_cmpuint(tv_poll_one(h, cq).wr_id, ==, 100 + i);
+    }
+    m.srq.srq = srq->handle;
+    /* too small for the 5 left, not a ring, a limit beyond the new size */
+    m.srq.ring_addr = test_alloc(h, 4 << srq->shift, 4096);
+    m.srq.log_size = 2;
+    g_assert_cmpuint(tv_cmd(h, &m).status, ==, RNIC_ST_BAD_PARAM);
+    m.srq.ring_addr = 0x1234;
+    m.srq.log_size = 5;
+    g_assert_cmpuint(tv_cmd(h, &m).status, ==, RNIC_ST_BAD_PARAM);
+    m.srq.ring_addr = test_alloc(h, 32 << srq->shift, 4096);
+    m.srq.limit = 32;
+    g_assert_cmpuint(tv_cmd(h, &m).status, ==, RNIC_ST_BAD_PARAM);
+    es = rnic_srq_lookup(h->engine, srq->handle);
+    g_assert_cmpuint(es->log_size, ==, 3);
+    /* 8 -> 32 entries */
+    m.srq.limit = 0;
+    res = tv_cmd(h, &m);
+    g_assert_cmpuint(res.status, ==, RNIC_ST_OK);
+    g_assert_cmpuint(res.result1, ==, 5);
+    g_assert_cmpuint(es->log_size, ==, 5);
+    g_assert_cmpuint(es->ring, ==, m.srq.ring_addr);
+    /* the old ring is not read again: garbage there */
+    memset(test_ptr(h, srq->ring), 0xff, 8u << srq->shift);
+    srq->ring = m.srq.ring_addr;
+    srq->log = 5;
+    for (i = 8; i < 30; i++) {
+        struct rnic_sge rs = tv_sge(p->bufb + i * 64, 64, p->mrb);
+
+        tv_post_srq(h, srq, 100 + i, &rs, 1);
+    }
+    for (i = 3; i < 30; i++) {
+        struct rnic_cqe c;
+
+        memset(test_ptr(h, p->bufa), i, 10);
+        tv_post_send(h, p->a, &w, &s, NULL);
+        c = tv_poll_one(h, cq);
+        g_assert_cmpuint(c.status, ==, RNIC_WC_SUCCESS);
+        g_assert_cmpuint(c.wr_id, ==, 100 + i);
+        g_assert_cmpuint(*(uint8_t *)test_ptr(h, p->bufb + i * 64), ==, i);
+    }
     g_free(srq);
     g_free(cq);
     g_free(r);
@@ -351,6 +434,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     tv_test_add_pair("/rnic/srq/shared", NULL, test_srq_shared);
     tv_test_add_pair("/rnic/srq/limit", NULL, test_srq_limit);
+    tv_test_add_pair("/rnic/srq/resize", NULL, test_srq_resize);
     g_test_add_func("/rnic/ud/basic", test_ud);
     g_test_add_func("/rnic/ud/lengths", test_ud_lengths);
     g_test_add_func("/rnic/ud/gsi", test_gsi);

@@ -6,7 +6,8 @@
  * translation wrong is staged between two posts of the same list, and the
  * second must behave as a fresh translation would: deregistration,
  * fast-register of the same index with another key or with other pages
- * under the same key, local invalidation, invalidation by a peer's SEND
+ * under the same key, re-registration in place (new pages, another PD),
+ * local invalidation, invalidation by a peer's SEND
  * with invalidate, a MODIFY_QP, a receive list whose region goes away, and
  * a list built to share the first one's fingerprint. Every test here also
  * runs with the cache off (meson: the "-wqc-off" runs of the suite), with
@@ -208,6 +209,45 @@ static void test_fast_reg_pages(TvFixture *f, gconstpointer cfg)
     fr = tv_fast_reg_wqe(h, 104, stag2, 0x70000, pg2, 1, FR_RIGHTS);
     tv_post_send(h, p->b, &fr, NULL, NULL);
     tv_expect_status(h, p->cqb, 104, RNIC_WC_SUCCESS);
+    w.wr_id = 3;
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 3, RNIC_WC_LOC_PROT_ERR);
+}
+
+/*
+ * Re-registered in place between two posts (REREG_MR, the same STag): a
+ * new translation at the same iova makes the second post gather from the
+ * new page; a move to another PD makes it a local protection error.
+ */
+static void test_rereg(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_REREG_MR };
+    uint64_t pg2 = test_alloc(h, 4096, 4096), pbl = test_alloc(h, 8, 8);
+    struct rnic_sge s[2];
+    uint32_t src = src_cached(p, s);
+    struct rnic_sq_wqe w = write_wqe(2, p->bufb, p->mrb);
+
+    tv_fill(h, pg2, 4096, 5);
+    *(uint64_t *)test_ptr(h, pbl) = pg2;
+    c.mr.stag = src;
+    c.mr.net_ctx = p->ctx;
+    c.mr.rereg = RNIC_REREG_TRANS;
+    c.mr.iova = p->bufa;
+    c.mr.length = 4096;
+    c.mr.pbl_addr = pbl;
+    c.mr.npages = 1;
+    c.mr.page_shift = 12;
+    c.mr.levels = 1;
+    g_assert_cmphex(tv_cmd_ok(h, &c), ==, src);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 2, RNIC_WC_SUCCESS);
+    assert_gathered(h, pg2, p->bufb);
+
+    g_assert_cmpuint(tv_rereg_mr(h, src, p->ctx, RNIC_REREG_PD,
+                                 tv_pd(h, p->ctx, 0), 0, 0, 0), ==,
+                     RNIC_ST_OK);
     w.wr_id = 3;
     tv_post_send(h, p->a, &w, s, NULL);
     tv_expect_status(h, p->cqa, 3, RNIC_WC_LOC_PROT_ERR);
@@ -416,6 +456,7 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/wqc/fast-reg-invalidated", NULL, test_fast_reg);
     tv_test_add_pair("/rnic/wqc/fast-reg-pages-and-key", NULL,
                      test_fast_reg_pages);
+    tv_test_add_pair("/rnic/wqc/rereg", NULL, test_rereg);
     tv_test_add_pair("/rnic/wqc/remote-invalidate", NULL, test_remote_inv);
     tv_test_add_pair("/rnic/wqc/modify-qp", NULL, test_modify);
     tv_test_add_pair("/rnic/wqc/recv", NULL, test_recv);

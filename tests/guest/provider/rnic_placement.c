@@ -63,6 +63,16 @@
  *              iteration's bytes still there (the DURABLE key persisted
  *              them; run the client with -F so no FLUSH did) and the PLAIN
  *              write gone.
+ *   -w TYPE    (server) memory window: the region is registered with
+ *              LOCAL_WRITE | MW_BIND only, one page longer than -S, and
+ *              the rkey handed out is that of a window of type 1
+ *              (ibv_bind_mw) or 2 (an IBV_WR_BIND_MW work request on the
+ *              connected QP) over the first -S bytes with REMOTE_WRITE |
+ *              REMOTE_READ; the client (which must run with -F: a window
+ *              grants no FLUSH) WRITEs and ATOMIC WRITEs through it, and
+ *              last WRITEs 8 bytes just past the window, inside the MR,
+ *              which must fail with a remote access error ("ok
+ *              window-bounds").
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -121,6 +131,8 @@ static const enum ibv_wc_opcode step_opcode[STEPS + 3] = {
 /* conn_info.flags */
 #define CONN_PERSISTENT	1	/* the server's region persists (-m) */
 #define CONN_POWERCUT	2	/* -P: the client writes through PLAIN too */
+#define CONN_WINDOW	4	/* -w: the rkey is a window's, then the MR's
+				 * page past it */
 
 struct conn_info {
 	uint32_t qpn, psn, rkey, flags;
@@ -141,6 +153,8 @@ struct check_reply {
 static int iters = 20;
 static bool no_flush;
 static bool use_dm, power_cut;
+static int mw_type;		/* -w */
+static struct ibv_mw *mw;
 static size_t region_size = 1 << 20;
 /* FLUSH placement type: persistence when the server's region persists */
 static enum ibv_placement_type flush_type = IBV_FLUSH_GLOBAL;
@@ -259,17 +273,19 @@ static void register_memory(void)
 {
 	int access = IBV_ACCESS_LOCAL_WRITE;
 
-	mem = aligned_alloc(4096, region_size);
+	mem = aligned_alloc(4096, region_size + 4096);
 	if (!mem)
 		die("no memory");
-	memset(mem, 0, region_size);
+	memset(mem, 0, region_size + 4096);
 	if (server && use_dm) {
 		register_dm();
 		return;
 	}
-	if (server)
+	if (server && mw_type)
+		access |= IBV_ACCESS_MW_BIND;	/* remote access: the window's */
+	else if (server)
 		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL;
-	mr = ibv_reg_mr(pd, mem, region_size, access);
+	mr = ibv_reg_mr(pd, mem, region_size + (mw_type ? 4096 : 0), access);
 	if (!mr)
 		die("ibv_reg_mr(%zu bytes, access %#x%s): %s", region_size,
 		    access, server ? " = LOCAL_WRITE|REMOTE_WRITE|FLUSH_GLOBAL" :
@@ -357,6 +373,77 @@ static void run_wr(int k, const struct step *st, int it,
 		       ibv_wc_status_str(wc.status), wc.opcode, step_opcode[k],
 		       wc.wr_id);
 		errors++;
+	}
+}
+
+/*
+ * -w: a window of mw_type over [mem, mem + region_size) of the MR, bound
+ * on the connected QP; its rkey.
+ */
+static uint32_t bind_window(void)
+{
+	struct ibv_mw_bind_info info = {
+		.mr = mr, .addr = (uintptr_t)mem, .length = region_size,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ,
+	};
+	struct ibv_wc wc;
+	uint32_t rkey;
+	int ret;
+
+	mw = ibv_alloc_mw(pd, mw_type == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+	if (!mw)
+		die("ibv_alloc_mw(type %d): %s", mw_type, strerror(errno));
+	if (mw_type == 1) {
+		struct ibv_mw_bind bind = {
+			.wr_id = 1, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = info,
+		};
+
+		ret = ibv_bind_mw(qp, mw, &bind);
+		rkey = mw->rkey;
+	} else {
+		struct ibv_send_wr wr = {
+			.wr_id = 1, .opcode = IBV_WR_BIND_MW,
+			.send_flags = IBV_SEND_SIGNALED,
+		}, *bad;
+
+		wr.bind_mw.mw = mw;
+		wr.bind_mw.rkey = rkey = ibv_inc_rkey(mw->rkey);
+		wr.bind_mw.bind_info = info;
+		ret = ibv_post_send(qp, &wr, &bad);
+	}
+	if (ret)
+		die("bind of the type %d window: %s", mw_type, strerror(ret));
+	if (wait_wc(&wc) || wc.status != IBV_WC_SUCCESS ||
+	    wc.opcode != IBV_WC_BIND_MW)
+		die("bind of the type %d window: completion %s, opcode %d",
+		    mw_type, ibv_wc_status_str(wc.status), wc.opcode);
+	printf("placement: type %d window %#x over MR %#x (%zu of its %zu "
+	       "bytes)\nok bind-mw\n", mw_type, rkey, mr->rkey, region_size,
+	       region_size + 4096);
+	return rkey;
+}
+
+/* -w: a WRITE just past the window (inside the MR) must be refused. */
+static void window_bounds(const struct conn_info *peer)
+{
+	struct ibv_wc wc;
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 0xb0;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, peer->rkey, peer->addr + peer->len);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)mem, 8);
+	if (ibv_wr_complete(qpx) || wait_wc(&wc)) {
+		printf("FAIL window-bounds: no completion\n");
+		errors++;
+	} else if (wc.status != IBV_WC_REM_ACCESS_ERR) {
+		printf("FAIL window-bounds: a WRITE past the window completed "
+		       "%s\n", ibv_wc_status_str(wc.status));
+		errors++;
+	} else {
+		printf("ok window-bounds\n");
 	}
 }
 
@@ -524,6 +611,8 @@ static int run_client(int fd, const struct conn_info *peer)
 			errors++;
 		}
 	}
+	if (!errors && (peer->flags & CONN_WINDOW))
+		window_bounds(peer);
 	req.kind = REQ_DONE;
 	xfer(fd, &req, sizeof(req), true);
 	printf("PLACEMENT-RESULT role=client iters=%d errors=%d%s\n", passed,
@@ -671,7 +760,7 @@ int main(int argc, char **argv)
 	int opt, fd;
 
 	port = 18516;
-	while ((opt = getopt(argc, argv, "sc:d:g:p:n:S:FmP")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:d:g:p:n:S:FmPw:")) != -1) {
 		if (two_host_option(opt, optarg))
 			continue;
 		switch (opt) {
@@ -679,16 +768,19 @@ int main(int argc, char **argv)
 		case 'F': no_flush = true; break;
 		case 'm': use_dm = true; break;
 		case 'P': power_cut = true; break;
+		case 'w': mw_type = atoi(optarg); break;
 		case 'S': region_size = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: %s -s | -c HOST [-d DEV] [-g N] "
-				"[-p PORT] [-n ITERS] [-S BYTES] [-F] [-m [-P]]\n",
+				"[-p PORT] [-n ITERS] [-S BYTES] [-F] [-m [-P]] "
+				"[-w 1|2]\n",
 				argv[0]);
 			return 2;
 		}
 	}
 	if (server == !!host || iters < 1 || region_size < WORDS_OFFSET + 4096 ||
 	    (power_cut && (!use_dm || iters > SLOTS)) ||
+	    (mw_type && (mw_type > 2 || use_dm || !server)) || mw_type < 0 ||
 	    region_size > (1u << 30)) {
 		fprintf(stderr, "usage: %s -s | -c HOST [-n 1..] [-S %d..1G]\n",
 			argv[0], WORDS_OFFSET + 4096);
@@ -706,12 +798,15 @@ int main(int argc, char **argv)
 		mine.addr = dm ? 0 : (uintptr_t)mem;	/* DM: zero-based */
 		mine.rkey = mr->rkey;
 		mine.flags = (dm ? CONN_PERSISTENT : 0) |
-			     (power_cut ? CONN_POWERCUT : 0);
+			     (power_cut ? CONN_POWERCUT : 0) |
+			     (mw_type ? CONN_WINDOW : 0);
 		mine.len = region_size;
 		fd = tcp_accept_one(port, "placement");
 		xfer(fd, &peer, sizeof(peer), false);
 		/* ready to receive before the client may send */
 		connect_qp(&mine, &peer);
+		if (mw_type)
+			mine.rkey = bind_window();
 		xfer(fd, &mine, sizeof(mine), true);
 	} else {
 		fd = tcp_connect_retry(host, port);

@@ -606,9 +606,12 @@ static int test_wr_api(void)
 
 	if (pair_make(&p, DEPTH))
 		goto out;
-	/* UC / bind-MW operations: refused, the app can fall back */
-	if (qp_ex_refused(IBV_QPT_RC, p.cqa, ops | IBV_QP_EX_WITH_BIND_MW,
-			  "BIND_MW send op"))
+	/* TSO, and bind-MW on UD: refused, the app can fall back */
+	if (qp_ex_refused(IBV_QPT_RC, p.cqa, ops | IBV_QP_EX_WITH_TSO,
+			  "TSO send op") ||
+	    qp_ex_refused(IBV_QPT_UD, p.cqa,
+			  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW,
+			  "BIND_MW send op on UD"))
 		goto out;
 	x = pair_qp_ex(&p, ops);
 	if (!x)
@@ -802,32 +805,61 @@ out:
 }
 
 /* ibv_create_cq_ex and the start/next/end polling, refusals. */
+/* The device clock (ibv_query_rt_values_ex), 0 on failure. */
+static uint64_t device_clock(void)
+{
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+
+	if (ibv_query_rt_values_ex(ctx, &v) ||
+	    !(v.comp_mask & IBV_VALUES_MASK_RAW_CLOCK))
+		return 0;
+	return (uint64_t)v.raw_clock.tv_sec * 1000000000ull +
+	       (uint64_t)v.raw_clock.tv_nsec;
+}
+
+/*
+ * The extended CQ with every field it reports, completion timestamps of
+ * the device clock included: 1 GHz (ibv_query_device_ex), between the
+ * clock read before posting and after polling, never going back.
+ */
 static int test_cq_ex(void)
 {
 	struct ibv_cq_init_attr_ex ca = {
 		.cqe = 2 * DEPTH,
 		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
-			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP,
+			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
 	};
+	struct ibv_device_attr_ex ax;
 	struct ibv_poll_cq_attr pa = {};
 	struct ibv_cq_ex *cx, *bad;
 	struct ibv_wc wc[DEPTH];
+	uint64_t t0, t1, ts[10];
 	struct pair p;
 	int i, n, ret = -1;
 
 	if (pair_make(&p, DEPTH))
 		goto out;
-	ca.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 	bad = ibv_create_cq_ex(ctx, &ca);
 	if (bad || errno != EOPNOTSUPP) {
 		snprintf(failure, sizeof(failure),
-			 "timestamp CQ: %s, not EOPNOTSUPP",
+			 "wall-clock timestamp CQ: %s, not EOPNOTSUPP",
 			 bad ? "accepted" : strerror(errno));
 		if (bad)
 			ibv_destroy_cq(ibv_cq_ex_to_cq(bad));
 		goto out;
 	}
-	ca.wc_flags &= ~(uint64_t)IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	if (ibv_query_device_ex(ctx, NULL, &ax) ||
+	    ax.hca_core_clock != 1000000 ||
+	    ax.completion_timestamp_mask != ~0ull) {
+		snprintf(failure, sizeof(failure),
+			 "device clock %" PRIu64 " kHz, mask 0x%" PRIx64
+			 " (1 GHz, all bits expected)", ax.hca_core_clock,
+			 ax.completion_timestamp_mask);
+		goto out;
+	}
+	ca.wc_flags ^= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK |
+		       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 	cx = ibv_create_cq_ex(ctx, &ca);
 	if (!cx) {
 		snprintf(failure, sizeof(failure), "ibv_create_cq_ex: %s",
@@ -851,6 +883,7 @@ static int test_cq_ex(void)
 		    rc_connect(p.b, p.a->qp_num))
 			goto out_cx;
 	}
+	t0 = device_clock();
 	for (i = 0; i < 10; i++) {
 		struct ibv_sge sge = { (uintptr_t)p.ba.p, 100 + i,
 				       p.ba.mr->lkey };
@@ -890,7 +923,7 @@ static int test_cq_ex(void)
 					ibv_end_poll(cx);
 					goto out_cx;
 				}
-				n++;
+				ts[n++] = ibv_wc_read_completion_ts(cx);
 			} while (!ibv_next_poll(cx));
 			ibv_end_poll(cx);
 		}
@@ -904,6 +937,19 @@ static int test_cq_ex(void)
 		ibv_end_poll(cx);
 		goto out_cx;
 	}
+	t1 = device_clock();
+	for (i = 0; i < 10; i++) {
+		if (!t0 || ts[i] < t0 || ts[i] > t1 || (i && ts[i] < ts[i - 1])) {
+			snprintf(failure, sizeof(failure),
+				 "completion %d at %" PRIu64 " ns, clock %"
+				 PRIu64 " before and %" PRIu64 " after", i,
+				 ts[i], t0, t1);
+			goto out_cx;
+		}
+	}
+	printf("# cq-ex: 10 receives completed %" PRIu64 " ns apart in all, "
+	       "%" PRIu64 " ns after the clock read before posting\n",
+	       ts[9] - ts[0], ts[0] - t0);
 	ret = 0;
 out_cx:
 	ibv_destroy_qp(p.b);
@@ -1001,12 +1047,16 @@ static int test_ud(void)
 		    wc[1].byte_len != len + 40 ||
 		    !(wc[1].wc_flags & IBV_WC_GRH) ||
 		    wc[1].src_qp != qa->qp_num ||
+		    /* RoCEv2 over IPv4, as mlx5 reports it (UCX reads it) */
+		    wc[1].sl != 0xa ||
+		    /* the IPv4 header in the GRH's last 20 bytes */
+		    b.p[8192 + 20] != 0x45 ||
 		    memcmp(b.p + 8192 + 40, b.p, len)) {
 			snprintf(failure, sizeof(failure),
 				 "UD %d: wr_id %" PRIu64 "/%" PRIu64
-				 " len %u flags 0x%x src_qp %u", i,
+				 " len %u flags 0x%x src_qp %u sl 0x%x", i,
 				 wc[0].wr_id, wc[1].wr_id, wc[1].byte_len,
-				 wc[1].wc_flags, wc[1].src_qp);
+				 wc[1].wc_flags, wc[1].src_qp, wc[1].sl);
 			goto out;
 		}
 	}

@@ -233,6 +233,9 @@ static void rnic_cmd_query_device(RnicEngine *e,
     a.max_fast_reg_pages = GUINT32_TO_LE(RNIC_MR_MAX_FAST_REG_PAGES);
     a.max_gid = GUINT32_TO_LE(cfg->max_gid);
     a.max_uctx = GUINT32_TO_LE(cfg->db_pages - 1);
+    a.max_mw = GUINT32_TO_LE(cfg->max_mr);
+    a.max_mcast_grp = GUINT32_TO_LE(RNIC_MCAST_GROUPS);
+    a.max_mcast_qp_attach = GUINT32_TO_LE(RNIC_MCAST_QPS);
     rnic_admin_write_result(e, cmd, &a, sizeof(a), res);
 }
 
@@ -299,6 +302,11 @@ static const RnicAdminHandler rnic_admin_handlers[RNIC_CMD_OPCODE_COUNT] = {
     [RNIC_CMD_ALLOC_MR] = rnic_cmd_alloc_mr,
     [RNIC_CMD_DEREG_MR] = rnic_cmd_dereg_mr,
     [RNIC_CMD_SCM_PERSIST] = rnic_cmd_scm_persist,
+    [RNIC_CMD_ALLOC_MW] = rnic_cmd_alloc_mw,
+    [RNIC_CMD_ATTACH_MCAST] = rnic_cmd_attach_mcast,
+    [RNIC_CMD_DETACH_MCAST] = rnic_cmd_detach_mcast,
+    [RNIC_CMD_REREG_MR] = rnic_cmd_rereg_mr,
+    [RNIC_CMD_QUERY_QP_STATS] = rnic_cmd_query_qp_stats,
 };
 
 static void rnic_admin_execute(RnicEngine *e, const struct rnic_admin_cmd *cmd,
@@ -414,4 +422,5 @@ void rnic_admin_objects_reset(RnicEngine *e)
     rnic_mr_reset(e);
     rnic_cq_reset(e);
     rnic_ctx_reset(e);
+    rnic_mcast_reset(e);
 }

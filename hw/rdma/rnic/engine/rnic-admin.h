@@ -94,6 +94,8 @@ void rnic_cmd_modify_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         RnicAdminResult *res);
 void rnic_cmd_query_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res);
+void rnic_cmd_query_qp_stats(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             RnicAdminResult *res);
 void rnic_cmd_destroy_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res);
 /* rnic-mr.c */
@@ -102,6 +104,18 @@ void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res);
 void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res);
+void rnic_cmd_rereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res);
+
+/* rnic-mcast.c */
+void rnic_cmd_attach_mcast(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                           RnicAdminResult *res);
+void rnic_cmd_detach_mcast(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                           RnicAdminResult *res);
+
+/* rnic-mw.c */
+void rnic_cmd_alloc_mw(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res);
 
 /* rnic-scm.c */

@@ -270,6 +270,7 @@ void rnic_cq_post(RnicEngine *e, RnicCq *cq, const RnicQp *qp,
     if (info->smac) {
         memcpy(cqe.smac, info->smac, 6);
     }
+    cqe.timestamp = GUINT64_TO_LE(e->ops->clock_ns(e->opaque));
     cqe.owner = ((cq->prod >> cq->log_size) & 1) ^ 1;
     if (rnic_dma_write(e, addr, &cqe, offsetof(struct rnic_cqe, owner)) ||
         rnic_dma_write(e, addr + offsetof(struct rnic_cqe, owner),

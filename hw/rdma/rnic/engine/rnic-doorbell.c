@@ -208,6 +208,18 @@ void rnic_doorbells_process(RnicEngine *e)
     rnic_doorbells_process_budget(e, RNIC_RUN_BUDGET);
 }
 
+RnicAccessResult rnic_engine_doorbell_read(RnicEngine *e, uint32_t offset,
+                                           uint64_t *value)
+{
+    if (offset != RNIC_DB_CLOCK) {
+        *value = 0;
+        return RNIC_ACCESS_WRITE_ONLY;
+    }
+    /* the clock of the CQE timestamps (rnic_cq_post) */
+    *value = e->ops->clock_ns(e->opaque);
+    return RNIC_ACCESS_OK;
+}
+
 RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
                                       uint32_t offset, uint64_t value)
 {

@@ -186,6 +186,20 @@ typedef struct RnicWork {
 
 typedef struct RnicNetCtx RnicNetCtx;
 typedef struct RnicPd RnicPd;
+
+/*
+ * A UD multicast group (rnic-mcast.c): a multicast GID of a network
+ * context and the QPs attached to it (their handles); free when nqps is 0.
+ */
+#define RNIC_MCAST_GROUPS       64
+#define RNIC_MCAST_QPS          16
+
+typedef struct RnicMcast {
+    uint32_t net_ctx;           /* handle */
+    uint8_t mgid[16];
+    uint32_t nqps;
+    uint32_t qps[RNIC_MCAST_QPS];
+} RnicMcast;
 typedef struct RnicMr RnicMr;
 typedef struct RnicEq RnicEq;
 typedef struct RnicCq RnicCq;
@@ -282,6 +296,19 @@ struct RnicMr {
     uint32_t max_pages;         /* fast-reg: page list capacity */
     RnicPbl *pbl;               /* NULL while a fast-reg MR is unregistered */
     struct rnic_scm_status *scm_status; /* SCM: after its first MGMT write */
+    /*
+     * A memory window (kind RNIC_MR_KIND_MW, rnic-mw.c): [iova, iova +
+     * length) of 'parent' with the rights in 'access'. Bound while parent
+     * is set; the MR is the one that had parent_stag when it was bound
+     * (every access checks that it still has). Type 2B: usable only
+     * through the QP that bound it (handle and QPN).
+     */
+    uint8_t mw_type;            /* enum rnic_mw_type */
+    RnicMr *parent;
+    uint32_t parent_stag;
+    uint32_t mw_qp;
+    uint32_t mw_qpn;
+    uint32_t windows;           /* an MR: the windows bound to it */
     /*
      * Its version: RnicEngine.mr_gen when it was created or last changed
      * (rnic_mr_changed), unique over the engine's life, so that a cached
@@ -519,6 +546,9 @@ struct RnicQp {
     uint32_t qpn;
     uint8_t type;               /* enum rnic_qp_type */
     uint8_t state;              /* enum rnic_qp_state */
+    uint8_t mcast;              /* UD: the multicast groups it is in */
+    /* its transport counters (RNIC_QP_STAT_FIRST on), over its life */
+    uint64_t stats[RNIC_QP_STAT_COUNT];
     /*
      * NULL for a QP of a multi-network PD that is not bound (RC before
      * its first AV) or serves every context (UD, GSI: all_nets)
@@ -669,6 +699,7 @@ struct RnicEngine {
     RnicTable net_ctxs;
     GHashTable *net_ids;        /* (type << 24 | id) + 1 -> RnicNetCtx */
     RnicGid *gids;              /* cfg.max_gid entries */
+    RnicMcast mcast[RNIC_MCAST_GROUPS]; /* UD multicast (rnic-mcast.c) */
     RnicTable pds;
     RnicTable eqs;
     RnicEq *async_eq;
@@ -676,6 +707,7 @@ struct RnicEngine {
     RnicTable srqs;
     RnicTable qps;
     uint64_t mr_count;          /* MRs (a replicated one counts once) */
+    uint64_t mw_count;          /* of which memory windows */
     RnicMrTable mnet_mrt;       /* MRs of multi-network PDs (originals) */
     uint16_t *mrt_users;        /* per STag index: entries in all tables */
     uint64_t *mrt_unused;       /* bit per STag index: no entry anywhere */
@@ -755,6 +787,14 @@ void rnic_event_vprintf(RnicEngine *e, RnicEvent ev, uint64_t v0, uint64_t v1,
 static inline void rnic_stat_inc(RnicEngine *e, enum rnic_stat s)
 {
     e->stats[s]++;
+}
+
+/* A transport counter (RNIC_QP_STAT_FIRST on): the device's and the QP's. */
+static inline void rnic_qp_stat_inc(RnicEngine *e, RnicQp *qp,
+                                    enum rnic_stat s)
+{
+    e->stats[s]++;
+    qp->stats[s - RNIC_QP_STAT_FIRST]++;
 }
 
 /*
@@ -909,10 +949,19 @@ static inline uint32_t rnic_mr_net(const RnicMr *mr)
     return mr->ctx ? mr->ctx->handle : RNIC_PD_MULTI_NET;
 }
 RnicMr *rnic_mrt_lookup(const RnicMrTable *t, uint32_t index);
+/*
+ * A new entry of 'pd' at 'index' (0: a free random one) with consumer key
+ * 'key', created invalid and of kind MEM; NULL when the tables (or the
+ * memory budget) have no room or the index is taken.
+ */
+RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
+                       uint32_t index, uint8_t key);
 /* Call fn for every entry of one table, in index order (fn may remove it). */
 typedef void RnicMrFn(RnicEngine *e, RnicMr *mr, void *opaque);
 void rnic_mrt_foreach(RnicEngine *e, RnicMrTable *t, RnicMrFn *fn,
                       void *opaque);
+/* ... and for every entry of the device, once (replicas skipped). */
+void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque);
 void rnic_mr_init(RnicEngine *e);
 void rnic_mr_fini(RnicEngine *e);
 void rnic_mr_reset(RnicEngine *e);
@@ -931,6 +980,9 @@ typedef enum RnicXlateErr {
     RNIC_XLATE_BOUNDS,          /* range outside the region */
     RNIC_XLATE_ACCESS,          /* missing access right */
     RNIC_XLATE_SEMANTIC,        /* SCM: semantic not allowed, or its rules */
+    RNIC_XLATE_WINDOW,          /* a memory window as a local key */
+    RNIC_XLATE_UNBOUND,         /* window unbound, or its MR changed */
+    RNIC_XLATE_QP,              /* type 2B window of another QP */
 } RnicXlateErr;
 
 const char *rnic_xlate_err_str(RnicXlateErr err);
@@ -944,10 +996,37 @@ const char *rnic_xlate_err_str(RnicXlateErr err);
 RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
                              uint64_t va, uint64_t len, uint32_t access,
                              RnicMr **mr);
-/* The same in any mapping table (local keys of multi-network PDs). */
+/*
+ * The same for a local key (an SGE's) in any mapping table (the local keys
+ * of multi-network PDs): a memory window is no local key.
+ */
 RnicXlateErr rnic_mrt_resolve(const RnicMrTable *t, uint32_t stag,
                               const RnicPd *pd, uint64_t va, uint64_t len,
                               uint32_t access, RnicMr **mr);
+/*
+ * An rkey arriving on 'qp': rnic_mr_resolve in the QP's network and PD,
+ * where a memory window resolves to the MR it is bound to (*mr), after
+ * the window's own key, rights, bounds and QP (type 2B) are checked.
+ */
+RnicXlateErr rnic_qp_rkey_resolve(const RnicQp *qp, uint32_t rkey,
+                                  uint64_t va, uint64_t len, uint32_t access,
+                                  RnicMr **mr);
+/* The checks of one entry the resolve functions share (rnic-mr.c). */
+RnicXlateErr rnic_mr_check(const RnicMr *mr, uint32_t stag, const RnicPd *pd,
+                           uint64_t va, uint64_t len, uint32_t access);
+
+/*
+ * rnic-mw.c: memory windows (ALLOC_MW in rnic-admin.h). The BIND_MW work
+ * request and
+ * invalidation (LOCAL_INV, SEND with invalidate) return an rnic_wc_status;
+ * a window's MR for an access through it; unbinding before it is freed.
+ */
+uint8_t rnic_mw_bind(RnicEngine *e, RnicQp *qp, const struct rnic_sq_wqe *wqe);
+uint8_t rnic_mw_invalidate(RnicEngine *e, RnicMr *mw, const RnicQp *qp,
+                           uint32_t stag, bool remote);
+RnicXlateErr rnic_mw_target(const RnicMr *mw, const RnicQp *qp, uint64_t va,
+                            uint64_t len, RnicMr **mr);
+void rnic_mw_unbind(RnicEngine *e, RnicMr *mw);
 /* Is [va, va + len) inside a resolved entry (overflow-safe)? */
 bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len);
 
@@ -974,8 +1053,13 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
 /* Work-request side of MRs: status is an enum rnic_wc_status. */
 uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
                          const struct rnic_sq_wqe *wqe);
+/*
+ * LOCAL_INV (remote false: the STag in the QP's PD's local-key table) or
+ * SEND with invalidate (remote: in its network's table) of a fast-reg MR
+ * or a type 2B window.
+ */
 uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
-                           const RnicPd *pd, uint32_t owner, uint32_t stag);
+                           const RnicQp *qp, uint32_t stag, bool remote);
 
 /* Registration log: replay one record (state load). */
 bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err);
@@ -1208,6 +1292,20 @@ void rnic_packet_net_from_av(RnicEngine *e, const RnicQp *qp,
 void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt);
 /* A packet arrived in network context 'ctx'. */
 void rnic_rx(RnicEngine *e, RnicNetCtx *ctx, const RnicPacket *pkt);
+/* One packet to 'qp' (its transport checked). */
+void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt);
+
+/*
+ * rnic-mcast.c: UD multicast groups. rnic_mcast_deliver: 'pkt' (to the
+ * multicast QPN) to every QP attached to (ctx, mgid), the count of them.
+ */
+bool rnic_gid_is_mcast(const uint8_t gid[16]);
+bool rnic_mcast_joined(RnicEngine *e, const uint8_t mgid[16]);
+bool rnic_mcast_attach(RnicEngine *e, RnicQp *qp, const uint8_t mgid[16]);
+unsigned rnic_mcast_deliver(RnicEngine *e, RnicNetCtx *ctx,
+                            const uint8_t mgid[16], const RnicPacket *pkt);
+void rnic_mcast_qp_destroy(RnicEngine *e, RnicQp *qp);
+void rnic_mcast_reset(RnicEngine *e);
 /* The wire: a RoCEv2 frame (rnic-wire.c), or wire_tap when set. */
 void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt);
 /* Copy a packet's payload (host bytes or guest segments) to 'buf'. */

@@ -218,6 +218,13 @@ RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
 RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
                                       uint32_t offset, uint64_t value);
 
+/*
+ * BAR2: one 64-bit load from 'offset' of a doorbell page: RNIC_DB_CLOCK
+ * gives the device clock; every other offset is write-only.
+ */
+RnicAccessResult rnic_engine_doorbell_read(RnicEngine *e, uint32_t offset,
+                                           uint64_t *value);
+
 /* Do the work scheduled by doorbells (called from RnicHostOps.schedule). */
 void rnic_engine_run(RnicEngine *e);
 /* The deadline given to RnicHostOps.timer_arm has passed. */

@@ -429,6 +429,7 @@ static void rnic_mrt_free(RnicEngine *e, RnicMrTable *t, RnicNetCtx *ctx)
             rnic_mrt_user(e, (d << RNIC_MRT_LEAF_BITS) + i, -1);
             /* a replica belongs to the multi-network table */
             if (t->dir[d][i]->ctx == ctx) {
+                e->mw_count -= t->dir[d][i]->kind == RNIC_MR_KIND_MW;
                 rnic_mr_free(e, t->dir[d][i]);
                 e->mr_count--;
             }
@@ -483,7 +484,7 @@ static void rnic_mr_owned_one(RnicEngine *e, RnicMr *mr, void *opaque)
  * Call fn once for every MR (index order per context, replicas skipped,
  * the multi-network table last).
  */
-static void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque)
+void rnic_mr_foreach(RnicEngine *e, RnicMrFn *fn, void *opaque)
 {
     RnicMrOwnedArg a = { .fn = fn, .opaque = opaque };
     uint32_t c;
@@ -566,6 +567,9 @@ static void rnic_reglog_snapshot_one(RnicEngine *e, RnicMr *mr, void *opaque)
         .length = mr->length,
     };
 
+    if (mr->kind == RNIC_MR_KIND_MW) {
+        return;                 /* windows are a section of their own */
+    }
     if (!mr->fast_reg) {
         rec.pbl = rnic_pbl_ref(mr->pbl);
         g_array_append_val(log, rec);
@@ -750,7 +754,9 @@ static void rnic_mr_reset_one(RnicEngine *e, RnicMr *mr, void *opaque)
 
 void rnic_mr_reset(RnicEngine *e)
 {
+    /* windows and their MRs go together: no unbinding */
     rnic_mr_foreach(e, rnic_mr_reset_one, NULL);
+    e->mw_count = 0;
     rnic_reglog_clear(e);
     e->mr_gen++;
 }
@@ -760,8 +766,8 @@ void rnic_mr_reset(RnicEngine *e)
  * multi-network PD goes to the multi-network table and is replicated into
  * the tables of the contexts the PD is bound to.
  */
-static RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
-                              uint32_t index, uint8_t key)
+RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
+                       uint32_t index, uint8_t key)
 {
     RnicMrTable *t = rnic_pd_lkeys(e, pd);
     RnicMr *mr;
@@ -950,13 +956,62 @@ void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     res->result0 = mr->stag;
 }
 
+/*
+ * The entry a DEREG_MR or REREG_MR names: STag 'stag' in the table of
+ * network context 'h' (RNIC_PD_MULTI_NET: the multi-network table), owned
+ * by the issuing user context. NULL, with 'res' failed, when there is none.
+ */
+static RnicMr *rnic_mr_cmd_entry(RnicEngine *e,
+                                 const struct rnic_admin_cmd *cmd,
+                                 RnicAdminResult *res, uint32_t stag,
+                                 uint32_t h, bool any_key)
+{
+    const char *op = rnic_admin_opcode_name(cmd->opcode);
+    RnicNetCtx *ctx = NULL;
+    RnicMr *mr;
+
+    if (h != RNIC_PD_MULTI_NET) {
+        ctx = rnic_netctx_lookup(e, h);
+        if (!ctx) {
+            rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                            "%s: no network context %u", op, h);
+            return NULL;
+        }
+    }
+    mr = rnic_mrt_lookup(ctx ? &ctx->mrt : &e->mnet_mrt, RNIC_STAG_INDEX(stag));
+    /*
+     * a replica is deregistered through the multi-network table only; the
+     * key of a fast-reg entry may be left out (ANY_KEY): its consumer
+     * cannot know whether its last REG_MR work request executed
+     */
+    if (mr && any_key && (mr->fast_reg || mr->kind == RNIC_MR_KIND_MW)) {
+        stag = mr->stag;
+    }
+    if (!mr || mr->stag != stag || mr->ctx != ctx) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
+                        "%s: STag 0x%x not registered in context %u", op,
+                        stag, h);
+        return NULL;
+    }
+    if (mr->owner != GUINT32_FROM_LE(cmd->uctx)) {
+        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
+                        "%s: STag 0x%x belongs to context %u", op, stag,
+                        mr->owner);
+        return NULL;
+    }
+    if (mr->windows) {
+        rnic_admin_fail(e, res, RNIC_ST_BUSY,
+                        "%s: %u memory windows are bound to STag 0x%x", op,
+                        mr->windows, stag);
+        return NULL;
+    }
+    return mr;
+}
+
 void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res)
 {
-    uint32_t stag = GUINT32_FROM_LE(cmd->destroy.handle);
-    uint32_t h = GUINT32_FROM_LE(cmd->destroy.net_ctx);
     uint32_t flags = GUINT32_FROM_LE(cmd->destroy.flags);
-    RnicNetCtx *ctx = NULL;
     RnicMr *mr;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
@@ -967,38 +1022,162 @@ void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         "DEREG_MR: unknown flags 0x%x", flags);
         return;
     }
-    if (h != RNIC_PD_MULTI_NET) {
-        ctx = rnic_netctx_lookup(e, h);
-        if (!ctx) {
-            rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                            "DEREG_MR: no network context %u", h);
-            return;
-        }
-    }
-    mr = rnic_mrt_lookup(ctx ? &ctx->mrt : &e->mnet_mrt, RNIC_STAG_INDEX(stag));
-    /*
-     * a replica is deregistered through the multi-network table only; the
-     * key of a fast-reg entry may be left out (ANY_KEY): its consumer
-     * cannot know whether its last REG_MR work request executed
-     */
-    if (mr && (flags & RNIC_DEREG_ANY_KEY) && mr->fast_reg) {
-        stag = mr->stag;
-    }
-    if (!mr || mr->stag != stag || mr->ctx != ctx) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                        "DEREG_MR: STag 0x%x not registered in context %u",
-                        stag, h);
+    mr = rnic_mr_cmd_entry(e, cmd, res, GUINT32_FROM_LE(cmd->destroy.handle),
+                           GUINT32_FROM_LE(cmd->destroy.net_ctx),
+                           flags & RNIC_DEREG_ANY_KEY);
+    if (!mr) {
         return;
     }
-    if (mr->owner != GUINT32_FROM_LE(cmd->uctx)) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "DEREG_MR: STag 0x%x belongs to context %u", stag,
-                        mr->owner);
+    if (mr->kind == RNIC_MR_KIND_MW) {
+        /* a window is not in the registration log */
+        rnic_mw_unbind(e, mr);
+        e->mw_count--;
+        rnic_mr_remove(e, mr);
         return;
     }
     rnic_reglog_append(e, RNIC_REGLOG_DEREG, mr);
     rnic_mr_remove(e, mr);
     rnic_reglog_compact(e, false);
+}
+
+/*
+ * Room for 'mr' (of a multi-network PD) in the tables of the contexts 'pd'
+ * is bound to and its own PD is not?
+ */
+static bool rnic_mr_room_moved(RnicEngine *e, const RnicMr *mr,
+                               const RnicPd *pd)
+{
+    RnicNetCtx *ctx;
+    uint32_t c;
+
+    RNIC_TABLE_FOREACH(&e->net_ctxs, c, ctx) {
+        if (rnic_pd_bound(e, pd, c) && !rnic_pd_bound(e, mr->pd, c) &&
+            ctx->mrt.count >= e->cfg.max_mr) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Move 'mr' to 'pd' (same context, same owner): its replicas follow. */
+static void rnic_mr_move_pd(RnicEngine *e, RnicMr *mr, RnicPd *pd)
+{
+    uint32_t idx = RNIC_STAG_INDEX(mr->stag);
+
+    if (!pd->ctx) {
+        rnic_mr_replicate(e, mr->pd, idx, NULL);
+        mr->pd->mrs--;
+        pd->mrs++;
+        rnic_mr_replicate(e, pd, idx, mr);
+    }
+    mr->pd->refs--;
+    pd->refs++;
+    mr->pd = pd;
+}
+
+/*
+ * REREG_MR: the same STag, in place, with a new translation, PD or rights
+ * (what cmd->mr.rereg names). Everything is checked and the new page list
+ * read before the entry changes, so a refusal leaves the MR as it was. The
+ * log records the change as deregistration and registration of the STag.
+ */
+void rnic_cmd_rereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                       RnicAdminResult *res)
+{
+    uint8_t what = cmd->mr.rereg;
+    bool trans = what & RNIC_REREG_TRANS;
+    uint64_t iova, length;
+    uint32_t access, npages;
+    uint8_t shift, status;
+    const char *why;
+    RnicPbl *pbl = NULL;
+    RnicPd *pd;
+    RnicMr *mr;
+
+    if (!rnic_admin_check_uctx(e, cmd, res, false)) {
+        return;
+    }
+    if (!what || (what & ~(RNIC_REREG_TRANS | RNIC_REREG_PD |
+                           RNIC_REREG_ACCESS))) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "REREG_MR: flags 0x%x (TRANS 1, PD 2, ACCESS 4, at "
+                        "least one)", what);
+        return;
+    }
+    mr = rnic_mr_cmd_entry(e, cmd, res, GUINT32_FROM_LE(cmd->mr.stag),
+                           GUINT32_FROM_LE(cmd->mr.net_ctx), false);
+    if (!mr) {
+        return;
+    }
+    if (mr->kind != RNIC_MR_KIND_MEM || mr->fast_reg) {
+        rnic_admin_fail(e, res, mr->kind == RNIC_MR_KIND_SCM ?
+                        RNIC_ST_NOT_SUPPORTED : RNIC_ST_BAD_PARAM,
+                        "REREG_MR: STag 0x%x is %s, not a registered region "
+                        "of guest memory", mr->stag,
+                        mr->kind == RNIC_MR_KIND_MW ? "a memory window" :
+                        mr->kind == RNIC_MR_KIND_SCM ? "a persistent region" :
+                        "a fast-register MR");
+        return;
+    }
+    pd = mr->pd;
+    if (what & RNIC_REREG_PD) {
+        pd = rnic_mr_cmd_pd(e, cmd, res);
+        if (!pd) {
+            return;
+        }
+        if (pd->ctx != mr->pd->ctx || pd->owner != mr->owner) {
+            rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                            "REREG_MR: PD %u is not of STag 0x%x's network "
+                            "context and owner", pd->handle, mr->stag);
+            return;
+        }
+        if (!pd->ctx && !rnic_mr_room_moved(e, mr, pd)) {
+            rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                            "REREG_MR: the mapping table of a context PD %u "
+                            "is bound to is full", pd->handle);
+            return;
+        }
+    }
+    access = what & RNIC_REREG_ACCESS ? GUINT32_FROM_LE(cmd->mr.access) :
+        mr->access;
+    iova = trans ? GUINT64_FROM_LE(cmd->mr.iova) : mr->iova;
+    length = trans ? GUINT64_FROM_LE(cmd->mr.length) : mr->length;
+    shift = trans ? cmd->mr.page_shift : mr->pbl->page_shift;
+    npages = trans ? GUINT32_FROM_LE(cmd->mr.npages) : mr->pbl->npages;
+    why = cmd->mr.sems ? "storage semantics on a region of guest memory" :
+        rnic_mr_check_region(iova, length, access, shift, npages);
+    if (why) {
+        rnic_admin_fail(e, res, why == rnic_mr_volatile ?
+                        RNIC_ST_NOT_SUPPORTED : RNIC_ST_BAD_PARAM,
+                        "REREG_MR: STag 0x%x: %s (iova 0x%" G_GINT64_MODIFIER
+                        "x length %" G_GINT64_MODIFIER "u shift %u npages "
+                        "%u access 0x%x)", mr->stag, why, iova, length, shift,
+                        npages, access);
+        return;
+    }
+    if (trans) {
+        pbl = rnic_pbl_read(e, GUINT64_FROM_LE(cmd->mr.pbl_addr),
+                            cmd->mr.levels, npages, shift, &status, &why);
+        if (!pbl) {
+            rnic_admin_fail(e, res, status, "REREG_MR: %s", why);
+            return;
+        }
+    }
+    rnic_reglog_append(e, RNIC_REGLOG_DEREG, mr);
+    if (pd != mr->pd) {
+        rnic_mr_move_pd(e, mr, pd);
+    }
+    if (pbl) {
+        rnic_pbl_unref(e, mr->pbl);
+        mr->pbl = pbl;
+        mr->iova = iova;
+        mr->length = length;
+    }
+    mr->access = access;
+    rnic_mr_changed(e, mr);
+    rnic_reglog_append(e, RNIC_REGLOG_REG, mr);
+    rnic_reglog_compact(e, false);
+    res->result0 = mr->stag;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1058,15 +1237,23 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
 }
 
 uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
-                           const RnicPd *pd, uint32_t owner, uint32_t stag)
+                           const RnicQp *qp, uint32_t stag, bool remote)
 {
     /* a replica is the entry itself: every network sees it invalid */
     RnicMr *mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(stag));
 
-    if (!mr || mr->stag != stag || !mr->fast_reg || mr->pd != pd ||
-        mr->owner != owner) {
+    if (mr && mr->kind == RNIC_MR_KIND_MW) {
+        return rnic_mw_invalidate(e, mr, qp, stag, remote);
+    }
+    if (!mr || mr->stag != stag || !mr->fast_reg || mr->pd != qp->pd ||
+        mr->owner != qp->owner) {
         rnic_event(e, UB_MR, "invalidate: no fast-reg MR with that key in "
-                   "this PD", 0, stag);
+                   "this PD", qp->qpn, stag);
+        return RNIC_WC_LOC_PROT_ERR;
+    }
+    if (mr->windows) {
+        rnic_event(e, UB_MR, "invalidate: memory windows are bound to the MR",
+                   qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
     mr->state = RNIC_MR_INVALID;
@@ -1099,6 +1286,12 @@ const char *rnic_xlate_err_str(RnicXlateErr err)
         return "access right missing";
     case RNIC_XLATE_SEMANTIC:
         return "storage semantic not allowed, or its rules broken";
+    case RNIC_XLATE_WINDOW:
+        return "a memory window is no local key";
+    case RNIC_XLATE_UNBOUND:
+        return "memory window not bound, or its MR changed since";
+    case RNIC_XLATE_QP:
+        return "memory window bound to another QP";
     }
     return "?";
 }
@@ -1117,23 +1310,61 @@ bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len)
     return off < mr->length && len <= mr->length - off;
 }
 
+/*
+ * 'stag' in table 't': an rkey ('remote', arriving on 'qp' or, NULL, on no
+ * QP in particular) or a local key, which a window is not.
+ */
+static RnicXlateErr rnic_stag_resolve(const RnicMrTable *t, uint32_t stag,
+                                      const RnicPd *pd, bool remote,
+                                      const RnicQp *qp, uint64_t va,
+                                      uint64_t len, uint32_t access,
+                                      RnicMr **out)
+{
+    RnicMr *mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(stag));
+    RnicXlateErr err;
+
+    *out = NULL;
+    if (!mr) {
+        return RNIC_XLATE_NO_ENTRY;
+    }
+    err = rnic_mr_check(mr, stag, pd, va, len, access);
+    if (err) {
+        return err;
+    }
+    if (mr->kind == RNIC_MR_KIND_MW) {
+        return remote ? rnic_mw_target(mr, qp, va, len, out) :
+                        RNIC_XLATE_WINDOW;
+    }
+    *out = mr;
+    return RNIC_XLATE_OK;
+}
+
 RnicXlateErr rnic_mr_resolve(RnicNetCtx *ctx, uint32_t stag, const RnicPd *pd,
                              uint64_t va, uint64_t len, uint32_t access,
                              RnicMr **out)
 {
-    return rnic_mrt_resolve(&ctx->mrt, stag, pd, va, len, access, out);
+    return rnic_stag_resolve(&ctx->mrt, stag, pd, true, NULL, va, len, access,
+                             out);
+}
+
+RnicXlateErr rnic_qp_rkey_resolve(const RnicQp *qp, uint32_t rkey,
+                                  uint64_t va, uint64_t len, uint32_t access,
+                                  RnicMr **out)
+{
+    return rnic_stag_resolve(&qp->ctx->mrt, rkey, qp->pd, true, qp, va, len,
+                             access, out);
 }
 
 RnicXlateErr rnic_mrt_resolve(const RnicMrTable *t, uint32_t stag,
                               const RnicPd *pd, uint64_t va, uint64_t len,
                               uint32_t access, RnicMr **out)
 {
-    RnicMr *mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(stag));
+    return rnic_stag_resolve(t, stag, pd, false, NULL, va, len, access, out);
+}
 
-    *out = NULL;
-    if (!mr) {
-        return RNIC_XLATE_NO_ENTRY;
-    }
+RnicXlateErr rnic_mr_check(const RnicMr *mr, uint32_t stag, const RnicPd *pd,
+                           uint64_t va, uint64_t len, uint32_t access)
+{
     /*
      * the key byte is checked on every access; in an SCM region's it
      * carries the request's storage semantic (rnic-scm.c)
@@ -1159,7 +1390,6 @@ RnicXlateErr rnic_mrt_resolve(const RnicMrTable *t, uint32_t stag,
     if (!rnic_mr_range_ok(mr, va, len)) {
         return RNIC_XLATE_BOUNDS;
     }
-    *out = mr;
     return RNIC_XLATE_OK;
 }
 

@@ -199,6 +199,7 @@ void rnic_qp_destroy(RnicEngine *e, RnicQp *qp)
 
     rnic_work_cancel(&qp->work);
     rnic_qp_timer_cancel(e, qp);
+    rnic_mcast_qp_destroy(e, qp);
     if (qp->ctx &&
         g_hash_table_lookup(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn)) == qp) {
         g_hash_table_remove(qp->ctx->qpns, GUINT_TO_POINTER(qp->qpn));
@@ -454,6 +455,24 @@ void rnic_cmd_destroy_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (qp) {
         rnic_qp_destroy(e, qp);
     }
+}
+
+/* QUERY_QP_STATS: the QP's transport counters (RNIC_QP_STAT_FIRST on). */
+void rnic_cmd_query_qp_stats(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             RnicAdminResult *res)
+{
+    RnicQp *qp = rnic_qp_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->query.handle),
+                                    res);
+    uint64_t v[RNIC_QP_STAT_COUNT];
+    unsigned i;
+
+    if (!qp) {
+        return;
+    }
+    for (i = 0; i < RNIC_QP_STAT_COUNT; i++) {
+        v[i] = GUINT64_TO_LE(qp->stats[i]);
+    }
+    rnic_admin_write_result(e, cmd, v, sizeof(v), res);
 }
 
 void rnic_cmd_query_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
@@ -930,6 +949,7 @@ static uint8_t rnic_wc_opcode_of(uint8_t wr_opcode)
         [RNIC_WR_REG_MR] = RNIC_WC_REG_MR,
         [RNIC_WR_FLUSH] = RNIC_WC_FLUSH,
         [RNIC_WR_ATOMIC_WRITE] = RNIC_WC_ATOMIC_WRITE,
+        [RNIC_WR_BIND_MW] = RNIC_WC_BIND_MW,
     };
 
     return wr_opcode < RNIC_WR_OPCODE_COUNT ? map[wr_opcode] : RNIC_WC_SEND;

@@ -16,7 +16,9 @@ static uint64_t rnic_caps(const RnicEngine *e)
            RNIC_CAP_MIGRATION | RNIC_CAP_SEND_INV | RNIC_CAP_MR_LEVEL2 |
            RNIC_CAP_ETH | RNIC_CAP_PD_MULTI_NET | RNIC_CAP_DEREG_ANY_KEY |
            RNIC_CAP_FLUSH_GLOBAL | RNIC_CAP_ATOMIC_WRITE | RNIC_CAP_UC |
-           rnic_scm_caps(e);
+           RNIC_CAP_MW | RNIC_CAP_SRQ_RESIZE | RNIC_CAP_MCAST |
+           RNIC_CAP_REREG_MR | RNIC_CAP_CQE_TIMESTAMP |
+           RNIC_CAP_QP_STATS | rnic_scm_caps(e);
 }
 
 void rnic_regs_reset(RnicEngine *e)

@@ -58,7 +58,8 @@ static inline bool rnic_wr_is_placement(uint8_t op)
 
 static inline bool rnic_wr_is_local(uint8_t op)
 {
-    return op == RNIC_WR_LOCAL_INV || op == RNIC_WR_REG_MR;
+    return op == RNIC_WR_LOCAL_INV || op == RNIC_WR_REG_MR ||
+           op == RNIC_WR_BIND_MW;
 }
 
 static inline uint32_t rnic_sq_mask(const RnicQp *qp)
@@ -333,6 +334,7 @@ static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *wqe)
     switch (wqe->hdr.opcode) {
     case RNIC_WR_LOCAL_INV:
     case RNIC_WR_REG_MR:
+    case RNIC_WR_BIND_MW:
         return 0;
     case RNIC_WR_ATOMIC_CMP_SWP:
     case RNIC_WR_ATOMIC_FETCH_ADD:
@@ -665,10 +667,12 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     if (rnic_wr_is_local(wqe->hdr.opcode)) {
         if (wqe->hdr.opcode == RNIC_WR_REG_MR) {
             status = rnic_mr_fast_reg(e, qp, &wqe->hdr);
+        } else if (wqe->hdr.opcode == RNIC_WR_BIND_MW) {
+            status = rnic_mw_bind(e, qp, &wqe->hdr);
         } else {
-            status = rnic_mr_invalidate(e, rnic_pd_lkeys(e, qp->pd), qp->pd,
-                                        qp->owner,
-                                        GUINT32_FROM_LE(wqe->hdr.imm_or_inv));
+            status = rnic_mr_invalidate(e, rnic_pd_lkeys(e, qp->pd), qp,
+                                        GUINT32_FROM_LE(wqe->hdr.imm_or_inv),
+                                        false);
         }
         wqe->valid = false;
         qp->sq_next = index + 1;
@@ -947,7 +951,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         uint32_t index;
         RnicSqSlot *s;
 
-        rnic_stat_inc(e, RNIC_STAT_RNR_NAK);
+        rnic_qp_stat_inc(e, qp, RNIC_STAT_RNR_NAK);
         rnic_req_ack(e, qp, psn, false);
         rnic_req_complete(e, qp);
         if (qp->state == RNIC_QPS_ERR) {
@@ -974,7 +978,7 @@ static void rnic_req_nak(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     switch (syn & RNIC_ROCE_AETH_VALUE_MASK) {
     case RNIC_ROCE_NAK_PSN_SEQ_ERR:
-        rnic_stat_inc(e, RNIC_STAT_PACKET_SEQ_ERR);
+        rnic_qp_stat_inc(e, qp, RNIC_STAT_PACKET_SEQ_ERR);
         rnic_req_ack(e, qp, psn, false);
         rnic_req_complete(e, qp);
         if (qp->state != RNIC_QPS_ERR) {
@@ -1121,7 +1125,7 @@ void rnic_req_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             uint32_t una = qp->sq_una;
 
             /* acknowledged past a READ/atomic whose response was lost */
-            rnic_stat_inc(e, RNIC_STAT_IMPLIED_NAK_SEQ);
+            rnic_qp_stat_inc(e, qp, RNIC_STAT_IMPLIED_NAK_SEQ);
             rnic_req_complete(e, qp);
             if (qp->sq_una != una) {
                 qp->rewinding = false;
@@ -1215,7 +1219,7 @@ void rnic_req_timer(RnicEngine *e, RnicQp *qp)
     if (!s) {
         return;
     }
-    rnic_stat_inc(e, RNIC_STAT_LOCAL_ACK_TIMEOUT);
+    rnic_qp_stat_inc(e, qp, RNIC_STAT_LOCAL_ACK_TIMEOUT);
     if (!qp->retry_left) {
         rnic_event(e, RETRY_EXCEEDED, NULL, qp->qpn, qp->una_psn);
         rnic_req_slot_done(qp, s, RNIC_WC_RETRY_EXC_ERR);

@@ -124,10 +124,10 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
             rnic_resp_packet(e, qp, &pkt, op, res->psn + k);
             if (len) {
                 /* re-checked per packet: the MR may have gone meanwhile */
-                RnicXlateErr err = rnic_mr_resolve(qp->ctx, res->rkey, qp->pd,
-                                                   res->va + off, len,
-                                                   RNIC_ACCESS_REMOTE_READ,
-                                                   &mr);
+                RnicXlateErr err = rnic_qp_rkey_resolve(qp, res->rkey,
+                                                        res->va + off, len,
+                                                        RNIC_ACCESS_REMOTE_READ,
+                                                        &mr);
 
                 pkt.payload.segs = segs;
                 if (!err && rnic_scm_is_mgmt(mr, res->rkey)) {
@@ -393,7 +393,7 @@ static bool rnic_resp_get_recv(RnicEngine *e, RnicQp *qp,
     }
     if (!rnic_recv_fetch(e, qp, rw, &status)) {
         if (status == RNIC_WC_SUCCESS) {
-            rnic_stat_inc(e, RNIC_STAT_OUT_OF_BUFFER);
+            rnic_qp_stat_inc(e, qp, RNIC_STAT_OUT_OF_BUFFER);
         }
         if (status == RNIC_WC_SUCCESS && qp->type == RNIC_QPT_UC) {
             /* no receive WQE: UC drops the message */
@@ -429,7 +429,7 @@ static RnicMr *rnic_resp_rkey(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     RnicXlateErr err;
     RnicMr *mr;
 
-    err = rnic_mr_resolve(qp->ctx, rkey, qp->pd, va, len, access, &mr);
+    err = rnic_qp_rkey_resolve(qp, rkey, va, len, access, &mr);
     if (err) {
         rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                        RNIC_EQE_QP_ACCESS_ERR, 0, rnic_xlate_err_str(err));
@@ -487,8 +487,8 @@ static void rnic_resp_send(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
     if (last) {
         if (pkt->ext & RNIC_ROCE_EXT_IETH) {
             /* remote: the STag must resolve in this network's table */
-            if (rnic_mr_invalidate(e, &qp->ctx->mrt, qp->pd, qp->owner,
-                                   pkt->ieth.rkey) != RNIC_WC_SUCCESS) {
+            if (rnic_mr_invalidate(e, &qp->ctx->mrt, qp, pkt->ieth.rkey,
+                                   true) != RNIC_WC_SUCCESS) {
                 rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_INVALID_REQ,
                                RNIC_EQE_QP_REQ_ERR, RNIC_WC_LOC_PROT_ERR,
                                "SEND with invalidate of an STag that cannot "
@@ -540,9 +540,9 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
             return;
         }
         if (pkt->reth.dma_len) {
-            err = rnic_mr_resolve(qp->ctx, pkt->reth.rkey, qp->pd,
-                                  pkt->reth.va, pkt->reth.dma_len,
-                                  RNIC_ACCESS_REMOTE_WRITE, &mr);
+            err = rnic_qp_rkey_resolve(qp, pkt->reth.rkey, pkt->reth.va,
+                                       pkt->reth.dma_len,
+                                       RNIC_ACCESS_REMOTE_WRITE, &mr);
             if (err) {
                 rnic_resp_fail(e, qp, pkt, RNIC_ROCE_NAK_REMOTE_ACCESS,
                                RNIC_EQE_QP_ACCESS_ERR, 0,
@@ -994,7 +994,7 @@ static void rnic_resp_ud(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
             rnic_async_event(e, RNIC_EQE_QP_FATAL, qp->handle, qp->qpn);
             rnic_qp_error(e, qp);
         } else {
-            rnic_stat_inc(e, RNIC_STAT_OUT_OF_BUFFER);
+            rnic_qp_stat_inc(e, qp, RNIC_STAT_OUT_OF_BUFFER);
             rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);     /* no buffer: dropped */
         }
         return;
@@ -1122,7 +1122,7 @@ static void rnic_resp_uc(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     int32_t d = rnic_psn_diff(pkt->psn, resp->epsn);
 
     if (d > 0) {
-        rnic_stat_inc(e, RNIC_STAT_OUT_OF_SEQUENCE);
+        rnic_qp_stat_inc(e, qp, RNIC_STAT_OUT_OF_SEQUENCE);
     }
     if (d && resp->in_msg) {
         rnic_event(e, UB_REQUEST, "UC message lost (PSN gap)", qp->qpn,
@@ -1161,7 +1161,7 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     }
     d = rnic_psn_diff(pkt->psn, resp->epsn);
     if (d > 0) {
-        rnic_stat_inc(e, RNIC_STAT_OUT_OF_SEQUENCE);
+        rnic_qp_stat_inc(e, qp, RNIC_STAT_OUT_OF_SEQUENCE);
         /* a gap: one NAK until the expected PSN shows up */
         if (!resp->nak_sent) {
             resp->nak_sent = true;
@@ -1171,7 +1171,7 @@ void rnic_resp_rx(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         return;
     }
     if (d < 0) {
-        rnic_stat_inc(e, RNIC_STAT_DUPLICATE_REQUEST);
+        rnic_qp_stat_inc(e, qp, RNIC_STAT_DUPLICATE_REQUEST);
         rnic_resp_duplicate(e, qp, pkt);
         return;
     }

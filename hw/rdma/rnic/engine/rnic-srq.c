@@ -134,25 +134,67 @@ void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     res->result1 = 1u << srq->log_size;
 }
 
+/*
+ * MODIFY_SRQ with a new ring (ABI 1.5, RNIC_CAP_SRQ_RESIZE): the WQEs
+ * posted and not yet taken move to the new ring at their free-running
+ * indexes, so the producer and consumer indexes stay what they are.
+ */
+static bool rnic_srq_resize(RnicEngine *e, RnicSrq *srq,
+                            const struct rnic_admin_cmd *cmd,
+                            RnicAdminResult *res)
+{
+    uint64_t ring = GUINT64_FROM_LE(cmd->srq.ring_addr);
+    uint32_t stride = 1u << srq->wqe_shift, posted = srq->prod - srq->cons;
+    uint32_t omask = (1u << srq->log_size) - 1, nmask, i;
+
+    if (!rnic_admin_check_ring(e, res, "MODIFY_SRQ", ring, cmd->srq.log_size,
+                               RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr, stride)) {
+        return false;
+    }
+    nmask = (1u << cmd->srq.log_size) - 1;
+    if (posted > nmask + 1) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "MODIFY_SRQ: %u WQEs posted, new ring of %u", posted,
+                        nmask + 1);
+        return false;
+    }
+    e->admin_work += (uint64_t)posted * stride / 8;
+    for (i = srq->cons; i != srq->prod; i++) {
+        if (rnic_dma_copy(e, ring + (uint64_t)(i & nmask) * stride,
+                          srq->ring + (uint64_t)(i & omask) * stride,
+                          stride)) {
+            rnic_admin_fail(e, res, RNIC_ST_DMA_ERROR,
+                            "MODIFY_SRQ: WQE %u not copied to the new ring",
+                            i);
+            return false;
+        }
+    }
+    srq->ring = ring;
+    srq->log_size = cmd->srq.log_size;
+    return true;
+}
+
 void rnic_cmd_modify_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res)
 {
     uint32_t limit = GUINT32_FROM_LE(cmd->srq.limit);
     RnicSrq *srq = rnic_srq_cmd_lookup(e, cmd, GUINT32_FROM_LE(cmd->srq.srq),
                                        res);
+    uint32_t entries;
+    bool resize;
 
     if (!srq) {
         return;
     }
-    if (cmd->srq.ring_addr || cmd->srq.log_size) {
-        rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
-                        "MODIFY_SRQ: resizing an SRQ is not supported");
-        return;
-    }
-    if (limit >= (1u << srq->log_size)) {
+    resize = cmd->srq.ring_addr || cmd->srq.log_size;
+    entries = 1u << (resize ? MIN(cmd->srq.log_size, 31) : srq->log_size);
+    if (limit >= entries) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
                         "MODIFY_SRQ: limit %u not below the %u entries", limit,
-                        1u << srq->log_size);
+                        entries);
+        return;
+    }
+    if (resize && !rnic_srq_resize(e, srq, cmd, res)) {
         return;
     }
     srq->limit = limit;

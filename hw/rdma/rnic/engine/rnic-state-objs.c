@@ -24,6 +24,7 @@
  */
 #include <string.h>
 #include "rnic-state.h"
+#include "rnic/rnic-abi-names.h"
 
 #define LOAD_CHECK(cond, ...) \
     do { \
@@ -743,6 +744,122 @@ void rnic_mrlog_dump(RnicImageReader *rd, GString *out)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Memory windows                                                         */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A window: its entry's fields; the MR it is bound to is its STag
+ * (parent_stag, 0: unbound), found in the PD's table after the log.
+ */
+static const RnicImageField rnic_mw_fields[] = {
+    RNIC_IMG_U32(RnicMr, stag),
+    RNIC_IMG_REF(RnicMr, pd),
+    RNIC_IMG_U32(RnicMr, owner),
+    RNIC_IMG_U8(RnicMr, mw_type),
+    RNIC_IMG_U8(RnicMr, state),
+    RNIC_IMG_U32(RnicMr, access),
+    RNIC_IMG_U64(RnicMr, iova),
+    RNIC_IMG_U64(RnicMr, length),
+    RNIC_IMG_U32(RnicMr, parent_stag),
+    RNIC_IMG_U32(RnicMr, mw_qp),
+    RNIC_IMG_U32(RnicMr, mw_qpn),
+    RNIC_IMG_END
+};
+
+bool rnic_mws_needed(RnicEngine *e)
+{
+    return e->mw_count > 0;
+}
+
+static void rnic_mw_save_one(RnicEngine *e, RnicMr *mr, void *opaque)
+{
+    if (mr->kind == RNIC_MR_KIND_MW) {
+        rnic_image_put_fields(opaque, rnic_mw_fields, mr);
+    }
+}
+
+void rnic_mws_save(RnicEngine *e, RnicImageWriter *w)
+{
+    rnic_image_put_u32(w, e->mw_count);
+    rnic_mr_foreach(e, rnic_mw_save_one, w);
+}
+
+static bool rnic_mw_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    uint32_t index, pdh;
+    RnicMr in = { 0 };
+    RnicMr *parent = NULL, *mw;
+    const RnicMrTable *t;
+    bool clean;
+    RnicPd *pd;
+
+    clean = rnic_image_get_fields(rd, rnic_mw_fields, &in, &pdh);
+    LOAD_END(rd, "memory windows");
+    index = RNIC_STAG_INDEX(in.stag);
+    pd = rnic_pd_lookup(e, pdh);
+    LOAD_CHECK(clean && pd && pd->owner == in.owner &&
+               (in.mw_type == RNIC_MW_TYPE_1 ||
+                in.mw_type == RNIC_MW_TYPE_2) &&
+               (in.state == RNIC_MR_VALID || in.state == RNIC_MR_INVALID) &&
+               !(in.access & ~(RNIC_ACCESS_REMOTE_READ |
+                               RNIC_ACCESS_REMOTE_WRITE |
+                               RNIC_ACCESS_REMOTE_ATOMIC)),
+               "memory window 0x%x: bad PD, type, state or rights", in.stag);
+    t = rnic_pd_lkeys(e, pd);
+    if (in.parent_stag) {
+        parent = rnic_mrt_lookup(t, RNIC_STAG_INDEX(in.parent_stag));
+        LOAD_CHECK(parent && parent->kind == RNIC_MR_KIND_MEM &&
+                   parent->stag == in.parent_stag && parent->pd == pd &&
+                   parent->state == RNIC_MR_VALID &&
+                   (parent->access & RNIC_ACCESS_MW_BIND) &&
+                   in.state == RNIC_MR_VALID && in.length &&
+                   rnic_mr_range_ok(parent, in.iova, in.length),
+                   "memory window 0x%x: bound to MR 0x%x, which the log "
+                   "does not have as such", in.stag, in.parent_stag);
+    } else {
+        /* unbound: type 1 valid without a range, type 2B free */
+        LOAD_CHECK(!in.length && !in.access &&
+                   (in.state == RNIC_MR_VALID) ==
+                   (in.mw_type == RNIC_MW_TYPE_1),
+                   "memory window 0x%x: unbound with a range or rights",
+                   in.stag);
+    }
+    LOAD_CHECK(index && index < t->range, "memory window 0x%x does not fit: "
+               "its index is beyond this device's STag space of %u "
+               "(max-mrs=%u)", in.stag, t->range, e->cfg.max_mr);
+    mw = rnic_mr_insert(e, pd, in.owner, index, RNIC_STAG_KEY(in.stag));
+    LOAD_CHECK(mw, "memory window 0x%x: index in use, or no room (max-mrs=%u)",
+               in.stag, e->cfg.max_mr);
+    rnic_image_copy_fields(rnic_mw_fields, mw, &in);
+    mw->pd = pd;
+    mw->kind = RNIC_MR_KIND_MW;
+    mw->parent = parent;
+    if (parent) {
+        parent->windows++;
+    }
+    rnic_mr_changed(e, mw);
+    e->mw_count++;
+    return true;
+}
+
+bool rnic_mws_load(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    return rnic_records_load(e, rd, err, "memory windows", rnic_mw_load_one);
+}
+
+void rnic_mws_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *key = g_strdup_printf("mw[%u]", i);
+
+        rnic_image_dump_fields(rd, out, key, rnic_mw_fields, NULL);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
 /* QPs                                                                    */
 /* ---------------------------------------------------------------------- */
 
@@ -1288,4 +1405,198 @@ void rnic_state_post_load(RnicEngine *e)
     }
     /* one run in any case: admin commands the source had not fetched yet */
     rnic_engine_schedule(e);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Multicast groups                                                       */
+/* ---------------------------------------------------------------------- */
+
+/* A group: u32 context, the 16-byte GID, u32 count, then the QP handles. */
+bool rnic_mcast_needed(RnicEngine *e)
+{
+    unsigned i;
+
+    for (i = 0; i < RNIC_MCAST_GROUPS; i++) {
+        if (e->mcast[i].nqps) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void rnic_mcast_save(RnicEngine *e, RnicImageWriter *w)
+{
+    uint32_t i, j, n = 0;
+
+    for (i = 0; i < RNIC_MCAST_GROUPS; i++) {
+        n += e->mcast[i].nqps > 0;
+    }
+    rnic_image_put_u32(w, n);
+    for (i = 0; i < RNIC_MCAST_GROUPS; i++) {
+        const RnicMcast *g = &e->mcast[i];
+
+        if (!g->nqps) {
+            continue;
+        }
+        rnic_image_put_u32(w, g->net_ctx);
+        rnic_image_put_bytes(w, g->mgid, 16);
+        rnic_image_put_u32(w, g->nqps);
+        for (j = 0; j < g->nqps; j++) {
+            rnic_image_put_u32(w, g->qps[j]);
+        }
+    }
+}
+
+static bool rnic_mcast_load_one(RnicEngine *e, RnicImageReader *rd,
+                                char **err)
+{
+    uint32_t ctx = rnic_image_get_u32(rd), n, i;
+    uint8_t mgid[16];
+
+    rnic_image_get_bytes(rd, mgid, 16);
+    n = rnic_image_get_u32(rd);
+    LOAD_END(rd, "multicast groups");
+    LOAD_CHECK((ctx == RNIC_PD_MULTI_NET || rnic_netctx_lookup(e, ctx)) &&
+               rnic_gid_is_mcast(mgid) &&
+               n >= 1 && n <= RNIC_MCAST_QPS,
+               "multicast group: context %u, a GID that is not multicast or "
+               "%u QPs", ctx, n);
+    for (i = 0; i < n; i++) {
+        RnicQp *qp = rnic_qp_lookup(e, rnic_image_get_u32(rd));
+
+        LOAD_END(rd, "multicast groups");
+        LOAD_CHECK(qp && qp->type == RNIC_QPT_UD &&
+                   (ctx == RNIC_PD_MULTI_NET ? qp->all_nets :
+                    qp->ctx && qp->ctx->handle == ctx) &&
+                   qp->mcast < RNIC_MCAST_GROUPS,
+                   "multicast group of context %u: QP %u of %u is no UD QP "
+                   "of the context", ctx, i, n);
+        LOAD_CHECK(rnic_mcast_attach(e, qp, mgid),
+                   "multicast group of context %u: more than %u groups",
+                   ctx, RNIC_MCAST_GROUPS);
+    }
+    return true;
+}
+
+bool rnic_mcast_load(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    return rnic_records_load(e, rd, err, "multicast groups",
+                             rnic_mcast_load_one);
+}
+
+void rnic_mcast_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
+    uint32_t i, j, nqps;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *key = g_strdup_printf("mcast[%u]", i);
+        uint8_t mgid[16];
+
+        rnic_image_dump_u32(rd, out, key, "net_ctx");
+        if (!rnic_image_get_bytes(rd, mgid, 16)) {
+            break;
+        }
+        g_string_append_printf(out, "  %s.mgid =", key);
+        for (j = 0; j < 16; j++) {
+            g_string_append_printf(out, " %02x", mgid[j]);
+        }
+        g_string_append_c(out, '\n');
+        nqps = rnic_image_dump_u32(rd, out, key, "nqps");
+        for (j = 0; j < nqps && j < RNIC_MCAST_QPS && !rd->overrun; j++) {
+            g_autofree char *qp = g_strdup_printf("qps[%u]", j);
+
+            rnic_image_dump_u32(rd, out, key, qp);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per-QP transport counters (ABI 1.5)                                    */
+/* ---------------------------------------------------------------------- */
+
+static bool rnic_qp_counted(const RnicQp *qp)
+{
+    unsigned i;
+
+    for (i = 0; i < RNIC_QP_STAT_COUNT; i++) {
+        if (qp->stats[i]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool rnic_qp_stats_needed(RnicEngine *e)
+{
+    RnicQp *qp;
+    uint32_t h;
+
+    RNIC_TABLE_FOREACH(&e->qps, h, qp) {
+        if (rnic_qp_counted(qp)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void rnic_qp_stats_save(RnicEngine *e, RnicImageWriter *w)
+{
+    uint32_t h, n = 0;
+    unsigned i;
+    RnicQp *qp;
+
+    RNIC_TABLE_FOREACH(&e->qps, h, qp) {
+        n += rnic_qp_counted(qp);
+    }
+    rnic_image_put_u32(w, n);
+    RNIC_TABLE_FOREACH(&e->qps, h, qp) {
+        if (!rnic_qp_counted(qp)) {
+            continue;
+        }
+        rnic_image_put_u32(w, qp->handle);
+        for (i = 0; i < RNIC_QP_STAT_COUNT; i++) {
+            rnic_image_put_u64(w, qp->stats[i]);
+        }
+    }
+}
+
+static bool rnic_qp_stats_load_one(RnicEngine *e, RnicImageReader *rd,
+                                   char **err)
+{
+    uint32_t h = rnic_image_get_u32(rd);
+    RnicQp *qp = rnic_qp_lookup(e, h);
+    uint64_t v[RNIC_QP_STAT_COUNT];
+    unsigned i;
+
+    for (i = 0; i < RNIC_QP_STAT_COUNT; i++) {
+        v[i] = rnic_image_get_u64(rd);
+    }
+    LOAD_END(rd, "QP statistics");
+    LOAD_CHECK(qp, "QP statistics of QP %u, which the image does not have",
+               h);
+    memcpy(qp->stats, v, sizeof(v));
+    return true;
+}
+
+bool rnic_qp_stats_load(RnicEngine *e, RnicImageReader *rd, char **err)
+{
+    return rnic_records_load(e, rd, err, "QP statistics",
+                             rnic_qp_stats_load_one);
+}
+
+void rnic_qp_stats_dump(RnicImageReader *rd, GString *out)
+{
+    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
+    uint32_t i, j;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        g_autofree char *key = g_strdup_printf("qp_stats[%u]", i);
+
+        rnic_image_dump_u32(rd, out, key, "qp");
+        for (j = 0; j < RNIC_QP_STAT_COUNT && !rd->overrun; j++) {
+            rnic_image_dump_u64(rd, out, key,
+                                rnic_abi_stat_name(RNIC_QP_STAT_FIRST + j));
+        }
+    }
 }

@@ -29,6 +29,15 @@ enum rnic_section_tag {
      */
     RNIC_SEC_MNET_PDS = 12,
     RNIC_SEC_MNET_BINDS = 13,
+    /* ABI 1.5 memory windows: mandatory when present, as the above */
+    RNIC_SEC_MWS = 14,
+    /* ABI 1.5 multicast groups (after the QPs): the same rules */
+    RNIC_SEC_MCAST = 15,
+    /*
+     * ABI 1.5 per-QP transport counters (after the QPs): optional, written
+     * when a QP has counted something
+     */
+    RNIC_SEC_QP_STATS = 16,
     RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
 };
 
@@ -49,6 +58,15 @@ RNIC_STATE_SECTION(mrlog);
 RNIC_STATE_SECTION(qps);
 RNIC_STATE_SECTION(mnet_pds);
 RNIC_STATE_SECTION(mnet_binds);
+RNIC_STATE_SECTION(mws);
+RNIC_STATE_SECTION(mcast);
+RNIC_STATE_SECTION(qp_stats);
+/* Is a UD QP attached to a multicast group (the section is written)? */
+bool rnic_mcast_needed(RnicEngine *e);
+/* Has a QP counted something (its section is written)? */
+bool rnic_qp_stats_needed(RnicEngine *e);
+/* Are there memory windows (their section is written)? */
+bool rnic_mws_needed(RnicEngine *e);
 /* Are there multi-network PDs (the sections above are written)? */
 bool rnic_mnet_needed(RnicEngine *e);
 

@@ -92,7 +92,7 @@ void rnic_wire_transmit(RnicEngine *e, const RnicPacket *pkt)
     rnic_wire_xmit(e, pkt);     /* RoCEv2 frame (rnic-wire.c) */
 }
 
-static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
+void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
 {
     rnic_event(e, PKT_RX, NULL, qp->qpn, pkt->opcode, pkt->psn,
                pkt->payload.len);
@@ -100,7 +100,7 @@ static void rnic_rx_qp(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         rnic_stat_inc(e, RNIC_STAT_RX_DROPPED);
         return;
     }
-    rnic_stat_inc(e, RNIC_STAT_RCVD_PKTS);
+    rnic_qp_stat_inc(e, qp, RNIC_STAT_RCVD_PKTS);
     if (rnic_roce_ops[pkt->opcode].flags & RNIC_ROCE_OPF_RESPONSE) {
         rnic_req_rx(e, qp, pkt);
     } else {
@@ -125,7 +125,7 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
 
     rnic_event(e, PKT_TX, NULL, qp->qpn, pkt->dest_qp, pkt->opcode, pkt->psn,
                pkt->payload.len);
-    rnic_stat_inc(e, RNIC_STAT_SENT_PKTS);
+    rnic_qp_stat_inc(e, qp, RNIC_STAT_SENT_PKTS);
     if (rnic_qpt_connected(qp->type)) {
         /* the connected peer, cached until a QP or GID changes */
         if (qp->peer_gen != e->qp_gen) {
@@ -149,6 +149,10 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
     if (!ctx) {
         /* the AV's GID went away after the WQE was checked */
         rnic_stat_inc(e, RNIC_STAT_TX_DROPPED);
+    } else if (rnic_gid_is_mcast(pkt->net.dgid)) {
+        /* the group's QPs here (multicast loopback), and the wire */
+        rnic_mcast_deliver(e, ctx, pkt->net.dgid, pkt);
+        rnic_wire_transmit(e, pkt);
     } else if (rnic_gid_is_local(e, ctx, pkt->net.dgid)) {
         rnic_rx(e, ctx, pkt);
     } else {

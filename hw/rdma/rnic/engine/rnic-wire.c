@@ -262,6 +262,30 @@ static bool rnic_wire_gid_eq(RnicEngine *e, uint32_t index,
     return g && !memcmp(g->gid, gid, 16);
 }
 
+/* A UD send to a multicast group: to every QP of the context in it. */
+static void rnic_wire_rx_mcast(RnicEngine *e, RnicNetCtx *ctx,
+                               const RnicRoceHdr *h)
+{
+    RNIC_UNINIT RnicPacket pkt;
+
+    if ((h->opcode & RNIC_ROCE_TRANSPORT_MASK) != RNIC_ROCE_TRANSPORT_UD ||
+        !rnic_transport_op(h->opcode)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, h,
+                       "multicast packet not a UD send");
+        return;
+    }
+    if (h->dest_qp != RNIC_ROCE_MULTICAST_QPN) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_QPN, h,
+                       "multicast packet not to QPN 0xffffff");
+        return;
+    }
+    rnic_wire_packet_from_hdr(h, ctx->handle, &pkt);
+    if (!rnic_mcast_deliver(e, ctx, h->dgid, &pkt)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_QPN, h,
+                       "no QP of the network context in the group");
+    }
+}
+
 void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
 {
     RnicRoceError err;
@@ -287,6 +311,10 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
     if (!ctx) {
         rnic_wire_drop(e, RNIC_STAT_RX_ERR_NET, &h,
                        "no network context for the VLAN");
+        return;
+    }
+    if (rnic_gid_is_mcast(h.dgid)) {
+        rnic_wire_rx_mcast(e, ctx, &h);
         return;
     }
     if (!rnic_gid_is_local(e, ctx, h.dgid)) {
@@ -366,8 +394,14 @@ bool rnic_wire_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
     uint8_t dgid[16];
     uint16_t type;
 
-    /* unicast to us (multicast RoCE is not supported) */
-    if (hdr_len < RNIC_ROCE_ETH_HLEN || memcmp(hdr, e->regs.mac, 6)) {
+    bool mcast;
+
+    /* unicast to us, or multicast to a group a QP here is in (below) */
+    if (hdr_len < RNIC_ROCE_ETH_HLEN) {
+        return false;
+    }
+    mcast = hdr[0] & 1;
+    if (!mcast && memcmp(hdr, e->regs.mac, 6)) {
         return false;
     }
     type = rnic_ld_be16(hdr + 12);
@@ -403,7 +437,8 @@ bool rnic_wire_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
         return false;
     }
     if (rnic_ld_be16(udp + 2) != RNIC_ROCE_UDP_DPORT ||
-        !rnic_wire_gid_is_ours(e, dgid)) {
+        !(mcast ? rnic_gid_is_mcast(dgid) && rnic_mcast_joined(e, dgid) :
+                  rnic_wire_gid_is_ours(e, dgid))) {
         return false;
     }
     if (iovcnt >= 1 && iov[0].iov_len >= len) {

@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tests of the middleware people run over RDMA, between two guests:
+trixie's UCX 1.18 and libfabric 2.1 (build-provider.sh --middleware), on
+rnic and, by the same steps, on Soft-RoCE (rxe on virtio-net) — the
+compatibility matrix of docs/compat.md, whose works/fails cells this test
+checks (so the table cannot drift from what runs).
+
+  middleware-matrix   ucx_info -d; ucx_perftest tag latency and bandwidth,
+                      stream, put, get and atomics over rc_verbs (wired up
+                      over ud_verbs) and tag latency over ud_verbs alone;
+                      fi_pingpong over verbs MSG endpoints with its data
+                      checks (-c); rnic <-> rnic and rxe <-> rxe
+"""
+
+import re
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from guesttest import TOP, procedure
+from rdma_pair import assert_clean_dmesg, lines_of, rc_lines, run_pair
+from test_provider import middleware_image
+
+COMPAT = TOP / "docs/compat.md"
+
+
+class Cell(NamedTuple):
+    """One test of the matrix: NAME (its step), the TOOL and what it runs
+    (TEST, as docs/compat.md names it), the server's and the client's
+    command ({dev}: the RDMA device, {peer}: the server's address) and
+    the FIGURE it yields (see figure())."""
+    name: str
+    tool: str
+    test: str
+    server: str
+    client: str
+    figure: str
+
+
+UD = "UCX_NET_DEVICES={dev}:1 UCX_TLS=ud_verbs,self UCX_UD_TIMEOUT=10s"
+RC = "UCX_NET_DEVICES={dev}:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_UD_TIMEOUT=10s"
+PERF = "ucx_perftest -P 0"      # -P 0: its own socket exchange, not MPI
+
+
+def perftest(name: str, test: str, env: str, args: str, figure: str) -> Cell:
+    return Cell(name, "ucx_perftest", test, f"{env} {PERF} {args}",
+                f"{env} {PERF} {{peer}} {args}", figure)
+
+
+MATRIX: Sequence[Cell] = (
+    Cell("ucx_info", "ucx_info", "-d lists rc_verbs and ud_verbs",
+         "ucx_info -d", "true", "transports"),
+    perftest("ucx_ud_tag_lat", "tag_lat 8 B, ud_verbs", UD, "-t tag_lat -n 2000", "lat"),
+    perftest("ucx_rc_tag_lat", "tag_lat 8 B, rc_verbs", RC, "-t tag_lat -n 2000", "lat"),
+    perftest("ucx_rc_tag_bw", "tag_bw 1 MiB, rc_verbs", RC, "-t tag_bw -s 1048576 -n 100", "bw"),
+    perftest("ucx_rc_stream_bw", "stream_bw 64 KiB, rc_verbs", RC,
+             "-t stream_bw -s 65536 -n 500", "bw"),
+    perftest("ucx_rc_put_bw", "ucp_put_bw 64 KiB, rc_verbs", RC,
+             "-t ucp_put_bw -s 65536 -n 500", "bw"),
+    perftest("ucx_rc_get", "ucp_get 64 KiB, rc_verbs", RC, "-t ucp_get -s 65536 -n 500", "bw"),
+    perftest("ucx_rc_add", "ucp_add, rc_verbs", RC, "-t ucp_add -n 2000", "rate"),
+    perftest("ucx_rc_fadd", "ucp_fadd, rc_verbs", RC, "-t ucp_fadd -n 2000", "lat"),
+    perftest("ucx_rc_cswap", "ucp_cswap, rc_verbs", RC, "-t ucp_cswap -n 2000", "lat"),
+    Cell("fi_msg_pingpong", "fi_pingpong", "verbs MSG endpoint, 64 B..1 MiB, -c",
+         "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c",
+         "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c {peer}", "fi"),
+)
+
+KINDS = ("rnic", "rxe")
+DEVICE = {"rnic": "rnic0", "rxe": "rxe0"}
+
+
+def steps(kind: str):
+    fill = {"dev": DEVICE[kind], "peer": "10.0.0.1"}
+    return [(c.name, c.server.format(**fill), c.client.format(**fill), 1) for c in MATRIX]
+
+
+def figure(cell: Cell, server: str, client: str) -> Tuple[bool, str]:
+    """Did CELL work, and its figure, from the two sides' output."""
+    if cell.figure == "transports":
+        found = [tl for tl in ("rc_verbs", "ud_verbs")
+                 if re.search(rf"Transport: {tl}\n.*Device: \w+:1", server)]
+        return len(found) == 2, " ".join(found) or "none"
+    if cell.figure == "fi":
+        rows = re.findall(r"^(\S+)\s+\d+\s+=\d+\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)\s", client,
+                          re.MULTILINE)
+        sizes = {size: (float(bw), float(lat)) for size, bw, lat in rows}
+        if "64" not in sizes or "1m" not in sizes:
+            return False, "no result"
+        return True, f"{sizes['64'][1]:.1f} µs (64 B), {sizes['1m'][0]:.1f} MB/s (1 MiB)"
+    final = re.search(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                      r"\s+(\d+)\s+(\d+)", client, re.MULTILINE)
+    if not final or "Fatal" in client + server:
+        return False, "no result"
+    if cell.figure == "lat":
+        return True, f"{float(final.group(2)):.1f} µs"
+    if cell.figure == "bw":
+        return True, f"{float(final.group(6)):.1f} MB/s"
+    return True, f"{int(final.group(8))} ops/s"
+
+
+def run_matrix(kind: str, qemu: str) -> Dict[str, Tuple[bool, str]]:
+    r1, r2 = run_pair(f"middleware-{kind}", steps(kind), kinds=(kind, kind), qemu=qemu,
+                      initrd=middleware_image(), tool_timeout=150)
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    cells = {}
+    for cell in MATRIX:
+        server, client = lines_of(r1.output, cell.name), lines_of(r2.output, cell.name)
+        works, fig = figure(cell, server, client)
+        rcs = rc_lines(r1.output).get(cell.name, []) + rc_lines(r2.output).get(cell.name, [])
+        works = works and rcs and all(rc == 0 for rc in rcs)
+        cells[cell.name] = (works, fig)
+        print(f"# {kind}: {cell.tool} {cell.test}: {'works' if works else 'FAILS'}, {fig}",
+              flush=True)
+    return cells
+
+
+def compat_table(path: Path = COMPAT) -> Dict[Tuple[str, str], Tuple[str, str]]:
+    """{(tool, test): (rnic cell, rxe cell)} of docs/compat.md's matrix:
+    rows '| tool | version | test | rnic | rxe | figures | command |'."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) == 7 and cols[0] in {c.tool for c in MATRIX}:
+            rows[(cols[0], cols[2])] = (cols[3], cols[4])
+    return rows
+
+
+@procedure("middleware-matrix", requires=["rnic", "virtio-net-pci"])
+def matrix(qemu: str) -> None:
+    results = {kind: run_matrix(kind, qemu) for kind in KINDS}
+    table = compat_table()
+    stale: List[str] = []
+    for cell in MATRIX:
+        row: Optional[Tuple[str, str]] = table.get((cell.tool, cell.test))
+        want = tuple("works" if results[kind][cell.name][0] else "fails" for kind in KINDS)
+        if row is None or tuple(c.split()[0].strip("*").lower() for c in row) != want:
+            stale.append(f"{cell.tool} | {cell.test}: measured rnic {want[0]}, rxe {want[1]}; "
+                         f"docs/compat.md says {row}")
+    # rnic must run all of it: what fails on rnic is a bug in rnic
+    failed = [c.name for c in MATRIX if not results["rnic"][c.name][0]]
+    assert not failed, f"fails on rnic: {failed}"
+    assert not stale, "docs/compat.md does not match the run:\n" + "\n".join(stale)
