@@ -51,8 +51,11 @@ class LibvirtHost:
         return proc.stdout
 
     def log_tail(self, chars: int = 3000) -> str:
-        return "".join(f"--- {p.name} ---\n" + p.read_text(errors="replace")[-chars:]
-                       for p in sorted(self.root.glob("*.log")))
+        """The daemons' logs and the domains' QEMU logs, the last CHARS of each."""
+        return "".join(f"--- {self.name} {p.relative_to(self.root)} ---\n"
+                       + p.read_text(errors="replace")[-chars:]
+                       for p in sorted([*self.root.glob("*.log"),
+                                        *self.root.glob("log/qemu/*.log")]))
 
     def start(self, timeout: float = 60) -> "LibvirtHost":
         for sub, path in PRIVATE.items():

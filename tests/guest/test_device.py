@@ -172,10 +172,13 @@ def device_visible_kvm(qemu: str) -> None:
     # that cannot emulate what a guest kernel does): a guest without the
     # device tells
     probe, = run_guests([Guest("true", name="device-visible-kvm-probe", qemu=qemu,
-                               accel="kvm", timeout=120)])
-    if not probe.ok and "KVM internal error" in probe.output:
-        raise Skip("/dev/kvm opens but a plain guest dies under it (KVM internal error, "
-                   "emulation failure): TCG only")
+                               accel="kvm", timeout=60)])
+    if not probe.ok:
+        text = probe.qemu_log + probe.console
+        why = next((m for m in ("KVM internal error", "emulation failure", "Code=")
+                    if m in text), "timed out" if probe.timed_out else f"status {probe.status}")
+        raise Skip(f"/dev/kvm opens but a guest without the rnic does not run under it "
+                   f"({why}): KVM unusable here, TCG only")
     result, = run_guests([Guest(script(), name="device-visible-kvm", qemu=qemu,
                                 accel="kvm", args=["-device", "rnic"])])
     assert result.ok, result.report()

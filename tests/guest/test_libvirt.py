@@ -116,7 +116,7 @@ echo "ib-devices: $(ls /sys/class/infiniband)"
         while host.virsh("domstate", name).strip() != "shut off":
             assert time.monotonic() < deadline, "the domain did not power off in 240 s"
             time.sleep(1)
-        console = (log_dir / "console.log").read_text(errors="replace").replace("\r\n", "\n")
+        console = console_text(log_dir)
         version = host.virsh("version").splitlines()[0].strip()
         # a model QEMU does not have: libvirt defines it, the start fails clearly
         bad = log_dir / "bad-model.xml"
@@ -145,6 +145,15 @@ MIGRATE_PORT = 49152       # the destination QEMU's migration listener
 B_MAC = "52:54:00:00:0a:02"
 
 
+A_DONE = "A-DONE"          # A's script has printed its trailer
+
+
+def console_text(log_dir: Path) -> str:
+    """A's console (the domain's file serial), then A''s."""
+    path = log_dir / "console.log"
+    return path.read_text(errors="replace").replace("\r\n", "\n") if path.exists() else ""
+
+
 def example_mac() -> str:
     return ET.parse(EXAMPLE).getroot().find("devices/interface/mac").get("address")
 
@@ -158,8 +167,14 @@ def libvirt_migrate(qemu: str) -> None:
     name = f"rnic-mig-{os.getpid()}"
     mac = example_mac()
     image = Path(provider_image())
+    # A' stays up after its trailer (A_DONE) until the test destroys it: a
+    # guest that powered off as soon as B's traffic ended could be gone
+    # before virsh migrate's Finish phase on host 2 looked it up, and on a
+    # loaded machine (a migration of 8 s and more) virsh migrate then failed
+    # with "Domain not found"
     a_script = "#!/bin/sh\n" + SCRIPT_A.replace(
-        "@CMD@", f"timeout 240 rnic_migrate_verify -s -T {QP_TIMEOUT}").replace("@LISTENING@", "")
+        "@CMD@", f"timeout 240 rnic_migrate_verify -s -T {QP_TIMEOUT}").replace(
+            "@LISTENING@", "") + f'echo "{A_DONE}"\nsleep 600\n'
     initrd_with_files(image, {SCRIPT_IN_GUEST: a_script.encode()}, log_dir / "initrd.cpio.gz")
     b_cmd = f"timeout 240 rnic_migrate_verify -c 10.0.0.1 -T {QP_TIMEOUT} -t {TRAFFIC_SECONDS}"
     b_script = SCRIPT_B.replace("@CMD@", b_cmd).replace("@WAIT_LISTENING@", "")
@@ -184,8 +199,10 @@ def libvirt_migrate(qemu: str) -> None:
                  "--migrateuri", f"tcp://127.0.0.1:{MIGRATE_PORT}"],
                 capture_output=True, text=True, timeout=300)
             migrate_s = time.monotonic() - t0
-            assert migrate.returncode == 0, (f"virsh migrate: {migrate.stderr}\n"
-                                             f"{host1.log_tail()}{host2.log_tail()}")
+            assert migrate.returncode == 0, (
+                f"virsh migrate: {migrate.stderr}\n--- A's console ---\n"
+                f"{console_text(log_dir)[-4000:]}\n--- B ---\n{peer.console()[-3000:]}\n"
+                f"{host1.log_tail()}{host2.log_tail()}")
             assert name not in host1.virsh("list", "--name").split()
             assert name in host2.virsh("list", "--name").split()
             port_after = None
@@ -196,12 +213,15 @@ def libvirt_migrate(qemu: str) -> None:
                     break
                 time.sleep(0.01)
             deadline = time.monotonic() + 240
-            while not peer.poll() or name in host2.virsh("list", "--name").split():
+            while not peer.poll() or A_DONE not in console_text(log_dir):
                 assert time.monotonic() < deadline, "A' or B did not finish in 240 s"
+                assert name in host2.virsh("list", "--name").split(), \
+                    f"A' is gone from host 2 before its end\n{console_text(log_dir)}"
                 time.sleep(1)
+            host2.virsh("destroy", name)
         finally:
             b = peer.finish(timed_out=not peer.poll())
-    console = (log_dir / "console.log").read_text(errors="replace").replace("\r\n", "\n")
+    console = console_text(log_dir)
     a_lines = "\n".join(re.findall(r"^a: (.*)$", console, re.MULTILINE))
     b_lines = "\n".join(re.findall(r"^b: (.*)$", b.output, re.MULTILINE))
     report = f"--- A then A' ---\n{console}\n--- B ---\n{b.output}"

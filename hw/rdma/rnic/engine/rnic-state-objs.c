@@ -631,7 +631,13 @@ void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
 {
     guint i;
 
-    rnic_reglog_compact(e, false);
+    /*
+     * Only the live entries travel: the records of deregistered MRs may
+     * name a PD that is gone by now, or whose handle another PD has taken,
+     * and the destination could not replay them (work of the order of the
+     * live MRs, as the image itself)
+     */
+    rnic_reglog_compact(e, true);
     rnic_image_put_u32(w, e->reglog->len);
     for (i = 0; i < e->reglog->len; i++) {
         const RnicRegLogRec *r = &g_array_index(e->reglog, RnicRegLogRec, i);
