@@ -169,9 +169,9 @@ def libvirt_migrate(qemu: str) -> None:
     image = Path(provider_image())
     # A' stays up after its trailer (A_DONE) until the test destroys it: a
     # guest that powered off as soon as B's traffic ended could be gone
-    # before virsh migrate's Finish phase on host 2 looked it up, and on a
-    # loaded machine (a migration of 8 s and more) virsh migrate then failed
-    # with "Domain not found"
+    # before virsh migrate's Finish phase on host 2 looked it up (on a
+    # loaded machine a migration takes 8 s and more): the likely cause of
+    # a CI run's "virsh migrate: Domain not found"
     a_script = "#!/bin/sh\n" + SCRIPT_A.replace(
         "@CMD@", f"timeout 240 rnic_migrate_verify -s -T {QP_TIMEOUT}").replace(
             "@LISTENING@", "") + f'echo "{A_DONE}"\nsleep 600\n'
