@@ -14,8 +14,8 @@ records the host's scheduler and system-call tracepoints for 2 s with
   wake-up    a QEMU main loop woken to the moment it runs
 
 as percentiles, and how much of the window the long (> 200 us) wake-ups
-took, with where the waker ran. docs/benchmarks.md ("Where a latency round
-trip goes") has the figures, docs/design.md ("Performance") what they mean.
+took, with where the waker ran. docs/design.md ("Performance": its
+profile "Where a latency round trip goes") has the figures and their meaning.
 
   scripts/guest/latency-trace.py [--iters 200000] [--wait 30] [--qemu BIN]
 """
