@@ -298,7 +298,8 @@ fi
 # --image plus the .debs PACKAGEs add to the userspace of build-driver.sh,
 # without the rdma-core daemon package and what only it needs (systemd, udev,
 # ...) nor what matches $extra_skip (an ERE on the .deb names); extra_files
-# (a function, if set) adds files to the tree in $1 first.
+# (a function, if set) adds files to the tree in $1 first; extra_stamp (if
+# set) names what else the tree is made from.
 extra_skip='^$'
 extra_image() {
     local name=$1 xroot=$out/$1-root ximage=$guest_dir/initramfs-$1.cpio.gz t stamp d
@@ -309,7 +310,7 @@ extra_image() {
                          grep -vE '/(rdma-core|systemd|udev|libsystemd-shared|mount|tzdata)_' |
                          grep -vE "$extra_skip")
     [ ${#extra[@]} -gt 0 ] || die "no packages resolved for $*"
-    stamp="$(printf '%s\n' "${extra[@]}" | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1) $ver"
+    stamp="$(printf '%s\n' "${extra[@]}" | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1) $ver${extra_stamp:+ $extra_stamp}"
     if [ ! -f "$out/$name.cpio.gz" ] || [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$stamp" ]; then
         rm -rf "$xroot"
         mkdir -p "$xroot"
@@ -348,9 +349,33 @@ fi
 # the middleware: UCX, Open MPI, libfabric; not the GPU runtimes their
 # plugins could load (ROCm, Level Zero, OpenCL: dlopen()ed, tens of MB), X11
 # and ssh (mpirun starts its daemons by the guests' own launcher)
+# plus tests/guest/mpi: mpirun's launch agent (rnic-rsh, rnic-rshd) and the
+# MPI check program, built against trixie's Open MPI (mpi.h from
+# libopenmpi-dev, which the image does not get; libmpi.so from the tree)
+mpi_files() {
+    local mpidev inc lib=$1/usr/lib/$multiarch
+    mpidev=$(ls "$dl"/libopenmpi-dev_*_amd64.deb 2>/dev/null | tail -1 || true)
+    if [ -z "$mpidev" ]; then
+        (cd "$dl" && apt-get "${apt_opts[@]}" -q download libopenmpi-dev/trixie) >&2 ||
+            die "apt-get download libopenmpi-dev/trixie failed"
+        mpidev=$(ls "$dl"/libopenmpi-dev_*_amd64.deb | tail -1)
+    fi
+    inc=$out/mpi-dev
+    rm -rf "$inc"
+    dpkg-deb -x "$mpidev" "$inc"
+    install -m 755 "$top"/tests/guest/mpi/rnic-rsh "$top"/tests/guest/mpi/rnic-rshd "$1/usr/bin/"
+    gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$inc/usr/lib/$multiarch/openmpi/include" \
+        -o "$1/usr/bin/rnic_mpi_check" "$top/tests/guest/mpi/rnic_mpi_check.c" \
+        -L"$lib" -l:libmpi.so.40 -Wl,--allow-shlib-undefined ||
+        die "rnic_mpi_check: build failed"
+}
 if [ $middleware = 1 ]; then
     extra_skip='/(libamd|libhsa|libllvm|libz3|libdrm|libze1|ocl-icd|libxnvctrl|libx11|libxau|libxcb|libxdmcp|libxext|libfido2|openssh-client|libcbor|libedit)'
+    extra_stamp=$(cat "$top"/tests/guest/mpi/* | sha256sum | cut -d' ' -f1)
+    extra_files() { mpi_files "$@"; }
     extra_image middleware ucx-utils openmpi-bin libfabric-bin
+    unset -f extra_files
     extra_skip='^$'
+    extra_stamp=
 fi
 log "done in $(since "$t_start") s: $out/$lib, $root"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Guest tests of the middleware people run over RDMA, between two guests:
-trixie's UCX 1.18 and libfabric 2.1 (build-provider.sh --middleware), on
+trixie's UCX 1.18, Open MPI 5.0 (over UCX) and libfabric 2.1
+(build-provider.sh --middleware), on
 rnic and, by the same steps, on Soft-RoCE (rxe on virtio-net) — the
 compatibility matrix of docs/compat.md, whose works/fails cells this test
 checks (so the table cannot drift from what runs).
@@ -8,6 +9,8 @@ checks (so the table cannot drift from what runs).
   middleware-matrix   ucx_info -d; ucx_perftest tag latency and bandwidth,
                       stream, put, get and atomics over rc_verbs (wired up
                       over ud_verbs) and tag latency over ud_verbs alone;
+                      mpirun --mca pml ucx of tests/guest/mpi's checked
+                      ping-pong, allreduce and alltoall on two ranks;
                       fi_pingpong over verbs MSG endpoints with its data
                       checks (-c); rnic <-> rnic and rxe <-> rxe
 """
@@ -27,18 +30,27 @@ class Cell(NamedTuple):
     """One test of the matrix: NAME (its step), the TOOL and what it runs
     (TEST, as docs/compat.md names it), the server's and the client's
     command ({dev}: the RDMA device, {peer}: the server's address) and
-    the FIGURE it yields (see figure())."""
+    the FIGURE it yields (see figure()). Guest 1 runs SERVER, guest 2
+    CLIENT; SRV is the guest that goes first."""
     name: str
     tool: str
     test: str
     server: str
     client: str
     figure: str
+    srv: int = 1        # the guest whose command runs first (the other's waits for it)
 
 
 UD = "UCX_NET_DEVICES={dev}:1 UCX_TLS=ud_verbs,self UCX_UD_TIMEOUT=10s"
 RC = "UCX_NET_DEVICES={dev}:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_UD_TIMEOUT=10s"
 PERF = "ucx_perftest -P 0"      # -P 0: its own socket exchange, not MPI
+MPIRUN = ("PRTE_MCA_plm_ssh_agent=rnic-rsh OMPI_ALLOW_RUN_AS_ROOT=1 "
+          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi --mca pml ucx "
+          "-x UCX_NET_DEVICES={dev}:1 -x UCX_TLS=rc_verbs,ud_verbs,self{mpi_x}")
+RSHD = "nc -l -p 2222 -e rnic-rshd"
+# the node names mpirun is given (PRRTE matches its daemons by host name)
+HOSTS = ('printf "10.0.0.1 node1\\n10.0.0.2 node2\\n" >>/etc/hosts\n')
+SETUP = ("hostname node1\n" + HOSTS, "hostname node2\n" + HOSTS)
 
 
 def perftest(name: str, test: str, env: str, args: str, figure: str) -> Cell:
@@ -60,6 +72,10 @@ MATRIX: Sequence[Cell] = (
     perftest("ucx_rc_add", "ucp_add, rc_verbs", RC, "-t ucp_add -n 2000", "rate"),
     perftest("ucx_rc_fadd", "ucp_fadd, rc_verbs", RC, "-t ucp_fadd -n 2000", "lat"),
     perftest("ucx_rc_cswap", "ucp_cswap, rc_verbs", RC, "-t ucp_cswap -n 2000", "lat"),
+    # Open MPI over UCX: mpirun on guest 1 starts its daemon on guest 2
+    # through rnic-rsh (no ssh in the guests), whose rnic-rshd listens there
+    Cell("mpi_pml_ucx", "mpirun", "pml ucx: ping-pong, allreduce, alltoall, 2 ranks",
+         f"{MPIRUN} -H node1:1,node2:1 -np 2 rnic_mpi_check 1000", RSHD, "mpi", srv=2),
     Cell("fi_msg_pingpong", "fi_pingpong", "verbs MSG endpoint, 64 B..1 MiB, -c",
          "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c",
          "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c {peer}", "fi"),
@@ -71,16 +87,16 @@ DEVICE = {"rnic": "rnic0", "rxe": "rxe0"}
 # transport then drops every datagram for a wrong destination GID (and
 # aborts in UCX_UD_TIMEOUT): rxe needs UCX's own workaround (docs/compat.md
 # footnote 1); rnic reports the type, as mlx5 does, and runs without it.
-UCX_ENV = {"rnic": "", "rxe": "UCX_UD_ETH_DGID_CHECK=n "}
+UCX_ENV = {"rnic": "", "rxe": "UCX_UD_ETH_DGID_CHECK=n"}
 
 
 def steps(kind: str):
-    fill = {"dev": DEVICE[kind], "peer": "10.0.0.1"}
+    env = UCX_ENV[kind]
+    fill = {"dev": DEVICE[kind], "peer": "10.0.0.1", "mpi_x": f" -x {env}" if env else ""}
 
     def command(cell: Cell, line: str) -> str:
-        env = UCX_ENV[kind] if cell.tool.startswith("ucx") else ""
-        return env + line.format(**fill)
-    return [(c.name, command(c, c.server), command(c, c.client), 1) for c in MATRIX]
+        return (f"{env} " if env and cell.tool.startswith("ucx") else "") + line.format(**fill)
+    return [(c.name, command(c, c.server), command(c, c.client), c.srv) for c in MATRIX]
 
 
 def figure(cell: Cell, server: str, client: str) -> Tuple[bool, str]:
@@ -96,6 +112,16 @@ def figure(cell: Cell, server: str, client: str) -> Tuple[bool, str]:
         if "64" not in sizes or "1m" not in sizes:
             return False, "no result"
         return True, f"{sizes['64'][1]:.1f} µs (64 B), {sizes['1m'][0]:.1f} MB/s (1 MiB)"
+    if cell.figure == "mpi":
+        result = re.search(r"MPI-RESULT ranks=(\d+) lat8_us=([\d.]+) bw1m_mbs=([\d.]+) "
+                           r"pingpong=(\w+) allreduce=(\w+) alltoall=(\w+)", server)
+        if not result or result.group(1) != "2":
+            return False, "no result"
+        checks = [name for name, got in zip(("ping-pong", "allreduce", "alltoall"),
+                                            result.groups()[3:]) if got != "ok"]
+        if checks:
+            return False, "wrong results: " + ", ".join(checks)
+        return True, f"{float(result.group(2)):.1f} µs (8 B), {float(result.group(3)):.1f} MB/s (1 MiB)"
     final = re.search(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
                       r"\s+(\d+)\s+(\d+)", client, re.MULTILINE)
     if not final or "Fatal" in client + server:
@@ -109,7 +135,7 @@ def figure(cell: Cell, server: str, client: str) -> Tuple[bool, str]:
 
 def run_matrix(kind: str, qemu: str) -> Dict[str, Tuple[bool, str]]:
     r1, r2 = run_pair(f"middleware-{kind}", steps(kind), kinds=(kind, kind), qemu=qemu,
-                      initrd=middleware_image(), tool_timeout=150)
+                      initrd=middleware_image(), tool_timeout=150, setup=SETUP)
     for result in (r1, r2):
         assert result.ok, result.report()
         assert_clean_dmesg(result.output)
