@@ -7,6 +7,7 @@
 #ifndef RNIC_COMPAT_H
 #define RNIC_COMPAT_H
 
+#include <linux/mmzone.h>
 #include <linux/version.h>
 
 /*
@@ -24,6 +25,19 @@
 #else
 #define RNIC_IB_ACCESS_FLUSH_GLOBAL 0
 #define RNIC_IB_ACCESS_FLUSH_PERSISTENT 0
+#endif
+
+/*
+ * The largest coherent DMA buffer the page allocator can give: order
+ * MAX_PAGE_ORDER (6.8+), MAX_ORDER (inclusive since 6.4), MAX_ORDER - 1
+ * before.
+ */
+#if defined(MAX_PAGE_ORDER)
+#define RNIC_MAX_RING_BYTES (PAGE_SIZE << MAX_PAGE_ORDER)
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define RNIC_MAX_RING_BYTES (PAGE_SIZE << MAX_ORDER)
+#else
+#define RNIC_MAX_RING_BYTES (PAGE_SIZE << (MAX_ORDER - 1))
 #endif
 
 /*

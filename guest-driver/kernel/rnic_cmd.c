@@ -320,6 +320,13 @@ int rnic_cmd_query_device(struct rnic_dev *rdev)
 	c->max_sge = le32_to_cpu(a.max_sge);
 	c->max_cq = le32_to_cpu(a.max_cq);
 	c->max_cqe = le32_to_cpu(a.max_cqe);
+	/* a CQ ring is one coherent DMA buffer: no more than it can hold */
+	if (c->max_cqe > RNIC_MAX_RING_BYTES / sizeof(struct rnic_cqe)) {
+		c->max_cqe = RNIC_MAX_RING_BYTES / sizeof(struct rnic_cqe);
+		dev_info(&rdev->pdev->dev,
+			 "max_cqe %u is more than one CQ ring can hold: %u\n",
+			 le32_to_cpu(a.max_cqe), c->max_cqe);
+	}
 	c->max_mr = le32_to_cpu(a.max_mr);
 	c->max_pd = le32_to_cpu(a.max_pd);
 	c->max_srq = le32_to_cpu(a.max_srq);

@@ -55,8 +55,9 @@ int rnic_dma_buf_alloc(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
 		       size_t size)
 {
 	buf->size = PAGE_ALIGN(size);
+	/* sizes come from applications: too large is -ENOMEM, not a splat */
 	buf->va = dma_alloc_coherent(&rdev->pdev->dev, buf->size, &buf->dma,
-				     GFP_KERNEL);
+				     GFP_KERNEL | __GFP_NOWARN);
 	if (!buf->va) {
 		buf->size = 0;
 		return -ENOMEM;

@@ -11,8 +11,9 @@ checks (so the table cannot drift from what runs).
                       over ud_verbs) and tag latency over ud_verbs alone;
                       mpirun --mca pml ucx of tests/guest/mpi's checked
                       ping-pong, allreduce and alltoall on two ranks;
-                      fi_pingpong over verbs MSG endpoints with its data
-                      checks (-c); rnic <-> rnic and rxe <-> rxe
+                      fi_pingpong over verbs MSG and verbs;ofi_rxm RDM
+                      endpoints with its data checks (-c); rnic <-> rnic
+                      and rxe <-> rxe
 """
 
 import re
@@ -48,6 +49,7 @@ MPIRUN = ("PRTE_MCA_plm_ssh_agent=rnic-rsh OMPI_ALLOW_RUN_AS_ROOT=1 "
           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi --mca pml ucx "
           "-x UCX_NET_DEVICES={dev}:1 -x UCX_TLS=rc_verbs,ud_verbs,self{mpi_x}")
 RSHD = "nc -l -p 2222 -e rnic-rshd"
+RDM = 'FI_UNIVERSE_SIZE=4 fi_pingpong -p "verbs;ofi_rxm" -d {dev} -e rdm -I 100'
 # the node names mpirun is given (PRRTE matches its daemons by host name)
 HOSTS = ('printf "10.0.0.1 node1\\n10.0.0.2 node2\\n" >>/etc/hosts\n')
 SETUP = ("hostname node1\n" + HOSTS, "hostname node2\n" + HOSTS)
@@ -79,6 +81,10 @@ MATRIX: Sequence[Cell] = (
     Cell("fi_msg_pingpong", "fi_pingpong", "verbs MSG endpoint, 64 B..1 MiB, -c",
          "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c",
          "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c {peer}", "fi"),
+    # ofi_rxm asks verbs for CQs of its queue sizes times the universe size
+    # (256 by default): more than any CQ rnic (65536) or rxe (32767) makes
+    Cell("fi_rdm_pingpong", "fi_pingpong", "verbs;ofi_rxm RDM endpoint, 64 B..1 MiB, -c",
+         f"{RDM} -c", f"{RDM} -c {{peer}}", "fi"),
 )
 
 KINDS = ("rnic", "rxe")
