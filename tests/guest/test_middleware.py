@@ -14,6 +14,9 @@ checks (so the table cannot drift from what runs).
                       fi_pingpong over verbs MSG and verbs;ofi_rxm RDM
                       endpoints with its data checks (-c); rnic <-> rnic
                       and rxe <-> rxe
+  middleware-peer-dies  a ucx_perftest peer powers off mid-run: the
+                      survivor's UCX reports it and exits, its device
+                      keeps no QP or MR
 """
 
 import re
@@ -183,3 +186,46 @@ def matrix(qemu: str) -> None:
     failed = [c.name for c in MATRIX if not results["rnic"][c.name][0]]
     assert not failed, f"fails on rnic: {failed}"
     assert not stale, "docs/compat.md does not match the run:\n" + "\n".join(stale)
+
+
+# A peer that disappears mid-run: guest 2's ucx_perftest client is running
+# tag_lat (a ping-pong: the survivor sends too, so its RC QP learns that
+# nobody answers) against guest 1 when guest 2 powers off at once (sysrq o: no
+# process exits, no QP is destroyed, its QEMU quits, as if killed). The
+# survivor's UCX must report the error and exit within the step's time,
+# and its device must hold no QP or MR afterwards (the process's resources
+# freed, none stuck).
+PEER_DIES_SERVER = (f"{RC} {PERF} -t tag_lat -n 100000000; "
+                    "echo survivor_rc=$?; sleep 1; "
+                    "echo qps=$(rdma res show qp | grep lqpn | grep -vc \"type GSI\"); "
+                    "echo mrs=$(rdma res show mr | grep -c mrn); "
+                    "rdma statistic show link {dev}/1 | tr -s \" \" \"\\\\n\" | "
+                    "grep -A1 -xE \"local_ack_timeout_err|retrans\w*\" | paste - - | sed s/^/counter:/")
+# The client cannot power off after the step (its guest would finish its
+# script first): it hands the survivor the step's verdict itself (sync
+# point 2 of step 0: rdma_pair.LOCKSTEP, TCP 7002) and dies in the step.
+PEER_DIES_CLIENT = (f"{RC} {PERF} {{peer}} -t tag_lat -n 100000000 & "
+                    "sleep 3; echo client_running=$(pidof ucx_perftest | wc -w) >/dev/console; "
+                    "echo done | nc 10.0.0.1 7002; echo PEER-POWERING-OFF >/dev/console; "
+                    "echo o >/proc/sysrq-trigger; sleep 30")
+
+
+@procedure("middleware-peer-dies", requires=["rnic"])
+def peer_dies(qemu: str) -> None:
+    fill = {"dev": "rnic0", "peer": "10.0.0.1"}
+    steps = [("peer_dies", PEER_DIES_SERVER.format(**fill), PEER_DIES_CLIENT.format(**fill), 1)]
+    r1, r2 = run_pair("middleware-peer-dies", steps, qemu=qemu, initrd=middleware_image(),
+                      tool_timeout=120)
+    assert r1.ok, r1.report()
+    assert_clean_dmesg(r1.output)
+    out = lines_of(r1.output, "peer_dies")
+    assert "PEER-POWERING-OFF" in r2.console, r2.report()
+    assert re.search(r"client_running=1", r2.console), r2.report()
+    survivor = re.search(r"survivor_rc=(\d+)", out)
+    assert survivor and survivor.group(1) != "0", f"the survivor did not see the peer go:\n{out}"
+    # 124: timeout(1) killed it at the step's limit, it did not exit by itself
+    assert survivor.group(1) != "124", f"the survivor hung until killed:\n{out}"
+    assert re.search(r"^qps=0$", out, re.MULTILINE), f"QPs left on the survivor:\n{out}"
+    assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
+    print(f"# middleware-peer-dies: survivor's ucx_perftest exited {survivor.group(1)}; "
+          + "; ".join(re.findall(r"counter:(\S+\s+\d+)", out)), flush=True)
