@@ -17,13 +17,17 @@ checks (so the table cannot drift from what runs).
   middleware-peer-dies  a ucx_perftest peer powers off mid-run: the
                       survivor's UCX reports it and exits, its device
                       keeps no QP or MR
+  middleware-exhaustion  rnics with two QPs / four MRs: UCX gets ENOMEM
+                      from ibv_create_qp / ibv_reg_mr and reports it
 """
 
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from guesttest import TOP, procedure
+from guesttest import DEFAULT_QEMU, TOP, procedure
 from rdma_pair import assert_clean_dmesg, lines_of, rc_lines, run_pair
 from test_provider import middleware_image
 
@@ -229,3 +233,45 @@ def peer_dies(qemu: str) -> None:
     assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
     print(f"# middleware-peer-dies: survivor's ucx_perftest exited {survivor.group(1)}; "
           + "; ".join(re.findall(r"counter:(\S+\s+\d+)", out)), flush=True)
+
+
+# A device that runs out while UCX wires up: guest 1's rnic allows two QPs
+# (the kernel's GSI QP and one more), guest 2's four MRs. UCX must get a
+# clean verbs error (ENOMEM) and say so; guest 1's ucx_perftest exits by
+# itself. Guest 2's does not: UCX 1.18, having failed to register its
+# receive pool, tries again and again (UCX's behaviour, not the device's:
+# each try gets the error), so its step is cut at TOOL_TIMEOUT.
+EXHAUST = {"52:54:00:00:02:01": "max-qps=2", "52:54:00:00:02:02": "max-mrs=4"}
+
+
+def limited_qemu(qemu: str, directory: str) -> str:
+    """A QEMU wrapper that gives each guest's rnic its EXHAUST limit."""
+    cases = "".join(f'*{mac}*) limit={limit} ;; ' for mac, limit in EXHAUST.items())
+    path = Path(directory) / "qemu-limited"
+    path.write_text("#!/bin/sh\n"
+                    f'case "$*" in {cases}*) limit= ;; esac\n'
+                    f'exec {qemu} "$@" ${{limit:+-global rnic.$limit}}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+@procedure("middleware-exhaustion", requires=["rnic"])
+def exhaustion(qemu: str) -> None:
+    fill = {"dev": "rnic0", "peer": "10.0.0.1"}
+    server = f"{RC} {PERF} -t tag_lat -n 1000".format(**fill)
+    # (it retries the registration in a loop, thousands of error lines)
+    client = f"{RC} {PERF} {{peer}} -t tag_lat -n 1000 2>&1 | head -n 20".format(**fill)
+    with tempfile.TemporaryDirectory(prefix="rnic-exhaust-") as tmp:
+        r1, r2 = run_pair("middleware-exhaustion", [("exhaust", server, client, 1)],
+                          qemu=limited_qemu(qemu or os.environ.get("RNIC_QEMU", str(DEFAULT_QEMU)), tmp),
+                          initrd=middleware_image(), tool_timeout=15)
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    qps, mrs = lines_of(r1.output, "exhaust"), lines_of(r2.output, "exhaust")
+    assert re.search(r"failed to create RC QP .*Cannot allocate memory", qps), qps
+    assert rc_lines(r1.output)["exhaust"][0] not in (0, 124), qps
+    assert re.search(r"ibv_reg_mr\(.*failed: Cannot allocate memory", mrs), mrs
+    print(f"# middleware-exhaustion: QPs: ucx_perftest exited {rc_lines(r1.output)['exhaust'][0]}"
+          f" on ENOMEM from ibv_create_qp; MRs: ENOMEM from ibv_reg_mr reported "
+          "(UCX retries it until its step is cut)", flush=True)
