@@ -19,17 +19,23 @@ checks (so the table cannot drift from what runs).
                       keeps no QP or MR
   middleware-exhaustion  rnics with two QPs / four MRs: UCX gets ENOMEM
                       from ibv_create_qp / ibv_reg_mr and reports it
+  middleware-mpi-three  Open MPI over UCX, three ranks on three guests
+                      on a Linux bridge (root), results checked
 """
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from guesttest import DEFAULT_QEMU, TOP, procedure
-from rdma_pair import assert_clean_dmesg, lines_of, rc_lines, run_pair
+from guesttest import DEFAULT_QEMU, TOP, Guest, Skip, procedure, run_guests
+from rdma_pair import NET_UP, WAIT_GID, assert_clean_dmesg, lines_of, rc_lines, run_pair
 from test_provider import middleware_image
+
+sys.path.insert(0, str(TOP / "scripts/guest"))
+from linux_bridge import Bridge, can_run  # noqa: E402  pylint: disable=C0413
 
 COMPAT = TOP / "docs/compat.md"
 
@@ -275,3 +281,56 @@ def exhaustion(qemu: str) -> None:
     print(f"# middleware-exhaustion: QPs: ucx_perftest exited {rc_lines(r1.output)['exhaust'][0]}"
           f" on ENOMEM from ibv_create_qp; MRs: ENOMEM from ibv_reg_mr reported "
           "(UCX retries it until its step is cut)", flush=True)
+
+
+# Open MPI across three guests on one Linux bridge: guest 1 runs mpirun
+# with a rank on each; guests 2 and 3 serve one rnic-rsh connection each
+# (the daemon mpirun starts there) and end when it ends.
+THREE_HOSTS = 'printf "10.0.0.1 node1\\n10.0.0.2 node2\\n10.0.0.3 node3\\n" >>/etc/hosts\n'
+THREE_LAUNCHER = """
+for h in 2 3; do
+    n=0
+    until [ "$(nc 10.0.0.$h 2223 </dev/null 2>/dev/null)" = ready ]; do
+        n=$((n + 1)); [ $n -lt 300 ] || { echo "node$h not ready"; exit 1; }
+        sleep 0.2
+    done
+done
+timeout 240 sh -c '""" + MPIRUN.format(dev="rnic0", mpi_x="") + """ \\
+    -H node1:1,node2:1,node3:1 -np 3 rnic_mpi_check 1000' 2>&1 | sed 's/^/mpi3: /'
+"""
+THREE_NODE = """
+timeout 240 """ + RSHD + """ &
+rshd=$!
+sleep 0.5
+echo ready | timeout 240 nc -l -p 2223
+wait $rshd
+echo "rshd_status=$?"
+"""
+
+
+@procedure("middleware-mpi-three", requires=["rnic"])
+def mpi_three(qemu: str) -> None:
+    why = can_run()
+    if why:
+        raise Skip(why)
+    with Bridge() as bridge:
+        guests = []
+        for me in (1, 2, 3):
+            args, wrapper = bridge.attach("rnic", f"52:54:00:00:03:0{me}")
+            script = (f"hostname node{me}\n" + THREE_HOSTS + NET_UP["rnic"].format(me=me, mtu=1500)
+                      + WAIT_GID.format(dev="rnic0")
+                      + (THREE_LAUNCHER if me == 1 else THREE_NODE))
+            guests.append(Guest(script, name=f"middleware-mpi-three-{me}", qemu=qemu,
+                                initrd=middleware_image(), timeout=400, args=args,
+                                wrapper=wrapper))
+        results = run_guests(guests)
+    for result in results:
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    out = lines_of(results[0].output, "mpi3")
+    found = re.search(r"MPI-RESULT ranks=3 lat8_us=([\d.]+) bw1m_mbs=([\d.]+) "
+                      r"pingpong=ok allreduce=ok alltoall=ok", out)
+    assert found, "\n".join(r.report() for r in results)
+    print(f"# middleware-mpi-three: 3 ranks on 3 guests, pml ucx: allreduce and alltoall "
+          f"checked; ranks 0-1 {float(found.group(1)):.1f} µs (8 B), "
+          f"{float(found.group(2)):.1f} MB/s (1 MiB)", flush=True)
