@@ -91,6 +91,8 @@ MATRIX: Sequence[Cell] = (
     # through rnic-rsh (no ssh in the guests), whose rnic-rshd listens there
     Cell("mpi_pml_ucx", "mpirun", "pml ucx: ping-pong, allreduce, alltoall, 2 ranks",
          f"{MPIRUN} -H node1:1,node2:1 -np 2 rnic_mpi_check 1000", RSHD, "mpi", srv=2),
+    Cell("fi_info", "fi_info", "-p verbs lists the device (MSG and RDM)",
+         "fi_info -p verbs; fi_info -p \"verbs;ofi_rxm\"", "true", "fabric"),
     Cell("fi_msg_pingpong", "fi_pingpong", "verbs MSG endpoint, 64 B..1 MiB, -c",
          "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c",
          "fi_pingpong -p verbs -d {dev} -e msg -I 100 -c {peer}", "fi"),
@@ -124,6 +126,10 @@ def figure(cell: Cell, server: str, client: str) -> Tuple[bool, str]:
         found = [tl for tl in ("rc_verbs", "ud_verbs")
                  if re.search(rf"Transport: {tl}\n.*Device: \w+:1", server)]
         return len(found) == 2, " ".join(found) or "none"
+    if cell.figure == "fabric":
+        found = sorted({ep for ep in re.findall(
+            r"domain: (?:rnic0|rxe0)\n.*\n\s+type: FI_EP_(MSG|RDM)", server)})
+        return found == ["MSG", "RDM"], " ".join(found) or "none"
     if cell.figure == "fi":
         rows = re.findall(r"^(\S+)\s+\d+\s+=\d+\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)\s", client,
                           re.MULTILINE)
