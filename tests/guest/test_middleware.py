@@ -19,6 +19,7 @@ checks (so the table cannot drift from what runs).
                       keeps no QP or MR
   middleware-exhaustion  rnics with two QPs / four MRs: UCX gets ENOMEM
                       from ibv_create_qp / ibv_reg_mr and reports it
+  middleware-mpi-peer-dies  the same with an MPI job: mpirun ends it
   middleware-mpi-three  Open MPI over UCX, three ranks on three guests
                       on a Linux bridge (root), results checked
 """
@@ -340,3 +341,43 @@ def mpi_three(qemu: str) -> None:
     print(f"# middleware-mpi-three: 3 ranks on 3 guests, pml ucx: allreduce and alltoall "
           f"checked; ranks 0-1 {float(found.group(1)):.1f} µs (8 B), "
           f"{float(found.group(2)):.1f} MB/s (1 MiB)", flush=True)
+
+
+# The same for MPI: a job of two ranks (ping-pong without end) whose second
+# guest powers off mid-run; its rnic-rshd listens from boot (setup), so
+# mpirun can go first, as the step's server. PRRTE notices a vanished
+# daemon by TCP keepalive on its control link, 300 s by default: with it
+# the survivor's rank aborts on UCX's retry error at once but mpirun waits
+# past any test's patience; with a 5 s keepalive it ends the job.
+MPI_PEER_DIES_SERVER = ("PRTE_MCA_oob_tcp_keepalive_time=2 PRTE_MCA_oob_tcp_keepalive_intvl=1 "
+                        "PRTE_MCA_oob_tcp_keepalive_probes=3 " + MPIRUN.format(dev="rnic0", mpi_x="") +
+                        " -H node1:1,node2:1 -np 2 rnic_mpi_check 100000000; "
+                        "echo survivor_rc=$?; sleep 1; "
+                        "echo qps=$(rdma res show qp | grep lqpn | grep -vc \"type GSI\"); "
+                        "echo mrs=$(rdma res show mr | grep -c mrn)")
+MPI_PEER_DIES_CLIENT = ("sleep 8; echo ranks_running=$(pidof rnic_mpi_check | wc -w) >/dev/console; "
+                        "echo done | nc 10.0.0.1 7002; echo PEER-POWERING-OFF >/dev/console; "
+                        "echo o >/proc/sysrq-trigger; sleep 30")
+
+
+@procedure("middleware-mpi-peer-dies", requires=["rnic"])
+def mpi_peer_dies(qemu: str) -> None:
+    steps = [("peer_dies", MPI_PEER_DIES_SERVER, MPI_PEER_DIES_CLIENT, 1)]
+    setup = (SETUP[0], SETUP[1] + f"timeout 200 {RSHD} &\n")
+    r1, r2 = run_pair("middleware-mpi-peer-dies", steps, qemu=qemu, initrd=middleware_image(),
+                      tool_timeout=120, setup=setup)
+    assert r1.ok, r1.report()
+    assert_clean_dmesg(r1.output)
+    out = lines_of(r1.output, "peer_dies")
+    assert "PEER-POWERING-OFF" in r2.console, r2.report()
+    assert "ranks_running=1" in r2.console, r2.report()
+    survivor = re.search(r"survivor_rc=(\d+)", out)
+    # 124/143: timeout(1) cut it. (mpirun exits 0 here: PRRTE's status for
+    # a job it ended on a lost daemon.)
+    assert survivor and survivor.group(1) not in ("124", "143"), \
+        f"mpirun did not end by itself on the peer's loss:\n{out}"
+    assert "PRTE has lost communication with a remote daemon" in out, out
+    assert re.search(r"^qps=0$", out, re.MULTILINE), f"QPs left on the survivor:\n{out}"
+    assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
+    print(f"# middleware-mpi-peer-dies: mpirun reported the lost daemon and exited "
+          f"{survivor.group(1)}", flush=True)
