@@ -324,7 +324,9 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
              scm_mib: Tuple[int, int] = (0, 0),
              scm_dir: Optional[str] = None,
              setup: Tuple[str, str] = ("", ""),
-             segment=None) -> Tuple[GuestResult, GuestResult]:
+             segment=None,
+             extra_args: Tuple[Sequence[str], Sequence[str]] = ((), ())
+             ) -> Tuple[GuestResult, GuestResult]:
     """Boot the two guests, run STEPS, return both results. The outputs are
     also kept in LOG_DIR/NAME-1.out and NAME-2.out. SCHED: host scheduling
     of both guests' QEMU threads (rnic_guest.HostSched); NETDEV: the
@@ -337,7 +339,8 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
     same window), else in a temporary directory. SETUP: lockstep_scripts'.
     SEGMENT: instead of NETDEV, a started segment both guests join
     (linux_bridge.Bridge or .VxlanHosts: attach(nic, mac) gives a guest's
-    QEMU arguments and the command its QEMU runs under)."""
+    QEMU arguments and the command its QEMU runs under). EXTRA_ARGS: more
+    QEMU arguments per guest (e.g. -global rnic.max-qps=2)."""
     s1, s2 = lockstep_scripts(steps, kinds, mtu=mtu, tool_timeout=tool_timeout, setup=setup)
     if sndbuf is not None and netdev != "stream":
         raise ValueError("sndbuf: only with the stream netdev")
@@ -355,7 +358,8 @@ def run_pair(name: str, steps: Sequence[Step], kinds: Tuple[str, str] = ("rnic",
                 guests.append(Guest(
                     script, name=f"{name}-{me}", qemu=qemu, initrd=initrd,
                     timeout=timeout, sched=sched,
-                    args=scm_window(net, scm_dir or tmp, me, scm_mib[me - 1]),
+                    args=(scm_window(net, scm_dir or tmp, me, scm_mib[me - 1]) +
+                          list(extra_args[me - 1])),
                     pass_fds=[fd] if fd is not None else [],
                     wrapper=wrapper))
             r1, r2 = run_guests(guests)

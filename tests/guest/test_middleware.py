@@ -24,14 +24,12 @@ checks (so the table cannot drift from what runs).
                       on a Linux bridge (root), results checked
 """
 
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from guesttest import DEFAULT_QEMU, TOP, Guest, Skip, procedure, run_guests
+from guesttest import TOP, Guest, Skip, procedure, run_guests
 from rdma_pair import NET_UP, WAIT_GID, assert_clean_dmesg, lines_of, rc_lines, run_pair
 from test_provider import middleware_image
 
@@ -64,9 +62,16 @@ MPIRUN = ("PRTE_MCA_plm_ssh_agent=rnic-rsh OMPI_ALLOW_RUN_AS_ROOT=1 "
           "-x UCX_NET_DEVICES={dev}:1 -x UCX_TLS=rc_verbs,ud_verbs,self{mpi_x}")
 RSHD = "nc -l -p 2222 -e rnic-rshd"
 RDM = 'FI_UNIVERSE_SIZE=4 fi_pingpong -p "verbs;ofi_rxm" -d {dev} -e rdm -I 100'
-# the node names mpirun is given (PRRTE matches its daemons by host name)
-HOSTS = ('printf "10.0.0.1 node1\\n10.0.0.2 node2\\n" >>/etc/hosts\n')
-SETUP = ("hostname node1\n" + HOSTS, "hostname node2\n" + HOSTS)
+
+
+def node_names(me: int, nodes: int) -> str:
+    """Guest ME's lines naming itself and the NODES guests nodeN in
+    /etc/hosts: PRRTE matches its daemons to mpirun's -H by host name."""
+    hosts = "".join(f"10.0.0.{n} node{n}\\n" for n in range(1, nodes + 1))
+    return f'hostname node{me}\nprintf "{hosts}" >>/etc/hosts\n'
+
+
+SETUP = (node_names(1, 2), node_names(2, 2))
 
 
 def perftest(name: str, test: str, env: str, args: str, figure: str) -> Cell:
@@ -212,19 +217,42 @@ def matrix(qemu: str) -> None:
 # survivor's UCX must report the error and exit within the step's time,
 # and its device must hold no QP or MR afterwards (the process's resources
 # freed, none stuck).
-PEER_DIES_SERVER = (f"{RC} {PERF} -t tag_lat -n 100000000; "
-                    "echo survivor_rc=$?; sleep 1; "
-                    "echo qps=$(rdma res show qp | grep lqpn | grep -vc \"type GSI\"); "
-                    "echo mrs=$(rdma res show mr | grep -c mrn); "
+# What the survivor runs after its tool: its status, then the user QPs and
+# the MRs its device still holds.
+LEFTOVERS = ("echo survivor_rc=$?; sleep 1; "
+             "echo qps=$(rdma res show qp | grep lqpn | grep -vc \"type GSI\"); "
+             "echo mrs=$(rdma res show mr | grep -c mrn); ")
+# How the peer dies. It cannot power off after the step (its guest would
+# finish its script first): it hands the survivor the step's verdict itself
+# (sync point 2 of step 0: rdma_pair.LOCKSTEP, TCP 7000 + 2) and dies in
+# the step.
+DIE = ("echo done | nc 10.0.0.1 7002; echo PEER-POWERING-OFF >/dev/console; "
+       "echo o >/proc/sysrq-trigger; sleep 30")
+PEER_DIES_SERVER = (f"{RC} {PERF} -t tag_lat -n 100000000; " + LEFTOVERS +
                     "rdma statistic show link {dev}/1 | tr -s \" \" \"\\\\n\" | "
                     "grep -A1 -xE \"local_ack_timeout_err|retrans\w*\" | paste - - | sed s/^/counter:/")
-# The client cannot power off after the step (its guest would finish its
-# script first): it hands the survivor the step's verdict itself (sync
-# point 2 of step 0: rdma_pair.LOCKSTEP, TCP 7002) and dies in the step.
 PEER_DIES_CLIENT = (f"{RC} {PERF} {{peer}} -t tag_lat -n 100000000 & "
-                    "sleep 3; echo client_running=$(pidof ucx_perftest | wc -w) >/dev/console; "
-                    "echo done | nc 10.0.0.1 7002; echo PEER-POWERING-OFF >/dev/console; "
-                    "echo o >/proc/sysrq-trigger; sleep 30")
+                    "sleep 3; echo running=$(pidof ucx_perftest | wc -w) >/dev/console; " + DIE)
+# timeout(1)'s statuses: the tool was cut at the step's limit, it did not
+# end by itself
+CUT = ("124", "143")
+
+
+def check_survivor(r1, r2, step: str) -> Tuple[str, str]:
+    """The survivor's (guest 1's) STEP output and its tool's status, after
+    the checks both peer-dies tests make: the peer was running its side
+    and died, the survivor ended by itself and holds no QP or MR."""
+    assert r1.ok, r1.report()
+    assert_clean_dmesg(r1.output)
+    out = lines_of(r1.output, step)
+    assert "PEER-POWERING-OFF" in r2.console, r2.report()
+    assert "running=1" in r2.console, r2.report()
+    survivor = re.search(r"survivor_rc=(\d+)", out)
+    assert survivor, out
+    assert survivor.group(1) not in CUT, f"the survivor hung until killed:\n{out}"
+    assert re.search(r"^qps=0$", out, re.MULTILINE), f"QPs left on the survivor:\n{out}"
+    assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
+    return out, survivor.group(1)
 
 
 @procedure("middleware-peer-dies", requires=["rnic"])
@@ -233,18 +261,9 @@ def peer_dies(qemu: str) -> None:
     steps = [("peer_dies", PEER_DIES_SERVER.format(**fill), PEER_DIES_CLIENT.format(**fill), 1)]
     r1, r2 = run_pair("middleware-peer-dies", steps, qemu=qemu, initrd=middleware_image(),
                       tool_timeout=120)
-    assert r1.ok, r1.report()
-    assert_clean_dmesg(r1.output)
-    out = lines_of(r1.output, "peer_dies")
-    assert "PEER-POWERING-OFF" in r2.console, r2.report()
-    assert re.search(r"client_running=1", r2.console), r2.report()
-    survivor = re.search(r"survivor_rc=(\d+)", out)
-    assert survivor and survivor.group(1) != "0", f"the survivor did not see the peer go:\n{out}"
-    # 124: timeout(1) killed it at the step's limit, it did not exit by itself
-    assert survivor.group(1) != "124", f"the survivor hung until killed:\n{out}"
-    assert re.search(r"^qps=0$", out, re.MULTILINE), f"QPs left on the survivor:\n{out}"
-    assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
-    print(f"# middleware-peer-dies: survivor's ucx_perftest exited {survivor.group(1)}; "
+    out, status = check_survivor(r1, r2, "peer_dies")
+    assert status != "0", f"the survivor did not see the peer go:\n{out}"
+    print(f"# middleware-peer-dies: survivor's ucx_perftest exited {status}; "
           + "; ".join(re.findall(r"counter:(\S+\s+\d+)", out)), flush=True)
 
 
@@ -254,18 +273,7 @@ def peer_dies(qemu: str) -> None:
 # itself. Guest 2's does not: UCX 1.18, having failed to register its
 # receive pool, tries again and again (UCX's behaviour, not the device's:
 # each try gets the error), so its step is cut at TOOL_TIMEOUT.
-EXHAUST = {"52:54:00:00:02:01": "max-qps=2", "52:54:00:00:02:02": "max-mrs=4"}
-
-
-def limited_qemu(qemu: str, directory: str) -> str:
-    """A QEMU wrapper that gives each guest's rnic its EXHAUST limit."""
-    cases = "".join(f'*{mac}*) limit={limit} ;; ' for mac, limit in EXHAUST.items())
-    path = Path(directory) / "qemu-limited"
-    path.write_text("#!/bin/sh\n"
-                    f'case "$*" in {cases}*) limit= ;; esac\n'
-                    f'exec {qemu} "$@" ${{limit:+-global rnic.$limit}}\n')
-    path.chmod(0o755)
-    return str(path)
+EXHAUST = (["-global", "rnic.max-qps=2"], ["-global", "rnic.max-mrs=4"])
 
 
 @procedure("middleware-exhaustion", requires=["rnic"])
@@ -274,16 +282,14 @@ def exhaustion(qemu: str) -> None:
     server = f"{RC} {PERF} -t tag_lat -n 1000".format(**fill)
     # (it retries the registration in a loop, thousands of error lines)
     client = f"{RC} {PERF} {{peer}} -t tag_lat -n 1000 2>&1 | head -n 20".format(**fill)
-    with tempfile.TemporaryDirectory(prefix="rnic-exhaust-") as tmp:
-        r1, r2 = run_pair("middleware-exhaustion", [("exhaust", server, client, 1)],
-                          qemu=limited_qemu(qemu or os.environ.get("RNIC_QEMU", str(DEFAULT_QEMU)), tmp),
-                          initrd=middleware_image(), tool_timeout=15)
+    r1, r2 = run_pair("middleware-exhaustion", [("exhaust", server, client, 1)], qemu=qemu,
+                      initrd=middleware_image(), tool_timeout=15, extra_args=EXHAUST)
     for result in (r1, r2):
         assert result.ok, result.report()
         assert_clean_dmesg(result.output)
     qps, mrs = lines_of(r1.output, "exhaust"), lines_of(r2.output, "exhaust")
     assert re.search(r"failed to create RC QP .*Cannot allocate memory", qps), qps
-    assert rc_lines(r1.output)["exhaust"][0] not in (0, 124), qps
+    assert str(rc_lines(r1.output)["exhaust"][0]) not in ("0",) + CUT, qps
     assert re.search(r"ibv_reg_mr\(.*failed: Cannot allocate memory", mrs), mrs
     print(f"# middleware-exhaustion: QPs: ucx_perftest exited {rc_lines(r1.output)['exhaust'][0]}"
           f" on ENOMEM from ibv_create_qp; MRs: ENOMEM from ibv_reg_mr reported "
@@ -293,7 +299,6 @@ def exhaustion(qemu: str) -> None:
 # Open MPI across three guests on one Linux bridge: guest 1 runs mpirun
 # with a rank on each; guests 2 and 3 serve one rnic-rsh connection each
 # (the daemon mpirun starts there) and end when it ends.
-THREE_HOSTS = 'printf "10.0.0.1 node1\\n10.0.0.2 node2\\n10.0.0.3 node3\\n" >>/etc/hosts\n'
 THREE_LAUNCHER = """
 for h in 2 3; do
     n=0
@@ -324,7 +329,7 @@ def mpi_three(qemu: str) -> None:
         guests = []
         for me in (1, 2, 3):
             args, wrapper = bridge.attach("rnic", f"52:54:00:00:03:0{me}")
-            script = (f"hostname node{me}\n" + THREE_HOSTS + NET_UP["rnic"].format(me=me, mtu=1500)
+            script = (node_names(me, 3) + NET_UP["rnic"].format(me=me, mtu=1500)
                       + WAIT_GID.format(dev="rnic0")
                       + (THREE_LAUNCHER if me == 1 else THREE_NODE))
             guests.append(Guest(script, name=f"middleware-mpi-three-{me}", qemu=qemu,
@@ -351,13 +356,8 @@ def mpi_three(qemu: str) -> None:
 # past any test's patience; with a 5 s keepalive it ends the job.
 MPI_PEER_DIES_SERVER = ("PRTE_MCA_oob_tcp_keepalive_time=2 PRTE_MCA_oob_tcp_keepalive_intvl=1 "
                         "PRTE_MCA_oob_tcp_keepalive_probes=3 " + MPIRUN.format(dev="rnic0", mpi_x="") +
-                        " -H node1:1,node2:1 -np 2 rnic_mpi_check 100000000; "
-                        "echo survivor_rc=$?; sleep 1; "
-                        "echo qps=$(rdma res show qp | grep lqpn | grep -vc \"type GSI\"); "
-                        "echo mrs=$(rdma res show mr | grep -c mrn)")
-MPI_PEER_DIES_CLIENT = ("sleep 8; echo ranks_running=$(pidof rnic_mpi_check | wc -w) >/dev/console; "
-                        "echo done | nc 10.0.0.1 7002; echo PEER-POWERING-OFF >/dev/console; "
-                        "echo o >/proc/sysrq-trigger; sleep 30")
+                        " -H node1:1,node2:1 -np 2 rnic_mpi_check 100000000; " + LEFTOVERS)
+MPI_PEER_DIES_CLIENT = "sleep 8; echo running=$(pidof rnic_mpi_check | wc -w) >/dev/console; " + DIE
 
 
 @procedure("middleware-mpi-peer-dies", requires=["rnic"])
@@ -366,18 +366,8 @@ def mpi_peer_dies(qemu: str) -> None:
     setup = (SETUP[0], SETUP[1] + f"timeout 200 {RSHD} &\n")
     r1, r2 = run_pair("middleware-mpi-peer-dies", steps, qemu=qemu, initrd=middleware_image(),
                       tool_timeout=120, setup=setup)
-    assert r1.ok, r1.report()
-    assert_clean_dmesg(r1.output)
-    out = lines_of(r1.output, "peer_dies")
-    assert "PEER-POWERING-OFF" in r2.console, r2.report()
-    assert "ranks_running=1" in r2.console, r2.report()
-    survivor = re.search(r"survivor_rc=(\d+)", out)
-    # 124/143: timeout(1) cut it. (mpirun exits 0 here: PRRTE's status for
-    # a job it ended on a lost daemon.)
-    assert survivor and survivor.group(1) not in ("124", "143"), \
-        f"mpirun did not end by itself on the peer's loss:\n{out}"
+    # (mpirun exits 0 here: PRRTE's status for a job it ended on a lost daemon)
+    out, status = check_survivor(r1, r2, "peer_dies")
     assert "PRTE has lost communication with a remote daemon" in out, out
-    assert re.search(r"^qps=0$", out, re.MULTILINE), f"QPs left on the survivor:\n{out}"
-    assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
     print(f"# middleware-mpi-peer-dies: mpirun reported the lost daemon and exited "
-          f"{survivor.group(1)}", flush=True)
+          f"{status}", flush=True)
