@@ -1,0 +1,973 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * cbrpc_test: functional tests of libcbrpc over real RDMA (loopback in one
+ * guest: the servers are child processes of this program on the same
+ * device).
+ *
+ *   cbrpc_test [-d DEVICE] [-a ADDR] [-p PORT] [TEST...]
+ *   cbrpc_test --server PORT [-d DEVICE] [-a ADDR]
+ *
+ * Without TEST every test runs. Each prints "ok NAME" or "FAIL NAME: why";
+ * the last line is "cbrpc_test: N passed, M failed" and the exit status is
+ * non-zero on any failure.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbrpc.h"
+
+enum op {
+	OP_ECHO = 1,		/* reply: inline bytes XOR 0x5a */
+	OP_SUM,			/* sum of handle 0's bytes [inline: offset, length] */
+	OP_FILL,		/* write pattern into handle 0: inline struct fill */
+	OP_STATS,		/* reply: struct cbrpc_server_stats */
+	OP_SLEEP,		/* inline: ms; then deref handle 0 if any */
+	OP_KEEP,		/* remember handle 0 */
+	OP_USE_KEPT,		/* deref the remembered handle */
+	OP_CHAIN,		/* inline struct chain: forward handle 0 to another server's SUM */
+	OP_FORGE,		/* deref a forged variant of handle 0: inline struct forge */
+};
+
+struct range { uint64_t offset, length; };
+struct fill { uint64_t offset, length; uint8_t seed; };
+struct chain { char port[16]; uint32_t raw; };	/* raw: skip cbrpc_req_forward() */
+struct forge { uint32_t what; uint64_t offset, length; };
+enum { FORGE_LONGER = 1, FORGE_BEFORE, FORGE_RKEY, FORGE_REGION, FORGE_RANGE };
+
+static const char *dev, *addr = "127.0.0.1";
+static int base_port = 7471;
+static int passed, failed;
+
+static void report(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!fmt) {
+		printf("ok %s\n", name);
+		passed++;
+	} else {
+		printf("FAIL %s: ", name);
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf("\n");
+		failed++;
+	}
+	fflush(stdout);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) { report(name, __VA_ARGS__); return; } } while (0)
+#define CHECK_RC(call, want) do { int rc_ = (call); \
+	if (rc_ != (want)) { report(name, "%s: %d (%s), want %d (%s)", #call, rc_, \
+			     cbrpc_strerror(rc_), (want), cbrpc_strerror(want)); return; } } while (0)
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------ server */
+
+static struct cbrpc_server *the_server;
+static struct cbrpc_ctx *server_ctx;
+static struct cbrpc_handle kept;
+static struct { char port[16]; struct cbrpc_session *s; } next_hop;
+
+static uint64_t sum_bytes(const uint8_t *p, size_t n)
+{
+	uint64_t s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += p[i] * (uint64_t)(i % 251 + 1);
+	return s;
+}
+
+static int reply_u64(struct cbrpc_req *req, uint64_t v)
+{
+	return cbrpc_reply_inline(req, &v, sizeof(v));
+}
+
+static int op_sum(struct cbrpc_req *req, const struct cbrpc_handle *h)
+{
+	struct range rg = { 0, h->length };
+	size_t len;
+	const void *in = cbrpc_req_inline(req, &len), *data;
+	int ret;
+
+	if (len == sizeof(rg))
+		memcpy(&rg, in, sizeof(rg));
+	ret = cbrpc_deref(req, h, rg.offset, rg.length, &data);
+	if (ret)
+		return ret;
+	return reply_u64(req, sum_bytes(data, rg.length));
+}
+
+static int op_chain(struct cbrpc_req *req)
+{
+	struct cbrpc_call_args a = { .op = OP_SUM, .nhandles = 1 };
+	struct cbrpc_result *res;
+	struct cbrpc_handle h;
+	struct chain c;
+	size_t len;
+	const void *in = cbrpc_req_inline(req, &len);
+	int ret;
+
+	if (len != sizeof(c))
+		return -CBRPC_EINVAL;
+	memcpy(&c, in, sizeof(c));
+	c.port[sizeof(c.port) - 1] = 0;
+	ret = c.raw ? cbrpc_req_handle(req, 0, &h) : cbrpc_req_forward(req, 0, &h);
+	if (ret)
+		return ret;
+	if (!next_hop.s || strcmp(next_hop.port, c.port) || !cbrpc_session_alive(next_hop.s)) {
+		cbrpc_disconnect(next_hop.s);
+		next_hop.s = NULL;
+		ret = cbrpc_connect(server_ctx, addr, c.port, NULL, &next_hop.s);
+		if (ret)
+			return ret;
+		snprintf(next_hop.port, sizeof(next_hop.port), "%s", c.port);
+	}
+	res = malloc(sizeof(*res));
+	if (!res)
+		return -CBRPC_ENOMEM;
+	a.handles = &h;
+	ret = cbrpc_call(next_hop.s, &a, res, 10000);
+	if (!ret) {
+		ret = res->status;
+		if (!ret)
+			ret = cbrpc_reply_inline(req, res->inline_data, res->inline_len);
+	}
+	free(res);
+	return ret;
+}
+
+static int op_forge(struct cbrpc_req *req, struct cbrpc_handle h)
+{
+	struct forge f;
+	size_t len;
+	const void *in = cbrpc_req_inline(req, &len), *data;
+
+	if (len != sizeof(f))
+		return -CBRPC_EINVAL;
+	memcpy(&f, in, sizeof(f));
+	switch (f.what) {
+	case FORGE_LONGER: h.length += 1u << 30; break;
+	case FORGE_BEFORE: h.addr -= 4096; h.length += 4096; break;
+	case FORGE_RKEY: h.rkey ^= 0x100; break;
+	case FORGE_REGION: h.region += 1000; break;
+	default: break;
+	}
+	return cbrpc_deref(req, &h, f.offset, f.length, &data);
+}
+
+static int handler(struct cbrpc_req *req, void *arg)
+{
+	struct cbrpc_handle h = { 0 };
+	bool have = cbrpc_req_handle(req, 0, &h) == 0;
+	size_t len;
+	const uint8_t *in = cbrpc_req_inline(req, &len);
+
+	(void)arg;
+	switch (cbrpc_req_op(req)) {
+	case OP_ECHO: {
+		uint8_t out[CBRPC_INLINE_MAX];
+
+		for (size_t i = 0; i < len; i++)
+			out[i] = in[i] ^ 0x5a;
+		return cbrpc_reply_inline(req, out, len);
+	}
+	case OP_SUM:
+		return have ? op_sum(req, &h) : -CBRPC_EINVAL;
+	case OP_FILL: {
+		struct fill f;
+		uint8_t *buf;
+		int ret;
+
+		if (!have || len != sizeof(f))
+			return -CBRPC_EINVAL;
+		memcpy(&f, in, sizeof(f));
+		if (f.length > (64u << 20))
+			return -CBRPC_E2BIG;
+		buf = malloc(f.length ? f.length : 1);
+		if (!buf)
+			return -CBRPC_ENOMEM;
+		for (uint64_t i = 0; i < f.length; i++)
+			buf[i] = (uint8_t)(f.seed + i * 7);
+		ret = cbrpc_write(req, &h, f.offset, buf, f.length);
+		free(buf);
+		return ret;
+	}
+	case OP_STATS: {
+		struct cbrpc_server_stats st;
+
+		cbrpc_server_get_stats(the_server, &st);
+		return cbrpc_reply_inline(req, &st, sizeof(st));
+	}
+	case OP_SLEEP: {
+		uint32_t ms = 0;
+		const void *data;
+
+		if (len == sizeof(ms))
+			memcpy(&ms, in, sizeof(ms));
+		usleep(ms * 1000u);
+		return have ? cbrpc_deref(req, &h, 0, h.length, &data) : 0;
+	}
+	case OP_KEEP:
+		if (!have)
+			return -CBRPC_EINVAL;
+		kept = h;
+		return 0;
+	case OP_USE_KEPT: {
+		const void *data;
+
+		return cbrpc_deref(req, &kept, 0, kept.length ? kept.length : 1, &data);
+	}
+	case OP_CHAIN:
+		return op_chain(req);
+	case OP_FORGE:
+		return have ? op_forge(req, h) : -CBRPC_EINVAL;
+	default:
+		return -CBRPC_ENOOP;
+	}
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	cbrpc_server_stop(the_server);
+}
+
+static int server_main(const char *port)
+{
+	int ret = cbrpc_ctx_create(dev, &server_ctx);
+
+	if (ret) {
+		fprintf(stderr, "server: context: %s\n", cbrpc_strerror(ret));
+		return 1;
+	}
+	ret = cbrpc_server_create(server_ctx, addr, port, NULL, handler, NULL, &the_server);
+	if (ret) {
+		fprintf(stderr, "server: %s: %s\n", port, cbrpc_strerror(ret));
+		return 1;
+	}
+	signal(SIGTERM, on_term);
+	signal(SIGINT, on_term);
+	ret = cbrpc_server_run(the_server, -1);
+	cbrpc_disconnect(next_hop.s);
+	cbrpc_server_destroy(the_server);
+	cbrpc_ctx_destroy(server_ctx);
+	return ret ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ client */
+
+struct peer { pid_t pid; char port[16]; };
+
+static struct peer spawn_server(int port)
+{
+	struct peer p = { 0 };
+
+	snprintf(p.port, sizeof(p.port), "%d", port);
+	p.pid = fork();
+	if (p.pid == 0) {
+		char *argv[] = { "cbrpc_test", "--server", p.port, "-a", (char *)addr,
+				 dev ? "-d" : NULL, (char *)dev, NULL };
+
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	return p;
+}
+
+static void stop_server(struct peer *p, int sig)
+{
+	if (p->pid > 0) {
+		kill(p->pid, sig);
+		waitpid(p->pid, NULL, 0);
+		p->pid = 0;
+	}
+}
+
+/* Connect, retrying while the server starts (15 s at most). */
+static int connect_retry(struct cbrpc_ctx *ctx, const char *port, struct cbrpc_session **s)
+{
+	int64_t end = now_ms() + 15000;
+	int ret;
+
+	do {
+		ret = cbrpc_connect(ctx, addr, port, NULL, s);
+		if (ret != -CBRPC_ECONNREFUSED)
+			return ret;
+		usleep(100000);
+	} while (now_ms() < end);
+	return ret;
+}
+
+static struct peer s1, s2;
+static struct cbrpc_ctx *ctx;
+static struct cbrpc_heap *heap;
+static struct cbrpc_session *sess1, *sess2;
+static struct cbrpc_result res;
+
+static int call(struct cbrpc_session *s, uint32_t op, const struct cbrpc_handle *h,
+		unsigned int nh, const void *in, size_t inlen)
+{
+	struct cbrpc_call_args a = { .op = op, .nhandles = nh, .handles = h,
+				     .inline_data = in, .inline_len = inlen };
+
+	memset(&res, 0, sizeof(res));
+	return cbrpc_call(s, &a, &res, 20000);
+}
+
+static uint64_t res_u64(void)
+{
+	uint64_t v = 0;
+
+	if (res.inline_len == sizeof(v))
+		memcpy(&v, res.inline_data, sizeof(v));
+	return v;
+}
+
+static int get_stats(struct cbrpc_session *s, struct cbrpc_server_stats *st)
+{
+	int ret = call(s, OP_STATS, NULL, 0, NULL, 0);
+
+	if (!ret && res.inline_len == sizeof(*st))
+		memcpy(st, res.inline_data, sizeof(*st));
+	return ret ? ret : (res.inline_len == sizeof(*st) ? 0 : -CBRPC_EPROTO);
+}
+
+static void fill_random(uint8_t *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+static void test_inline(void)
+{
+	const char *name = "inline";
+	static uint8_t in[CBRPC_INLINE_MAX + 1];
+	size_t sizes[] = { 0, 1, 100, CBRPC_INLINE_MAX };
+
+	fill_random(in, sizeof(in), 7);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		CHECK_RC(call(sess1, OP_ECHO, NULL, 0, in, sizes[k]), 0);
+		CHECK(res.status == 0 && res.inline_len == sizes[k], "echo %zu: status %d len %zu",
+		      sizes[k], res.status, res.inline_len);
+		for (size_t i = 0; i < sizes[k]; i++)
+			CHECK(res.inline_data[i] == (in[i] ^ 0x5a), "echo %zu: byte %zu", sizes[k], i);
+	}
+	CHECK_RC(call(sess1, OP_ECHO, NULL, 0, in, CBRPC_INLINE_MAX + 1), -CBRPC_E2BIG);
+	CHECK_RC(call(sess1, 999, NULL, 0, NULL, 0), 0);
+	CHECK(res.status == -CBRPC_ENOOP, "unknown op: status %d", res.status);
+	report(name, NULL);
+}
+
+static void test_sum_and_cache(void)
+{
+	const char *name = "version-cache";
+	struct cbrpc_server_stats a, b, c, d;
+	struct cbrpc_handle h;
+	uint8_t *p;
+	size_t n = 64 * 1024;
+
+	CHECK_RC(cbrpc_alloc(heap, n, CBRPC_H_READ, &h, (void **)&p), 0);
+	fill_random(p, n, 1);
+	CHECK_RC(get_stats(sess1, &a), 0);
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, NULL, 0), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p, n), "sum: status %d, %" PRIu64
+	      " want %" PRIu64, res.status, res_u64(), sum_bytes(p, n));
+	CHECK_RC(get_stats(sess1, &b), 0);
+	CHECK(b.read_bytes - a.read_bytes == n, "first call read %" PRIu64 " bytes, want %zu",
+	      b.read_bytes - a.read_bytes, n);
+	/* unchanged: served from the cache, nothing transferred */
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, NULL, 0), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p, n), "second sum wrong");
+	CHECK_RC(get_stats(sess1, &c), 0);
+	CHECK(c.read_bytes == b.read_bytes && c.reads == b.reads,
+	      "unchanged argument read again (%" PRIu64 " bytes)", c.read_bytes - b.read_bytes);
+	CHECK(c.cache_hits > b.cache_hits, "no cache hit counted");
+	/* changed and marked: read again, the new contents */
+	fill_random(p, n, 2);
+	CHECK_RC(cbrpc_mark_changed(heap, &h), 0);
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, NULL, 0), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p, n), "sum after change: %" PRIu64
+	      " want %" PRIu64, res_u64(), sum_bytes(p, n));
+	CHECK_RC(get_stats(sess1, &d), 0);
+	CHECK(d.read_bytes - c.read_bytes == n, "changed argument: read %" PRIu64 " bytes",
+	      d.read_bytes - c.read_bytes);
+	printf("# version-cache: first call %" PRIu64 " B read, unchanged 0 B, changed %" PRIu64
+	       " B\n", b.read_bytes - a.read_bytes, d.read_bytes - c.read_bytes);
+	cbrpc_free(heap, &h);
+	report(name, NULL);
+}
+
+static void test_sparse(void)
+{
+	const char *name = "sparse-read";
+	struct cbrpc_server_stats a, b;
+	struct cbrpc_handle h;
+	struct range rg = { 512 * 1024 + 40, 64 };
+	uint8_t *p;
+	size_t n = 1 << 20;
+
+	CHECK_RC(cbrpc_alloc(heap, n, CBRPC_H_READ, &h, (void **)&p), 0);
+	fill_random(p, n, 3);
+	CHECK_RC(get_stats(sess1, &a), 0);
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, &rg, sizeof(rg)), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p + rg.offset, rg.length),
+	      "range sum: status %d", res.status);
+	CHECK_RC(get_stats(sess1, &b), 0);
+	CHECK(b.read_bytes - a.read_bytes >= 64 && b.read_bytes - a.read_bytes <= 512,
+	      "64 B of 1 MiB: %" PRIu64 " B read", b.read_bytes - a.read_bytes);
+	printf("# sparse-read: 64 B of a 1 MiB argument: %" PRIu64 " B read\n",
+	       b.read_bytes - a.read_bytes);
+	cbrpc_free(heap, &h);
+	report(name, NULL);
+}
+
+static void test_write(void)
+{
+	const char *name = "write-results";
+	struct cbrpc_handle out, old, ro;
+	struct fill f = { 100, 5000, 9 };
+	uint8_t *p, *q;
+
+	CHECK_RC(cbrpc_alloc(heap, 8192, CBRPC_H_READ | CBRPC_H_WRITE, &out, (void **)&p), 0);
+	memset(p, 0xee, 8192);
+	old = out;
+	CHECK_RC(call(sess1, OP_FILL, &out, 1, &f, sizeof(f)), 0);
+	CHECK(res.status == 0 && res.written == 1, "fill: status %d written %#x", res.status,
+	      res.written);
+	for (size_t i = 0; i < 8192; i++) {
+		uint8_t want = i >= f.offset && i < f.offset + f.length ?
+			       (uint8_t)(f.seed + (i - f.offset) * 7) : 0xee;
+
+		CHECK(p[i] == want, "byte %zu: %#x want %#x", i, p[i], want);
+	}
+	/* the written object has a new version: the old handle is stale */
+	CHECK_RC(call(sess1, OP_SUM, &old, 1, NULL, 0), -CBRPC_ESTALE);
+	CHECK_RC(cbrpc_handle_refresh(heap, &out), 0);
+	CHECK(out.version > old.version, "version not bumped");
+	CHECK_RC(call(sess1, OP_SUM, &out, 1, NULL, 0), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p, 8192), "sum of written object");
+	/* a read-only handle is not written */
+	CHECK_RC(cbrpc_alloc(heap, 4096, CBRPC_H_READ, &ro, (void **)&q), 0);
+	f.offset = 0;
+	f.length = 16;
+	CHECK_RC(call(sess1, OP_FILL, &ro, 1, &f, sizeof(f)), 0);
+	CHECK(res.status == -CBRPC_EPERM && res.written == 0, "write to read-only: %d",
+	      res.status);
+	for (int i = 0; i < 16; i++)
+		CHECK(q[i] == 0, "read-only object written");
+	/* nor beyond its end */
+	f.offset = 8000;
+	f.length = 500;
+	CHECK_RC(call(sess1, OP_FILL, &out, 1, &f, sizeof(f)), 0);
+	CHECK(res.status == -CBRPC_ERANGE, "write past the handle: %d", res.status);
+	cbrpc_free(heap, &out);
+	cbrpc_free(heap, &ro);
+	report(name, NULL);
+}
+
+static void test_outstanding(void)
+{
+	const char *name = "outstanding-calls";
+	enum { N = 12 };
+	struct cbrpc_call *calls[N + 8];
+	struct cbrpc_handle h[N];
+	uint8_t *p[N];
+	struct cbrpc_result *r = malloc(sizeof(*r));
+	int k, extra = 0, busy = 0;
+
+	CHECK(r, "no memory");
+	for (k = 0; k < N; k++) {
+		struct cbrpc_call_args a = { .op = OP_SUM, .nhandles = 1, .handles = &h[k] };
+
+		CHECK_RC(cbrpc_alloc(heap, 4096 + k * 100, CBRPC_H_READ, &h[k], (void **)&p[k]), 0);
+		fill_random(p[k], h[k].length, 100 + k);
+		CHECK_RC(cbrpc_call_start(sess1, &a, &calls[k]), 0);
+	}
+	/* the session's depth is 16: the 17th outstanding call is refused */
+	for (;; extra++) {
+		struct cbrpc_call_args a = { .op = OP_ECHO };
+		int ret = cbrpc_call_start(sess1, &a, &calls[N + extra]);
+
+		if (ret) {
+			busy = ret;
+			break;
+		}
+		if (extra == 7)
+			break;
+	}
+	for (k = N - 1; k >= 0; k--) {
+		CHECK_RC(cbrpc_call_wait(calls[k], 20000, r), 0);
+		CHECK(r->status == 0 && r->inline_len == 8, "call %d: status %d", k, r->status);
+		uint64_t v;
+
+		memcpy(&v, r->inline_data, 8);
+		CHECK(v == sum_bytes(p[k], h[k].length), "call %d: wrong sum", k);
+		cbrpc_call_free(calls[k]);
+	}
+	for (int e = 0; e < extra + (busy ? 0 : 1); e++) {
+		CHECK_RC(cbrpc_call_wait(calls[N + e], 20000, r), 0);
+		cbrpc_call_free(calls[N + e]);
+	}
+	CHECK(busy == -CBRPC_EBUSY && N + extra == 16, "call %d of depth 16: %d", N + extra + 1,
+	      busy);
+	for (k = 0; k < N; k++)
+		cbrpc_free(heap, &h[k]);
+	free(r);
+	report(name, NULL);
+}
+
+struct thread_arg { int id; int errors; };
+
+static void *echo_thread(void *p)
+{
+	struct thread_arg *t = p;
+	struct cbrpc_result *r = malloc(sizeof(*r));
+
+	for (int i = 0; i < 25 && r; i++) {
+		uint32_t v = (uint32_t)(t->id * 1000 + i);
+		struct cbrpc_call_args a = { .op = OP_ECHO, .inline_data = &v, .inline_len = 4 };
+		uint32_t back;
+
+		if (cbrpc_call(sess1, &a, r, 20000) || r->inline_len != 4) {
+			t->errors++;
+			continue;
+		}
+		memcpy(&back, r->inline_data, 4);
+		if ((back ^ 0x5a5a5a5a) != v)
+			t->errors++;
+	}
+	free(r);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	const char *name = "threads";
+	pthread_t th[4];
+	struct thread_arg ta[4];
+	int errors = 0;
+
+	for (int i = 0; i < 4; i++) {
+		ta[i] = (struct thread_arg){ .id = i };
+		pthread_create(&th[i], NULL, echo_thread, &ta[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		errors += ta[i].errors;
+	}
+	CHECK(errors == 0, "%d of 100 calls from 4 threads failed", errors);
+	report(name, NULL);
+}
+
+static void test_sessions(void)
+{
+	const char *name = "sessions";
+	struct cbrpc_ctx *c[4] = { 0 };
+	struct cbrpc_heap *hp[4] = { 0 };
+	struct cbrpc_session *s[4] = { 0 };
+	struct cbrpc_handle h[4];
+	uint8_t *p[4];
+	int i, round;
+
+	for (i = 0; i < 4; i++) {
+		CHECK_RC(cbrpc_ctx_create(dev, &c[i]), 0);
+		CHECK_RC(cbrpc_heap_create(c[i], 1 << 16, 0, &hp[i]), 0);
+		CHECK_RC(cbrpc_alloc(hp[i], 1000 + i, CBRPC_H_READ, &h[i], (void **)&p[i]), 0);
+		fill_random(p[i], h[i].length, 50 + i);
+		CHECK_RC(cbrpc_connect(c[i], addr, s1.port, NULL, &s[i]), 0);
+	}
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < 4; i++) {
+			CHECK_RC(call(s[i], OP_SUM, &h[i], 1, NULL, 0), 0);
+			CHECK(res.status == 0 && res_u64() == sum_bytes(p[i], h[i].length),
+			      "session %d round %d: status %d", i, round, res.status);
+		}
+	}
+	/* one context's handle is nothing in another's session */
+	CHECK_RC(call(s[0], OP_SUM, &h[1], 1, NULL, 0), 0);
+	CHECK(res.status == -CBRPC_EPERM, "other context's handle: %d", res.status);
+	for (i = 0; i < 4; i++)
+		cbrpc_ctx_destroy(c[i]);
+	report(name, NULL);
+}
+
+static void test_bounds(void)
+{
+	const char *name = "bounds";
+	struct cbrpc_server_stats a, b;
+	struct cbrpc_handle h;
+	uint8_t *p;
+	struct { uint32_t what; int want; } cases[] = {
+		{ FORGE_LONGER, -CBRPC_EBOUNDS }, { FORGE_BEFORE, -CBRPC_EBOUNDS },
+		{ FORGE_RKEY, -CBRPC_EBOUNDS }, { FORGE_REGION, -CBRPC_ENOHEAP },
+		{ FORGE_RANGE, -CBRPC_ERANGE },
+	};
+
+	/* the first object of a fresh heap: FORGE_BEFORE leaves the region */
+	struct cbrpc_heap *hp;
+
+	CHECK_RC(cbrpc_heap_create(ctx, 1 << 16, 0, &hp), 0);
+	CHECK_RC(cbrpc_alloc(hp, 4096, CBRPC_H_READ, &h, (void **)&p), 0);
+	CHECK_RC(get_stats(sess1, &a), 0);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct forge f = { cases[k].what, 0, 64 };
+
+		if (cases[k].what == FORGE_LONGER)
+			f.length = 1u << 20;	/* inside the forged length, outside the region */
+		if (cases[k].what == FORGE_RANGE) {
+			f.offset = 4000;
+			f.length = 200;
+		}
+		CHECK_RC(call(sess1, OP_FORGE, &h, 1, &f, sizeof(f)), 0);
+		CHECK(res.status == cases[k].want, "forge %u: %d (%s), want %d", cases[k].what,
+		      res.status, cbrpc_strerror(res.status), cases[k].want);
+	}
+	CHECK_RC(get_stats(sess1, &b), 0);
+	CHECK(b.reads == a.reads && b.read_bytes == a.read_bytes,
+	      "%" PRIu64 " READs posted for refused handles", b.reads - a.reads);
+	CHECK(b.refused - a.refused == 5, "%" PRIu64 " refusals counted", b.refused - a.refused);
+	/* the unforged handle still works: nothing broke the session */
+	{
+		struct forge f = { 0, 0, 4096 };
+
+		CHECK_RC(call(sess1, OP_FORGE, &h, 1, &f, sizeof(f)), 0);
+		CHECK(res.status == 0, "plain handle after refusals: %d", res.status);
+	}
+	cbrpc_heap_destroy(hp, 5000);
+	report(name, NULL);
+}
+
+static void test_growth(void)
+{
+	const char *name = "heap-growth";
+	struct cbrpc_heap *hp;
+	struct cbrpc_handle h[4];
+	uint8_t *p[4];
+	uint32_t regions = 0;
+
+	CHECK_RC(cbrpc_heap_create(ctx, 64 * 1024, 64 * 1024, &hp), 0);
+	for (int i = 0; i < 4; i++) {
+		CHECK_RC(cbrpc_alloc(hp, 40 * 1024, CBRPC_H_READ, &h[i], (void **)&p[i]), 0);
+		fill_random(p[i], h[i].length, 70 + i);
+		if (i && h[i].region != h[i - 1].region)
+			regions++;
+	}
+	CHECK(regions == 3, "4 objects of 40 KiB in 64 KiB regions: %u new regions", regions);
+	for (int i = 0; i < 4; i++) {
+		CHECK_RC(call(sess1, OP_SUM, &h[i], 1, NULL, 0), 0);
+		CHECK(res.status == 0 && res_u64() == sum_bytes(p[i], h[i].length),
+		      "object %d in region %u: status %d", i, h[i].region, res.status);
+	}
+	CHECK_RC(cbrpc_heap_destroy(hp, 5000), 0);
+	/* its handles are no longer this context's objects */
+	CHECK_RC(call(sess1, OP_SUM, &h[0], 1, NULL, 0), -CBRPC_EINVAL);
+	report(name, NULL);
+}
+
+static void test_stale(void)
+{
+	const char *name = "stale-version";
+	struct cbrpc_handle h, old;
+	uint8_t *p;
+
+	CHECK_RC(cbrpc_alloc(heap, 2048, CBRPC_H_READ, &h, (void **)&p), 0);
+	fill_random(p, 2048, 5);
+	CHECK_RC(call(sess1, OP_KEEP, &h, 1, NULL, 0), 0);
+	old = h;
+	CHECK_RC(cbrpc_mark_changed(heap, &h), 0);
+	/* the client refuses to pass the old handle */
+	CHECK_RC(call(sess1, OP_SUM, &old, 1, NULL, 0), -CBRPC_ESTALE);
+	/* the server, once it saw the new version, refuses the old one it kept */
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, NULL, 0), 0);
+	CHECK(res.status == 0, "sum: %d", res.status);
+	CHECK_RC(call(sess1, OP_USE_KEPT, NULL, 0, NULL, 0), 0);
+	CHECK(res.status == -CBRPC_ESTALE, "kept old handle: %d (%s)", res.status,
+	      cbrpc_strerror(res.status));
+	/* a freed and reallocated object never matches the cache */
+	CHECK_RC(cbrpc_free(heap, &h), 0);
+	CHECK_RC(cbrpc_alloc(heap, 2048, CBRPC_H_READ, &old, (void **)&p), 0);
+	CHECK(old.addr != h.addr || old.version > h.version, "reused object kept its version");
+	cbrpc_free(heap, &old);
+	report(name, NULL);
+}
+
+static void test_chain(void)
+{
+	const char *name = "chained-call";
+	struct cbrpc_server_stats a, b;
+	struct cbrpc_handle h, nf;
+	struct chain c = { .raw = 0 };
+	uint8_t *p;
+	struct cbrpc_ctx *lone;
+	struct cbrpc_heap *lh;
+	struct cbrpc_session *ls;
+
+	snprintf(c.port, sizeof(c.port), "%s", s2.port);
+	CHECK_RC(cbrpc_alloc(heap, 32768, CBRPC_H_READ | CBRPC_H_FORWARD, &h, (void **)&p), 0);
+	fill_random(p, h.length, 11);
+	CHECK_RC(get_stats(sess2, &a), 0);
+	CHECK_RC(call(sess1, OP_CHAIN, &h, 1, &c, sizeof(c)), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p, h.length), "chain: status %d (%s)",
+	      res.status, cbrpc_strerror(res.status));
+	CHECK_RC(get_stats(sess2, &b), 0);
+	CHECK(b.read_bytes - a.read_bytes == h.length,
+	      "the second server read %" PRIu64 " B of the client's memory",
+	      b.read_bytes - a.read_bytes);
+	/* not forwardable: the first server may not forward it ... */
+	CHECK_RC(cbrpc_alloc(heap, 1024, CBRPC_H_READ, &nf, (void **)&p), 0);
+	CHECK_RC(call(sess1, OP_CHAIN, &nf, 1, &c, sizeof(c)), 0);
+	CHECK(res.status == -CBRPC_EPERM, "forward without CBRPC_H_FORWARD: %d", res.status);
+	/* ... and the second refuses it if it does anyway */
+	c.raw = 1;
+	CHECK_RC(call(sess1, OP_CHAIN, &nf, 1, &c, sizeof(c)), 0);
+	CHECK(res.status == -CBRPC_EPERM, "passed on without CBRPC_H_FORWARD: %d", res.status);
+	c.raw = 0;
+	/* an owner without a session at the second server */
+	CHECK_RC(cbrpc_ctx_create(dev, &lone), 0);
+	CHECK_RC(cbrpc_heap_create(lone, 1 << 16, 0, &lh), 0);
+	CHECK_RC(cbrpc_alloc(lh, 512, CBRPC_H_READ | CBRPC_H_FORWARD, &nf, (void **)&p), 0);
+	CHECK_RC(cbrpc_connect(lone, addr, s1.port, NULL, &ls), 0);
+	CHECK_RC(call(ls, OP_CHAIN, &nf, 1, &c, sizeof(c)), 0);
+	CHECK(res.status == -CBRPC_ENOGRANT, "owner unknown to the second server: %d (%s)",
+	      res.status, cbrpc_strerror(res.status));
+	cbrpc_ctx_destroy(lone);
+	cbrpc_free(heap, &h);
+	report(name, NULL);
+}
+
+static void test_timeout(void)
+{
+	const char *name = "call-timeout";
+	struct cbrpc_call_args a = { .op = OP_SLEEP };
+	struct cbrpc_call *c;
+	uint32_t ms = 1500;
+	int64_t t;
+
+	a.inline_data = &ms;
+	a.inline_len = sizeof(ms);
+	CHECK_RC(cbrpc_call_start(sess1, &a, &c), 0);
+	t = now_ms();
+	CHECK_RC(cbrpc_call_wait(c, 200, &res), -CBRPC_ETIMEDOUT);
+	t = now_ms() - t;
+	CHECK(t >= 150 && t < 1500, "a 200 ms wait took %" PRId64 " ms", t);
+	CHECK_RC(cbrpc_call_wait(c, 20000, &res), 0);
+	CHECK(res.status == 0, "slept call: %d", res.status);
+	cbrpc_call_free(c);
+	/* a call given up before its reply: the slot comes back with the reply */
+	CHECK_RC(cbrpc_call_start(sess1, &a, &c), 0);
+	cbrpc_call_free(c);
+	CHECK_RC(call(sess1, OP_ECHO, NULL, 0, "x", 1), 0);
+	report(name, NULL);
+}
+
+static void test_heap_withdraw(void)
+{
+	const char *name = "heap-destroy-mid-call";
+	struct cbrpc_heap *hp;
+	struct cbrpc_handle h;
+	struct cbrpc_call_args a = { .op = OP_SLEEP, .nhandles = 1, .handles = &h };
+	struct cbrpc_call *c;
+	uint32_t ms = 800;
+	uint8_t *p;
+
+	a.inline_data = &ms;
+	a.inline_len = sizeof(ms);
+	CHECK_RC(cbrpc_heap_create(ctx, 1 << 16, 0, &hp), 0);
+	CHECK_RC(cbrpc_alloc(hp, 4096, CBRPC_H_READ, &h, (void **)&p), 0);
+	CHECK_RC(cbrpc_call_start(sess1, &a, &c), 0);
+	usleep(200000);
+	/* withdrawn from every session before the memory goes */
+	CHECK_RC(cbrpc_heap_destroy(hp, 10000), 0);
+	CHECK_RC(cbrpc_call_wait(c, 20000, &res), 0);
+	CHECK(res.status == -CBRPC_ENOHEAP, "deref after withdrawal: %d (%s)", res.status,
+	      cbrpc_strerror(res.status));
+	cbrpc_call_free(c);
+	CHECK(cbrpc_session_alive(sess1), "session lost");
+	report(name, NULL);
+}
+
+static void test_client_disconnect(void)
+{
+	const char *name = "client-disconnect-mid-call";
+	struct cbrpc_server_stats st;
+	struct cbrpc_session *s;
+	struct cbrpc_handle h;
+	struct cbrpc_call_args a = { .op = OP_SLEEP, .nhandles = 1, .handles = &h };
+	struct cbrpc_call *c;
+	uint32_t ms = 800;
+	uint8_t *p;
+
+	a.inline_data = &ms;
+	a.inline_len = sizeof(ms);
+	CHECK_RC(cbrpc_alloc(heap, 4096, CBRPC_H_READ, &h, (void **)&p), 0);
+	CHECK_RC(cbrpc_connect(ctx, addr, s1.port, NULL, &s), 0);
+	CHECK_RC(cbrpc_call_start(s, &a, &c), 0);
+	usleep(200000);
+	CHECK_RC(cbrpc_disconnect(s), 0);
+	CHECK_RC(cbrpc_call_wait(c, 1000, &res), -CBRPC_ECANCELED);
+	cbrpc_call_free(c);
+	usleep(1500000);	/* the handler wakes up and finds the session gone */
+	CHECK_RC(get_stats(sess1, &st), 0);
+	CHECK(st.last_error == -CBRPC_EDISCONNECTED, "server's last error %d (%s)",
+	      st.last_error, cbrpc_strerror(st.last_error));
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, NULL, 0), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p, 4096), "server after it: %d",
+	      res.status);
+	cbrpc_free(heap, &h);
+	report(name, NULL);
+}
+
+static void test_server_dies(void)
+{
+	const char *name = "server-dies";
+	struct peer s3 = spawn_server(base_port + 2);
+	struct cbrpc_session *s;
+	struct cbrpc_call_args a = { .op = OP_SLEEP };
+	struct cbrpc_call *c;
+	uint32_t ms = 5000;
+	int64_t t;
+	int ret;
+
+	a.inline_data = &ms;
+	a.inline_len = sizeof(ms);
+	ret = connect_retry(ctx, s3.port, &s);
+	if (ret)
+		stop_server(&s3, SIGKILL);
+	CHECK_RC(ret, 0);
+	ret = cbrpc_call_start(s, &a, &c);
+	if (ret)
+		stop_server(&s3, SIGKILL);
+	CHECK_RC(ret, 0);
+	usleep(300000);
+	t = now_ms();
+	stop_server(&s3, SIGKILL);
+	ret = cbrpc_call_wait(c, 15000, &res);
+	t = now_ms() - t;
+	cbrpc_call_free(c);
+	CHECK_RC(ret, -CBRPC_EDISCONNECTED);
+	CHECK(t < 10000, "noticed after %" PRId64 " ms", t);
+	CHECK(!cbrpc_session_alive(s), "session alive after the server died");
+	CHECK_RC(call(s, OP_ECHO, NULL, 0, NULL, 0), -CBRPC_EDISCONNECTED);
+	printf("# server-dies: the outstanding call ended %" PRId64 " ms after SIGKILL\n", t);
+	cbrpc_disconnect(s);
+	report(name, NULL);
+}
+
+static void test_refused(void)
+{
+	const char *name = "connect-refused";
+	struct cbrpc_session *s;
+	char port[16];
+	int64_t t = now_ms();
+
+	snprintf(port, sizeof(port), "%d", base_port + 3);
+	CHECK_RC(cbrpc_connect(ctx, addr, port, NULL, &s), -CBRPC_ECONNREFUSED);
+	CHECK(now_ms() - t < 6000, "took %" PRId64 " ms", now_ms() - t);
+	report(name, NULL);
+}
+
+static const struct { const char *name; void (*fn)(void); } tests[] = {
+	{ "inline", test_inline },
+	{ "version-cache", test_sum_and_cache },
+	{ "sparse-read", test_sparse },
+	{ "write-results", test_write },
+	{ "outstanding-calls", test_outstanding },
+	{ "threads", test_threads },
+	{ "sessions", test_sessions },
+	{ "bounds", test_bounds },
+	{ "heap-growth", test_growth },
+	{ "stale-version", test_stale },
+	{ "chained-call", test_chain },
+	{ "call-timeout", test_timeout },
+	{ "heap-destroy-mid-call", test_heap_withdraw },
+	{ "client-disconnect-mid-call", test_client_disconnect },
+	{ "server-dies", test_server_dies },
+	{ "connect-refused", test_refused },
+};
+
+static bool selected(const char *name, int argc, char **argv, int first)
+{
+	if (first >= argc)
+		return true;
+	for (int i = first; i < argc; i++)
+		if (!strcmp(argv[i], name))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	const char *server_port = NULL;
+	int i, ret;
+	int64_t t0 = now_ms();
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--server") && i + 1 < argc)
+			server_port = argv[++i];
+		else if (!strcmp(argv[i], "-d") && i + 1 < argc)
+			dev = argv[++i];
+		else if (!strcmp(argv[i], "-a") && i + 1 < argc)
+			addr = argv[++i];
+		else if (!strcmp(argv[i], "-p") && i + 1 < argc)
+			base_port = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [-d DEV] [-a ADDR] [-p PORT] [TEST...]\n"
+				"       %s --server PORT [-d DEV] [-a ADDR]\n", argv[0], argv[0]);
+			return 2;
+		}
+	}
+	if (server_port)
+		return server_main(server_port);
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	s1 = spawn_server(base_port);
+	s2 = spawn_server(base_port + 1);
+	ret = cbrpc_ctx_create(dev, &ctx);
+	if (!ret)
+		ret = cbrpc_heap_create(ctx, 4 << 20, 4 << 20, &heap);
+	if (!ret)
+		ret = connect_retry(ctx, s1.port, &sess1);
+	if (!ret)
+		ret = connect_retry(ctx, s2.port, &sess2);
+	if (ret) {
+		printf("FAIL setup: %s\n", cbrpc_strerror(ret));
+		stop_server(&s1, SIGKILL);
+		stop_server(&s2, SIGKILL);
+		return 1;
+	}
+	report("connect", NULL);
+	for (size_t k = 0; k < sizeof(tests) / sizeof(tests[0]); k++) {
+		if (!selected(tests[k].name, argc, argv, i))
+			continue;
+		int64_t t = now_ms();
+
+		tests[k].fn();
+		printf("# %s: %" PRId64 " ms\n", tests[k].name, now_ms() - t);
+	}
+	cbrpc_ctx_destroy(ctx);
+	stop_server(&s1, SIGTERM);
+	stop_server(&s2, SIGTERM);
+	printf("cbrpc_test: %d passed, %d failed (%" PRId64 " ms)\n", passed, failed,
+	       now_ms() - t0);
+	return failed ? 1 : 0;
+}

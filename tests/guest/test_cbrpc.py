@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tests of apps/cbrpc, the call-by-reference RPC library (docs/cbrpc.md).
+
+They boot the provider image (scripts/guest/build-provider.sh --image, which
+builds apps/cbrpc against the guest's rdma-core and installs libcbrpc and
+its programs) and run cbrpc_test (apps/cbrpc/tests/cbrpc_test.c): the
+client in the test process, its servers as child processes, all in one
+guest over the device's loopback path.
+
+  cbrpc-loopback-rnic   cbrpc_test over rnic0 (-device rnic)
+  cbrpc-loopback-rxe    the same over Soft-RoCE (rdma_rxe on virtio-net)
+
+Every test of cbrpc_test must print 'ok NAME': inline arguments, the
+version cache (an unchanged argument is not read again, a changed one is),
+a sparse read of a 1 MiB argument, results written into the client's heap,
+outstanding calls up to the session depth, calls from several threads,
+several sessions per server, out-of-bounds and forged handles refused
+before any READ, heap growth, stale versions, a chained call (the second
+server reads the client's memory) and forwarding refusals, call timeouts,
+a heap withdrawn mid-call, a client disconnecting mid-call, a server
+killed mid-call, and a refused connection.
+"""
+
+import re
+
+from guesttest import GuestResult, case
+from rdma_pair import DMESG_CHECK, WAIT_GID, assert_clean_dmesg, rc_lines
+from test_provider import provider_image
+
+TESTS = ("connect", "inline", "version-cache", "sparse-read", "write-results",
+         "outstanding-calls", "threads", "sessions", "bounds", "heap-growth",
+         "stale-version", "chained-call", "call-timeout", "heap-destroy-mid-call",
+         "client-disconnect-mid-call", "server-dies", "connect-refused")
+
+RUN = """
+timeout 600 cbrpc_test -d {dev} -a 10.0.0.1 2>&1
+echo "rc=cbrpc:$?"
+""" + DMESG_CHECK
+
+RNIC_SCRIPT = """
+modprobe rnic || exit 1
+ip link set eth0 up
+ip addr add 10.0.0.1/24 dev eth0
+""" + WAIT_GID.format(dev="rnic0") + RUN.format(dev="rnic0")
+
+RXE_SCRIPT = """
+modprobe crc32_generic
+modprobe rdma_rxe || exit 1
+ip link set eth0 up
+ip addr add 10.0.0.1/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0 || exit 1
+""" + WAIT_GID.format(dev="rxe0") + RUN.format(dev="rxe0")
+
+
+def check_cbrpc(result: GuestResult) -> None:
+    out = result.output
+    assert_clean_dmesg(out)
+    failed = re.findall(r"^FAIL .*$", out, re.MULTILINE)
+    assert not failed, "\n".join(failed) + "\n" + out
+    for name in TESTS:
+        assert re.search(rf"^ok {re.escape(name)}$", out, re.MULTILINE), \
+            f"no 'ok {name}' in:\n{out}"
+    summary = re.search(r"^cbrpc_test: (\d+) passed, (\d+) failed \((\d+) ms\)$", out,
+                        re.MULTILINE)
+    assert summary and int(summary.group(1)) == len(TESTS) and summary.group(2) == "0", out
+    assert rc_lines(out).get("cbrpc") == [0], out
+    for line in re.findall(r"^# (?:version-cache|sparse-read|server-dies): .*$", out,
+                           re.MULTILINE):
+        print(f"# {result.name}: {line[2:]}", flush=True)
+    print(f"# {result.name}: {summary.group(1)} tests passed in {summary.group(3)} ms",
+          flush=True)
+
+
+case("cbrpc-loopback-rnic", ["-device", "rnic"], lambda: RNIC_SCRIPT, check_cbrpc,
+     requires=["rnic"], initrd=provider_image, timeout=700)
+
+case("cbrpc-loopback-rxe",
+     ["-netdev", "hubport,id=n0,hubid=0", "-device", "virtio-net-pci,romfile=,netdev=n0"],
+     lambda: RXE_SCRIPT, check_cbrpc, requires=["virtio-net-pci"], initrd=provider_image,
+     timeout=700)
