@@ -500,7 +500,11 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	size_t inl = le16toh(h->inline_len);
 	int status;
 
+	/* not the inline buffers: they are filled up to their lengths */
 	memset(req, 0, offsetof(struct cbrpc_req, inline_data));
+	req->written = 0;
+	req->reply_len = 0;
+	req->npinned = 0;
 	req->srv = srv;
 	req->sess = s;
 	req->call_id = le32toh(h->call_id);
