@@ -464,10 +464,15 @@ def check_pyverbs(result: GuestResult) -> None:
 PYVERBS_ARGS = ["-object", "memory-backend-ram,id=scm0,size=64M", "-device", "rnic,scm=scm0",
                 "-m", "1024"]
 
-# The same suite on Soft-RoCE in the same image, one module per process
-# (the whole suite in one process dies of a segmentation fault of python in
-# tests.test_flow on rxe0 and hides every later module); the vendor modules
-# (mlx5, EFA) skip everything on both devices and are left out.
+# The same suite on Soft-RoCE in the same image. python dies there of a
+# segmentation fault now and then: always in tests.test_flow and
+# tests.test_parent_domain on rxe0, which run in processes of their own;
+# elsewhere after some earlier modules (test_shared_pd, test_srq: each
+# passes alone). The rest run in one process (one per module spent 100 of
+# the guest's 120 s starting python); when it dies, the module it died in
+# runs again alone and a new process goes on with the modules after it.
+# The vendor modules (mlx5, EFA) skip everything on both devices and are
+# left out.
 PYVERBS_RXE_SCRIPT = """
 modprobe crc32_generic
 modprobe rdma_rxe || exit 1
@@ -476,13 +481,40 @@ ip addr add 10.0.0.1/24 dev eth0
 rdma link add rxe0 type rxe netdev eth0 || exit 1
 """ + WAIT_GID.format(dev="rxe0") + """
 cd /opt/rdma-core-tests || exit 1
+run() {  # NAME MODULE...: one process for the MODULEs, in that order
+    name=$1
+    shift
+    timeout 600 python3 -W ignore tests/run_tests.py --dev rxe0 --gid 1 -v \\
+        $(printf 'tests.%s ' "$@") >/tmp/m.log 2>&1
+    rc=$?
+    echo "rc=pyverbs-rxe.$name:$rc"
+    sed 's/^/pyverbs-rxe: /' /tmp/m.log
+}
+left=
+alone=
 for m in tests/test_*.py; do
     m=${m#tests/}; m=${m%.py}
-    case $m in test_mlx5_*|test_efa*) continue;; esac
-    timeout 600 python3 -W ignore tests/run_tests.py --dev rxe0 --gid 1 -v tests.$m >/tmp/m.log 2>&1
-    echo "rc=pyverbs-rxe.$m:$?"
-    sed 's/^/pyverbs-rxe: /' /tmp/m.log
+    case $m in
+    test_mlx5_*|test_efa*) ;;
+    test_flow|test_parent_domain) alone="$alone $m" ;;
+    *) left="$left $m" ;;
+    esac
 done
+batch=0
+while [ -n "$left" ]; do
+    batch=$((batch + 1))
+    run batch$batch $left
+    [ $rc -gt 1 ] || break
+    died=$(grep -o '(tests\\.test_[a-z0-9_]*\\.' /tmp/m.log | tail -1 | cut -d. -f2)
+    case " $left " in
+    *" ${died:-?} "*) ;;
+    *) alone="$alone $left"; break ;;   # died before a test: one by one
+    esac
+    run "$died" "$died"
+    left=$(echo $left | tr ' ' '\\n' | awk -v d="$died" 'f { print } $0 == d { f = 1 }')
+    left=$(echo $left)
+done
+for m in $alone; do run $m $m; done
 """
 
 # What passes on rxe and not (yet) on rnic, with the reason; the
