@@ -99,6 +99,17 @@ class GuestError(Exception):
     """A guest could not be started or did not report an exit status."""
 
 
+# The guest side of Guest.press_key: KEY_MARK before the script says it is
+# ready for the key (the keyboard's interrupt line in /proc/interrupts,
+# IRQ 1: i8042), KEY_WAIT after: until that line changes, 15 s at most.
+# (No braces: the snippets go into scripts that are str.format()ed.)
+KEY_MARK = "key_mark=$(grep -E '^ +1:' /proc/interrupts)\n"
+KEY_WAIT = ("n=0\n"
+            "while [ \"$(grep -E '^ +1:' /proc/interrupts)\" = \"$key_mark\" ] && "
+            "[ $n -lt 150 ]; do n=$((n + 1)); sleep 0.1; done\n"
+            "echo \"key_wait=$n\"\n")
+
+
 @dataclass
 class GuestResult:
     """What one guest run produced."""
@@ -324,6 +335,12 @@ class Guest:
                 return False
             time.sleep(0.05)
         return True
+
+    def press_key(self) -> None:
+        """Press a key on the guest's PS/2 keyboard: a signal its script can
+        wait for (KEY_WAIT) without a network."""
+        assert self.vm is not None
+        self.vm.cmd("send-key", keys=[{"type": "qcode", "data": "shift"}])
 
     def stop(self) -> None:
         """Quit QEMU without waiting for the guest (e.g. a migration source

@@ -62,8 +62,8 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from guesttest import TESTS, TOP, Guest, GuestResult, Skip, case, procedure, run_guests
-from rnic_guest import (GUEST_DIR, GUEST_KERNEL, LOG_ROOT, guest_dir, initrd_with_files,
-                        kernel_image)
+from rnic_guest import (GUEST_DIR, GUEST_KERNEL, KEY_MARK, KEY_WAIT, LOG_ROOT, guest_dir,
+                        initrd_with_files, kernel_image)
 
 IMAGE = GUEST_DIR / "initramfs-rdma.cpio.gz"
 BUILD_DRIVER = TOP / "scripts/guest/build-driver.sh"
@@ -639,10 +639,11 @@ echo "target ready"
 while [ ! -e /tmp/never ]; do sleep 1; done
 """
 
-# the host holds the connection until the test has read the target's tables
+# the host holds the connection until the test has read the target's
+# tables (it presses a key then: Guest.press_key)
 NVME_VLAN_HOST = NVME_HOST.replace(
     'echo 1 >/sys/class/nvme/nvme0/delete_controller',
-    'echo "io-done"\nsleep 15\necho 1 >/sys/class/nvme/nvme0/delete_controller')
+    KEY_MARK + 'echo "io-done"\n' + KEY_WAIT + 'echo 1 >/sys/class/nvme/nvme0/delete_controller')
 
 
 def check_vlan_tables(tables: str) -> None:
@@ -667,7 +668,8 @@ def check_vlan_tables(tables: str) -> None:
 def nvme_pair_with_tables(qemu: str, name: str, target_script: str,
                           host_script: str) -> Tuple[GuestResult, str]:
     """An NVMe-oF target guest (its rnic is 'rnic0') and a host guest; the
-    target's x-tables are read once the host prints 'io-done'."""
+    target's x-tables are read once the host prints 'io-done', then the
+    host gets a key press (it holds its connection until then)."""
     initrd = rdma_image()
     with tempfile.TemporaryDirectory(prefix=f"rnic-{name}-") as sockets:
         target = Guest(target_script, name=f"{name}-target", qemu=qemu, initrd=initrd,
@@ -681,11 +683,14 @@ def nvme_pair_with_tables(qemu: str, name: str, target_script: str,
             if host.wait_console(r"^io-done", timeout=350):
                 tables = target.vm.cmd("qom-get", path="/machine/peripheral/rnic0",
                                        property="x-tables")
+                host.press_key()
             hres = host.wait()
         finally:
             target.stop()
             target.finish(timed_out=False)
     assert hres.ok, hres.report()
+    # (the host saw the key: it did not wait out its 15 s)
+    assert tables and int(values(hres.output, "key_wait")[0]) < 150, hres.report()
     return hres, tables
 
 
@@ -749,9 +754,8 @@ dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M count=8 oflag=direct 2>&1 | tail -1
 dd if=/dev/nvme0n1 of=/tmp/readback bs=1M count=8 iflag=direct 2>&1 | tail -1
 a=$(md5sum </tmp/pattern); b=$(md5sum </tmp/readback)
 [ "$a" = "$b" ] && echo "data_match=yes"
-echo "io-done"
-sleep 15
-for c in /sys/class/nvme/nvme*; do echo 1 >$c/delete_controller; done
+""" + KEY_MARK + """echo "io-done"
+""" + KEY_WAIT + """for c in /sys/class/nvme/nvme*; do echo 1 >$c/delete_controller; done
 echo "disconnect_status=$?"
 [ "$a" = "$b" ]
 """ + DMESG_CHECK.replace("{", "{{").replace("}", "}}")
