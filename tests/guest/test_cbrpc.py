@@ -18,7 +18,8 @@ several sessions per server, out-of-bounds and forged handles refused
 before any READ, heap growth, stale versions, a chained call (the second
 server reads the client's memory) and forwarding refusals, call timeouts,
 a heap withdrawn mid-call, a client disconnecting mid-call, a server
-killed mid-call, and a refused connection.
+killed mid-call, a refused connection, and malformed connect requests and
+messages from a raw RDMA-CM peer (error replies, the server keeps serving).
 """
 
 import re
@@ -30,7 +31,7 @@ from test_provider import provider_image
 TESTS = ("connect", "inline", "version-cache", "sparse-read", "write-results",
          "outstanding-calls", "threads", "sessions", "bounds", "heap-growth",
          "stale-version", "chained-call", "call-timeout", "heap-destroy-mid-call",
-         "client-disconnect-mid-call", "server-dies", "connect-refused")
+         "client-disconnect-mid-call", "server-dies", "connect-refused", "malformed-input")
 
 RUN = """
 timeout 600 cbrpc_test -d {dev} -a 10.0.0.1 2>&1

@@ -24,7 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
 #include "cbrpc.h"
+#include "wire.h"	/* the garbage test speaks the wire protocol itself */
 
 enum op {
 	OP_ECHO = 1,		/* reply: inline bytes XOR 0x5a */
@@ -886,6 +890,143 @@ static void test_refused(void)
 	report(name, NULL);
 }
 
+
+/* A raw RDMA-CM peer speaking (bad) cbrpc wire messages to server S1. */
+struct raw {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t buf[2][CBRPC_MSG_SIZE];	/* receive, send */
+};
+
+static int raw_connect(struct raw *r, const void *pdata, uint8_t plen)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
+	struct rdma_conn_param cp = { .private_data = pdata, .private_data_len = plen,
+				      .responder_resources = 1, .initiator_depth = 1,
+				      .retry_count = 7, .rnr_retry_count = 7 };
+
+	memset(r, 0, sizeof(*r));
+	if (rdma_getaddrinfo(addr, s1.port, &hints, &ai))
+		return -1;
+	if (rdma_create_ep(&r->id, ai, NULL, &qa)) {
+		rdma_freeaddrinfo(ai);
+		return -1;
+	}
+	rdma_freeaddrinfo(ai);
+	r->mr = rdma_reg_msgs(r->id, r->buf, sizeof(r->buf));
+	if (!r->mr || rdma_post_recv(r->id, NULL, r->buf[0], CBRPC_MSG_SIZE, r->mr))
+		return -1;
+	return rdma_connect(r->id, &cp);
+}
+
+static void raw_close(struct raw *r)
+{
+	if (!r->id)
+		return;
+	/* no rdma_disconnect(): on a synchronous id it waits for an event that a
+	 * rejected connection never gets; destroying the id disconnects */
+	if (r->mr)
+		rdma_dereg_mr(r->mr);
+	rdma_destroy_ep(r->id);
+	r->id = NULL;
+}
+
+/* Send LEN bytes of the send buffer; wait up to 5 s for a reply (its length)
+ * or an error completion (-1: the server dropped the session). */
+static int raw_exchange(struct raw *r, size_t len)
+{
+	struct ibv_wc wc;
+	int64_t end = now_ms() + 5000;
+	int got = 0;
+
+	if (rdma_post_send(r->id, NULL, r->buf[1], len, r->mr, 0))
+		return -1;
+	while (now_ms() < end) {
+		int n = ibv_poll_cq(r->id->recv_cq, 1, &wc);
+
+		if (n == 0 && r->id->send_cq != r->id->recv_cq)
+			n = ibv_poll_cq(r->id->send_cq, 1, &wc);
+		if (n == 0) {
+			usleep(1000);
+			continue;
+		}
+		if (n < 0 || wc.status != IBV_WC_SUCCESS)
+			return -1;
+		if (wc.opcode == IBV_WC_RECV) {
+			got = (int)wc.byte_len;
+			if (rdma_post_recv(r->id, NULL, r->buf[0], CBRPC_MSG_SIZE, r->mr))
+				return -1;
+			return got;
+		}
+	}
+	return -2;	/* no answer */
+}
+
+static void test_garbage(void)
+{
+	const char *name = "malformed-input";
+	struct cbrpc_wire_conn good = { .magic = htole32(CBRPC_CONN_MAGIC),
+					.version = htole16(CBRPC_WIRE_VERSION),
+					.depth = htole16(4), .owner = htole64(12345) };
+	struct cbrpc_wire_conn bad = good;
+	struct cbrpc_wire_hdr *h;
+	const struct cbrpc_wire_hdr *rep;
+	struct raw r;
+	struct { const char *what; uint8_t type, n; uint16_t inl; size_t len; } msgs[] = {
+		{ "too many handles", CBRPC_MSG_REQ, 200, 0, sizeof(*h) + 16 * 48 },
+		{ "length not the handles'", CBRPC_MSG_REQ, 2, 0, sizeof(*h) + 48 },
+		{ "inline past the end", CBRPC_MSG_REQ, 0, 3000, sizeof(*h) + 100 },
+		{ "unknown type", 77, 0, 0, sizeof(*h) },
+		{ "region list cut", CBRPC_MSG_HEAP_ADD, 3, 0, sizeof(*h) + 24 },
+		{ "empty region", CBRPC_MSG_HEAP_ADD, 1, 0, sizeof(*h) + 24 },
+	};
+	int ret;
+
+	/* a connect request that is not cbrpc's is rejected */
+	bad.magic = 0xdeadbeef;
+	ret = raw_connect(&r, &bad, sizeof(bad));
+	raw_close(&r);
+	CHECK(ret != 0, "bad private data accepted");
+	ret = raw_connect(&r, &good, 4);
+	raw_close(&r);
+	CHECK(ret != 0, "short private data accepted");
+	bad = good;
+	bad.depth = htole16(1000);
+	ret = raw_connect(&r, &bad, sizeof(bad));
+	raw_close(&r);
+	CHECK(ret != 0, "depth 1000 accepted");
+
+	CHECK(raw_connect(&r, &good, sizeof(good)) == 0, "raw connect failed");
+	h = (void *)r.buf[1];
+	for (size_t k = 0; k < sizeof(msgs) / sizeof(msgs[0]); k++) {
+		memset(r.buf[1], 0, CBRPC_MSG_SIZE);
+		*h = (struct cbrpc_wire_hdr){ .magic = htole32(CBRPC_WIRE_MAGIC),
+					      .type = msgs[k].type, .nhandles = msgs[k].n,
+					      .inline_len = htole16(msgs[k].inl),
+					      .call_id = htole32(0x100 + (uint32_t)k) };
+		ret = raw_exchange(&r, msgs[k].len);
+		rep = (const void *)r.buf[0];
+		if (ret != (int)sizeof(*rep) || rep->type != CBRPC_MSG_REP ||
+		    le32toh(rep->call_id) != 0x100 + k ||
+		    (int32_t)le32toh((uint32_t)rep->status) != -CBRPC_EPROTO) {
+			raw_close(&r);
+			CHECK(0, "%s: reply %d bytes, status %d", msgs[k].what, ret,
+			      ret > 0 ? (int32_t)le32toh((uint32_t)rep->status) : 0);
+		}
+	}
+	/* a message too short for a header: the server drops the session */
+	ret = raw_exchange(&r, 6);
+	raw_close(&r);
+	CHECK(ret == -1 || ret == -2, "6-byte message answered (%d)", ret);
+	/* and serves everyone else as before */
+	CHECK_RC(call(sess1, OP_ECHO, NULL, 0, "ok", 2), 0);
+	CHECK(res.inline_len == 2, "echo after garbage");
+	report(name, NULL);
+}
+
 static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "inline", test_inline },
 	{ "version-cache", test_sum_and_cache },
@@ -903,6 +1044,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "client-disconnect-mid-call", test_client_disconnect },
 	{ "server-dies", test_server_dies },
 	{ "connect-refused", test_refused },
+	{ "malformed-input", test_garbage },
 };
 
 static bool selected(const char *name, int argc, char **argv, int first)
