@@ -9,6 +9,12 @@ guest over the device's loopback path.
 
   cbrpc-loopback-rnic   cbrpc_test over rnic0 (-device rnic)
   cbrpc-loopback-rxe    the same over Soft-RoCE (rdma_rxe on virtio-net)
+  cbrpc-kv-two-guests   cbrpc-kv between two guests (rnic <-> rnic over the
+                        RoCEv2 wire): put by reference, get into the
+                        client's heap, a 300 KB value, delete, missing keys,
+                        'check 200' (200 keys of 1 B to 256 KiB read back)
+  cbrpc-kv-rxe          the same with the client on Soft-RoCE, the server
+                        on rnic
 
 Every test of cbrpc_test must print 'ok NAME': inline arguments, the
 version cache (an unchanged argument is not read again, a changed one is),
@@ -23,9 +29,11 @@ messages from a raw RDMA-CM peer (error replies, the server keeps serving).
 """
 
 import re
+from typing import Sequence, Tuple
 
-from guesttest import GuestResult, case
-from rdma_pair import DMESG_CHECK, WAIT_GID, assert_clean_dmesg, rc_lines
+from guesttest import GuestResult, case, procedure
+from rdma_pair import (DEVICE, DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of,
+                       rc_lines, run_pair)
 from test_provider import provider_image
 
 TESTS = ("connect", "inline", "version-cache", "sparse-read", "write-results",
@@ -79,3 +87,56 @@ case("cbrpc-loopback-rxe",
      ["-netdev", "hubport,id=n0,hubid=0", "-device", "virtio-net-pci,romfile=,netdev=n0"],
      lambda: RXE_SCRIPT, check_cbrpc, requires=["virtio-net-pci"], initrd=provider_image,
      timeout=700)
+
+
+# ---------------------------------------------------------------------------
+# Two guests: the key-value store, server on guest 1 (10.0.0.1)
+
+KV_CLIENT = (
+    'K="cbrpc-kv -d {dev} -a 10.0.0.1"; '
+    '$K put hello world; echo "kv-rc=put:$?"; '
+    'echo "kv-value=$($K get hello)"; '
+    '$K get missing; echo "kv-rc=get-missing:$?"; '
+    'head -c 300000 /dev/urandom >/tmp/big; $K put-file big /tmp/big; echo "kv-rc=put-file:$?"; '
+    '$K get big >/tmp/big.back; echo "kv-rc=get-big:$?"; '
+    'cmp /tmp/big /tmp/big.back; echo "kv-rc=cmp:$?"; '
+    '$K del hello; echo "kv-rc=del:$?"; '
+    '$K get hello; echo "kv-rc=get-deleted:$?"; '
+    '$K check 200; echo "kv-rc=check:$?"; '
+    '$K shutdown; echo "kv-rc=shutdown:$?"')
+
+KV_WANT = {"put": 0, "get-missing": 3, "put-file": 0, "get-big": 0, "cmp": 0, "del": 0,
+           "get-deleted": 3, "check": 0, "shutdown": 0}
+
+
+def kv_steps(server_dev: str, client_dev: str) -> Sequence[Step]:
+    return (("kv", f"cbrpc-kv server -d {server_dev} -a 10.0.0.1",
+             KV_CLIENT.format(dev=client_dev), 1),)
+
+
+def check_kv_pair(name: str, kinds: Tuple[str, str], qemu: str) -> None:
+    r1, r2 = run_pair(name, kv_steps(DEVICE[kinds[0]], DEVICE[kinds[1]]), kinds=kinds,
+                      qemu=qemu, initrd=provider_image(), timeout=900)
+    for result in (r1, r2):
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    assert rc_lines(r1.output).get("kv") == [0], lines_of(r1.output, "kv")
+    client = lines_of(r2.output, "kv")
+    assert rc_lines(r2.output).get("kv") == [0], client
+    got = dict(re.findall(r"^kv-rc=([\w-]+):(\d+)$", client, re.MULTILINE))
+    for step, want in KV_WANT.items():
+        assert got.get(step) == str(want), f"{step}: exit {got.get(step)}, want {want}:\n{client}"
+    assert re.search(r"^kv-value=world$", client, re.MULTILINE), client
+    assert re.search(r"^kv-check: 200 keys, 0 mismatches$", client, re.MULTILINE), client
+    print(f"# {name}: put/get/del, a 300 KB value and 200 checked keys over "
+          f"{kinds[1]} -> {kinds[0]}", flush=True)
+
+
+@procedure("cbrpc-kv-two-guests", requires=["rnic"])
+def kv_two_guests(qemu: str) -> None:
+    check_kv_pair("cbrpc-kv-two-guests", ("rnic", "rnic"), qemu)
+
+
+@procedure("cbrpc-kv-rxe", requires=["rnic", "virtio-net-pci"])
+def kv_rxe(qemu: str) -> None:
+    check_kv_pair("cbrpc-kv-rxe", ("rnic", "rxe"), qemu)

@@ -11,9 +11,11 @@
  *   cbrpc-kv [-d DEV] [-a ADDR] [-p PORT] get KEY
  *   cbrpc-kv [-d DEV] [-a ADDR] [-p PORT] del KEY
  *   cbrpc-kv [-d DEV] [-a ADDR] [-p PORT] check N
+ *   cbrpc-kv [-d DEV] [-a ADDR] [-p PORT] shutdown
  *
  * get prints the value to stdout; check puts N keys with values of 1 B to
- * 256 KiB, reads each back, compares, deletes half and checks they are gone.
+ * 256 KiB, reads each back, compares, deletes half and checks they are gone;
+ * shutdown makes the server exit.
  * Exit status: 0, 1 on a failed call (the reason on stderr), 3 if the key
  * does not exist.
  */
@@ -27,7 +29,7 @@
 
 #include "cbrpc.h"
 
-enum { KV_PUT = 1, KV_GET, KV_DEL };
+enum { KV_PUT = 1, KV_GET, KV_DEL, KV_SHUTDOWN };
 enum { KV_NOTFOUND = 1, KV_TOOSMALL = 2 };	/* application statuses */
 
 #define MAX_KEY 255
@@ -137,6 +139,10 @@ static int kv_handler(struct cbrpc_req *req, void *arg)
 	int ret = req_key(req, key);
 
 	(void)arg;
+	if (cbrpc_req_op(req) == KV_SHUTDOWN) {
+		cbrpc_server_stop(server);
+		return 0;
+	}
 	if (ret)
 		return ret;
 	switch (cbrpc_req_op(req)) {
@@ -327,7 +333,7 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s server [-d DEV] [-a ADDR] [-p PORT]\n"
 		"       %s [-d DEV] [-a ADDR] [-p PORT] put KEY VALUE | put-file KEY FILE |"
-		" get KEY | del KEY | check N\n", argv0, argv0);
+		" get KEY | del KEY | check N | shutdown\n", argv0, argv0);
 	return 2;
 }
 
@@ -419,6 +425,8 @@ int main(int argc, char **argv)
 		}
 	} else if (!strcmp(argv[i], "del") && argc - i == 2) {
 		ret = report("del", kv_call(&c, KV_DEL, argv[i + 1], NULL));
+	} else if (!strcmp(argv[i], "shutdown") && argc - i == 1) {
+		ret = report("shutdown", kv_call(&c, KV_SHUTDOWN, "", NULL));
 	} else if (!strcmp(argv[i], "check") && argc - i == 2) {
 		ret = check(&c, atoi(argv[i + 1]));
 	} else {

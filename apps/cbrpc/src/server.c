@@ -689,10 +689,27 @@ err:
 	return ret;
 }
 
+/* Replies posted but not yet completed (their send slots still busy). */
+static bool sends_pending(struct cbrpc_server *srv)
+{
+	for (unsigned int i = 0; i < srv->max_sessions; i++) {
+		struct cbrpc_ssession *s = &srv->sessions[i];
+
+		if (s->state != SS_FREE && s->state != SS_DEAD && s->buf &&
+		    (send_busy(s)[0] || send_busy(s)[1]))
+			return true;
+	}
+	return false;
+}
+
 CBRPC_EXPORT void cbrpc_server_destroy(struct cbrpc_server *srv)
 {
 	if (!srv)
 		return;
+	/* let the last replies leave (1 s at most): the process may exit next */
+	for (int64_t dl = cbrpc_deadline(1000); srv->cq && sends_pending(srv) &&
+	     cbrpc_left_ms(dl) > 0;)
+		progress(srv, 10);
 	for (unsigned int i = 0; srv->sessions && i < srv->max_sessions; i++) {
 		struct cbrpc_ssession *s = &srv->sessions[i];
 

@@ -945,10 +945,14 @@ static int raw_exchange(struct raw *r, size_t len)
 	if (rdma_post_send(r->id, NULL, r->buf[1], len, r->mr, 0))
 		return -1;
 	while (now_ms() < end) {
-		int n = ibv_poll_cq(r->id->recv_cq, 1, &wc);
+		int n;
 
-		if (n == 0 && r->id->send_cq != r->id->recv_cq)
-			n = ibv_poll_cq(r->id->send_cq, 1, &wc);
+		/* send completions too: an unpolled send CQ would overflow */
+		while (r->id->send_cq != r->id->recv_cq &&
+		       (n = ibv_poll_cq(r->id->send_cq, 1, &wc)) > 0)
+			if (wc.status != IBV_WC_SUCCESS)
+				return -1;
+		n = ibv_poll_cq(r->id->recv_cq, 1, &wc);
 		if (n == 0) {
 			usleep(1000);
 			continue;
