@@ -123,8 +123,8 @@ struct cbrpc_req;
 
 /*
  * const char *cbrpc_strerror(int err);
- *   The name and meaning of a CBRPC_E* code (negated or not), or of a
- *   positive application status ("application status N"). Thread-safe; the
+ *   The name and meaning of ERR: 0, a negative CBRPC_E* code, or a positive
+ *   application status (the string "application status"). Thread-safe; the
  *   string is static.
  */
 const char *cbrpc_strerror(int err);
@@ -186,9 +186,12 @@ uint64_t cbrpc_ctx_id(const struct cbrpc_ctx *ctx);
  *   Allocate LENGTH bytes (> 0) in HEAP, growing it if needed; fill HANDLE
  *   (access FLAGS, CBRPC_H_*, at least one of READ and WRITE) and *PTR (the
  *   local address, 64-byte aligned; the memory is zeroed). The object gets
- *   a new version.
- *   Errors: CBRPC_EINVAL, CBRPC_ENOMEM (does not fit and cannot grow), the
- *   errors of growth (see cbrpc_heap_create). Thread-safe.
+ *   a new version. Growth announces the new region to every session and
+ *   waits for their acknowledgements (bounded by each session's timeout).
+ *   Errors: CBRPC_EINVAL, CBRPC_ENOMEM (does not fit and cannot grow),
+ *   CBRPC_EDEVICE (registration failed). A session that does not
+ *   acknowledge a new region is closed; the allocation still succeeds.
+ *   Thread-safe.
  *
  * int cbrpc_free(struct cbrpc_heap *heap, const struct cbrpc_handle *handle);
  *   Return the object to HEAP. The memory may be reused at once, with a
@@ -303,9 +306,9 @@ struct cbrpc_result {
  *   again or free it), CBRPC_EDISCONNECTED (the server died or closed the
  *   session), CBRPC_ECANCELED. Objects the server wrote into (written bit
  *   i) get a new version before this returns; the caller's handle array
- *   is not touched: reread versions with cbrpc_mark_changed()'s rule, i.e.
- *   use cbrpc_handle_refresh(). Thread-safe; only one thread may wait for
- *   a given call.
+ *   is not touched: copies of those handles are stale now, and
+ *   cbrpc_handle_refresh() gives a handle the new version. Thread-safe;
+ *   only one thread may wait for a given call.
  *
  * void cbrpc_call_free(struct cbrpc_call *call);
  *   Release CALL. If its reply has not come yet, the call slot stays taken
@@ -345,7 +348,7 @@ typedef int (*cbrpc_handler_fn)(struct cbrpc_req *req, void *arg);
 struct cbrpc_server_attr {
 	unsigned int max_sessions;	/* 1..256 (0: 16) */
 	unsigned int depth;		/* requests queued per session (0: 16) */
-	size_t cache_bytes;		/* READ cache per server (0: 64 MiB) */
+	size_t cache_bytes;		/* READ cache per server (0: 16 MiB) */
 	int op_timeout_ms;		/* bound of one READ/WRITE (0: 5000) */
 };
 
