@@ -15,6 +15,12 @@ guest over the device's loopback path.
                         'check 200' (200 keys of 1 B to 256 KiB read back)
   cbrpc-kv-rxe          the same with the client on Soft-RoCE, the server
                         on rnic
+  cbrpc-chain-three     a chained call across three guests on a Linux
+                        bridge: the client (rnic, 10.0.0.1) calls server A
+                        (rnic, 10.0.0.2), which forwards the handle to
+                        server B (Soft-RoCE, 10.0.0.3); B reads the client's
+                        memory itself, over its own session with the client;
+                        plus cbrpc_test's remote-capable tests against A
 
 Every test of cbrpc_test must print 'ok NAME': inline arguments, the
 version cache (an unchanged argument is not read again, a changed one is),
@@ -31,9 +37,11 @@ messages from a raw RDMA-CM peer (error replies, the server keeps serving).
 import re
 from typing import Sequence, Tuple
 
-from guesttest import GuestResult, case, procedure
-from rdma_pair import (DEVICE, DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of,
-                       rc_lines, run_pair)
+from guesttest import GuestResult, Skip, case, procedure
+from linux_bridge import Bridge, can_run
+from rdma_pair import (DEVICE, DMESG_CHECK, NET_UP, WAIT_GID, Step, assert_clean_dmesg,
+                       lines_of, rc_lines, run_pair)
+from rnic_guest import Guest, run_guests
 from test_provider import provider_image
 
 TESTS = ("connect", "inline", "version-cache", "sparse-read", "write-results",
@@ -140,3 +148,53 @@ def kv_two_guests(qemu: str) -> None:
 @procedure("cbrpc-kv-rxe", requires=["rnic", "virtio-net-pci"])
 def kv_rxe(qemu: str) -> None:
     check_kv_pair("cbrpc-kv-rxe", ("rnic", "rxe"), qemu)
+
+
+# ---------------------------------------------------------------------------
+# Three guests: a chained call whose second server reads the client directly
+
+CHAIN_TESTS = ("inline", "version-cache", "sparse-read", "write-results", "sessions",
+               "bounds", "stale-version", "chained-call")
+CHAIN_KINDS = ("rnic", "rnic", "rxe")      # client, server A, server B
+CHAIN_CLIENT = """
+CBRPC_DEBUG=1 timeout 300 cbrpc_test --remote 10.0.0.2 10.0.0.3 -d rnic0 {tests} 2>&1
+echo "rc=cbrpc:$?"
+"""
+CHAIN_SERVER = """
+CBRPC_DEBUG=1 timeout 300 cbrpc_test --server {port} -d {dev} -a 10.0.0.{me} 2>&1
+echo "rc=server:$?"
+"""
+
+
+@procedure("cbrpc-chain-three", requires=["rnic", "virtio-net-pci"])
+def chain_three(qemu: str) -> None:
+    why = can_run()
+    if why:
+        raise Skip(why)
+    image = provider_image()
+    with Bridge() as bridge:
+        guests = []
+        for me, kind in enumerate(CHAIN_KINDS, start=1):
+            args, wrapper = bridge.attach(kind, f"52:54:00:00:04:0{me}")
+            script = NET_UP[kind].format(me=me, mtu=1500) + WAIT_GID.format(dev=DEVICE[kind])
+            script += (CHAIN_CLIENT.format(tests=" ".join(CHAIN_TESTS)) if me == 1 else
+                       CHAIN_SERVER.format(port=7471 + me - 2, dev=DEVICE[kind], me=me))
+            guests.append(Guest(script + DMESG_CHECK, name=f"cbrpc-chain-three-{me}",
+                                qemu=qemu, initrd=image, timeout=500, args=args,
+                                wrapper=wrapper))
+        results = run_guests(guests)
+    for result in results:
+        assert result.ok, result.report()
+        assert_clean_dmesg(result.output)
+    out = results[0].output
+    every = "\n".join(f"--- {r.name} ---\n{r.output}" for r in results)
+    failed = re.findall(r"^FAIL .*$", out, re.MULTILINE)
+    assert not failed, "\n".join(failed) + "\n" + every
+    for name in ("connect",) + CHAIN_TESTS:
+        assert re.search(rf"^ok {re.escape(name)}$", out, re.MULTILINE), \
+            f"no 'ok {name}' in:\n{out}"
+    assert rc_lines(out).get("cbrpc") == [0], out
+    for server in results[1:]:
+        assert rc_lines(server.output).get("server") == [0], server.output
+    print(f"# cbrpc-chain-three: {len(CHAIN_TESTS) + 1} tests; client rnic, server A rnic, "
+          "server B Soft-RoCE reading the client's memory", flush=True)

@@ -238,7 +238,7 @@ int cbrpc_handle_slice(const struct cbrpc_handle *handle, uint64_t offset,
 
 struct cbrpc_session_attr {
 	unsigned int depth;	/* outstanding calls, 1..64 (0: 16) */
-	int timeout_ms;		/* connect and announcement timeout (0: 5000) */
+	int timeout_ms;		/* connect and announcement timeout (0: 15000) */
 };
 
 /*

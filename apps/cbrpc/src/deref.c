@@ -270,14 +270,19 @@ static int check_access(struct cbrpc_req *req, const struct cbrpc_handle *h, uin
 	return 0;
 }
 
-/* Post N READs or WRITEs on S and wait for them; R counts them in flight. */
-static int run_ops(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc_sregion *r,
+/* Post N READs or WRITEs on S and wait for them; *RP counts them in flight.
+ * A region withdrawn meanwhile is freed once idle: *RP becomes NULL and the
+ * next batch is refused. */
+static int run_ops(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc_sregion **rp,
 		   struct ibv_send_wr *wr, struct ibv_sge *sge, unsigned int n)
 {
 	struct cbrpc_server *srv = req->srv;
+	struct cbrpc_sregion *r = *rp;
 	struct ibv_send_wr *bad;
 	int ret;
 
+	if (!r || r->withdrawn)
+		return cbrpc_err(CBRPC_ENOHEAP);
 	srv->op_seq++;
 	for (unsigned int i = 0; i < n; i++) {
 		wr[i].wr_id = cbrpc_wr_id(WR_KIND_OP, s->slot, srv->op_seq, i);
@@ -302,7 +307,10 @@ static int run_ops(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc
 	ret = cbrpc_server_wait_ops(srv, s, cbrpc_deadline(srv->op_timeout_ms));
 	s->uses--;
 	r->inflight--;
-	cbrpc_sregion_idle(s, r);	/* may free R if withdrawn meanwhile */
+	if (r->withdrawn) {
+		cbrpc_sregion_idle(s, r);	/* acknowledges and frees it */
+		*rp = NULL;
+	}
 	if (!ret && srv->op_err)
 		ret = srv->op_err;
 	return ret;
@@ -314,7 +322,7 @@ static bool granule_valid(const struct cbrpc_centry *e, uint64_t g)
 }
 
 /* Run N READs into E's buffer; mark their granules pulled. */
-static int read_batch(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc_sregion *r,
+static int read_batch(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc_sregion **r,
 		      struct cbrpc_centry *e, const struct cbrpc_handle *h,
 		      struct ibv_send_wr *wr, struct ibv_sge *sge, unsigned int n)
 {
@@ -401,7 +409,7 @@ CBRPC_EXPORT int cbrpc_deref(struct cbrpc_req *req, const struct cbrpc_handle *h
 		wr[n].wr.rdma.rkey = h->rkey;
 		bytes += end - start;
 		if (++n == BATCH) {
-			ret = read_batch(req, s, r, e, h, wr, sge, n);
+			ret = read_batch(req, s, &r, e, h, wr, sge, n);
 			if (ret)
 				break;
 			reads += n;
@@ -409,7 +417,7 @@ CBRPC_EXPORT int cbrpc_deref(struct cbrpc_req *req, const struct cbrpc_handle *h
 		}
 	}
 	if (!ret && n) {
-		ret = read_batch(req, s, r, e, h, wr, sge, n);
+		ret = read_batch(req, s, &r, e, h, wr, sge, n);
 		if (!ret)
 			reads += n;
 	}
@@ -469,7 +477,7 @@ CBRPC_EXPORT int cbrpc_write(struct cbrpc_req *req, const struct cbrpc_handle *h
 			wr[n].wr.rdma.rkey = h->rkey;
 			pos += k;
 		}
-		ret = run_ops(req, s, r, wr, sge, n);
+		ret = run_ops(req, s, &r, wr, sge, n);
 		if (!ret)
 			srv->stats.writes += n;
 	}

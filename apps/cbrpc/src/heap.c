@@ -34,6 +34,8 @@ static int regions_to_sessions(struct cbrpc_ctx *ctx, uint8_t type,
 	int ret = 0;
 
 	for (struct cbrpc_session *s = ctx->sessions; s; s = s->next) {
+		if (s->dead)	/* closed already: nobody to tell */
+			continue;
 		for (unsigned int i = 0; i < n; i += CBRPC_MAX_REGIONS_PER_MSG) {
 			unsigned int k = n - i < CBRPC_MAX_REGIONS_PER_MSG ?
 					 n - i : CBRPC_MAX_REGIONS_PER_MSG;

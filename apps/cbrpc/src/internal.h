@@ -32,6 +32,8 @@ void cbrpc_map_free(struct cbrpc_map *m);
 /* Iterate: for (size_t i = 0; cbrpc_map_next(m, &i, &key, &val);) */
 bool cbrpc_map_next(const struct cbrpc_map *m, size_t *pos, uint64_t *key, void **val);
 
+/* A line on stderr when $CBRPC_DEBUG is set: why a connection failed. */
+void cbrpc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t cbrpc_now_ms(void);
 /* Milliseconds left until DEADLINE (-1: none), at least 0. */
 int cbrpc_left_ms(int64_t deadline);

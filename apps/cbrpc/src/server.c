@@ -232,7 +232,9 @@ static void dispatch_wc(struct cbrpc_server *srv, const struct ibv_wc *wc)
 					      wc->status == IBV_WC_REM_INV_REQ_ERR ?
 					      cbrpc_err(CBRPC_EREMOTE) : cbrpc_err(CBRPC_EDISCONNECTED);
 		}
-		if (wc->status != IBV_WC_SUCCESS && slot < srv->max_sessions)
+		/* the QP is in error: close its session (not for a stale
+		 * completion, whose slot may hold another session by now) */
+		if (wc->status != IBV_WC_SUCCESS && gen == srv->op_seq && slot < srv->max_sessions)
 			cbrpc_ssession_fail(&srv->sessions[slot], CBRPC_EREMOTE);
 		return;
 	}
@@ -382,6 +384,8 @@ reject_free:
 	s->id = NULL;
 	s->state = SS_FREE;
 reject:
+	cbrpc_debug("server: connect request rejected (private data %u bytes, %s)",
+		    ev->param.conn.private_data_len, s ? "setup failed" : "refused");
 	rdma_reject(id, NULL, 0);
 	/* the id of a rejected request is ours to destroy, after the ack */
 	id->context = (void *)1;

@@ -12,7 +12,7 @@
 
 #define DEFAULT_DEPTH 16
 #define MAX_DEPTH 64
-#define DEFAULT_TIMEOUT_MS 5000
+#define DEFAULT_TIMEOUT_MS 15000	/* rdma_cm retries a lost REQ after about 4 s */
 #define PROGRESS_SLICE_MS 100
 
 static uint8_t *recvbuf(struct cbrpc_session *s, unsigned int i)
@@ -294,8 +294,10 @@ static int wait_cm(struct cbrpc_session *s, enum rdma_cm_event_type want, int64_
 		if (rdma_get_cm_event(s->ech, &ev)) {
 			if (errno != EAGAIN)
 				return cbrpc_err(CBRPC_EDEVICE);
-			if (cbrpc_left_ms(deadline) == 0)
+			if (cbrpc_left_ms(deadline) == 0) {
+				cbrpc_debug("connect: no %s in time", rdma_event_str(want));
 				return cbrpc_err(CBRPC_ETIMEDOUT);
+			}
 			cbrpc_poll_fds(&fd, &rev, 1, cbrpc_left_ms(deadline));
 			continue;
 		}
@@ -303,6 +305,8 @@ static int wait_cm(struct cbrpc_session *s, enum rdma_cm_event_type want, int64_
 		rdma_ack_cm_event(ev);
 		if (type == want)
 			return 0;
+		cbrpc_debug("connect: %s while waiting for %s", rdma_event_str(type),
+			    rdma_event_str(want));
 		switch (type) {
 		case RDMA_CM_EVENT_REJECTED:
 		case RDMA_CM_EVENT_UNREACHABLE:

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -123,6 +125,22 @@ void cbrpc_map_free(struct cbrpc_map *m)
 	free(m->keys);
 	free(m->vals);
 	memset(m, 0, sizeof(*m));
+}
+
+void cbrpc_debug(const char *fmt, ...)
+{
+	static int on = -1;
+	va_list ap;
+
+	if (on < 0)
+		on = getenv("CBRPC_DEBUG") != NULL;
+	if (!on)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "cbrpc[%d]: ", (int)getpid());
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
 }
 
 int64_t cbrpc_now_ms(void)

@@ -6,6 +6,11 @@
  *
  *   cbrpc_test [-d DEVICE] [-a ADDR] [-p PORT] [TEST...]
  *   cbrpc_test --server PORT [-d DEVICE] [-a ADDR]
+ *   cbrpc_test --remote HOST1 HOST2 [-d DEVICE] [-p PORT] TEST...
+ *
+ * --remote: the two servers run elsewhere (cbrpc_test --server PORT and
+ * PORT + 1 on HOST1 and HOST2); tests that start servers themselves
+ * (server-dies) cannot run so. At the end both servers are told to exit.
  *
  * Without TEST every test runs. Each prints "ok NAME" or "FAIL NAME: why";
  * the last line is "cbrpc_test: N passed, M failed" and the exit status is
@@ -40,15 +45,17 @@ enum op {
 	OP_USE_KEPT,		/* deref the remembered handle */
 	OP_CHAIN,		/* inline struct chain: forward handle 0 to another server's SUM */
 	OP_FORGE,		/* deref a forged variant of handle 0: inline struct forge */
+	OP_SHUTDOWN,		/* the server exits */
 };
 
 struct range { uint64_t offset, length; };
 struct fill { uint64_t offset, length; uint8_t seed; };
-struct chain { char port[16]; uint32_t raw; };	/* raw: skip cbrpc_req_forward() */
+struct chain { char host[40]; char port[16]; uint32_t raw; };	/* raw: no cbrpc_req_forward() */
 struct forge { uint32_t what; uint64_t offset, length; };
 enum { FORGE_LONGER = 1, FORGE_BEFORE, FORGE_RKEY, FORGE_REGION, FORGE_RANGE };
 
 static const char *dev, *addr = "127.0.0.1";
+static const char *host1, *host2;	/* the servers' addresses */
 static int base_port = 7471;
 static int passed, failed;
 
@@ -132,6 +139,7 @@ static int op_chain(struct cbrpc_req *req)
 	if (len != sizeof(c))
 		return -CBRPC_EINVAL;
 	memcpy(&c, in, sizeof(c));
+	c.host[sizeof(c.host) - 1] = 0;
 	c.port[sizeof(c.port) - 1] = 0;
 	ret = c.raw ? cbrpc_req_handle(req, 0, &h) : cbrpc_req_forward(req, 0, &h);
 	if (ret)
@@ -139,7 +147,7 @@ static int op_chain(struct cbrpc_req *req)
 	if (!next_hop.s || strcmp(next_hop.port, c.port) || !cbrpc_session_alive(next_hop.s)) {
 		cbrpc_disconnect(next_hop.s);
 		next_hop.s = NULL;
-		ret = cbrpc_connect(server_ctx, addr, c.port, NULL, &next_hop.s);
+		ret = cbrpc_connect(server_ctx, c.host, c.port, NULL, &next_hop.s);
 		if (ret)
 			return ret;
 		snprintf(next_hop.port, sizeof(next_hop.port), "%s", c.port);
@@ -243,6 +251,9 @@ static int handler(struct cbrpc_req *req, void *arg)
 		return op_chain(req);
 	case OP_FORGE:
 		return have ? op_forge(req, h) : -CBRPC_EINVAL;
+	case OP_SHUTDOWN:
+		cbrpc_server_stop(the_server);
+		return 0;
 	default:
 		return -CBRPC_ENOOP;
 	}
@@ -305,14 +316,15 @@ static void stop_server(struct peer *p, int sig)
 	}
 }
 
-/* Connect, retrying while the server starts (15 s at most). */
-static int connect_retry(struct cbrpc_ctx *ctx, const char *port, struct cbrpc_session **s)
+/* Connect, retrying while the server starts (60 s at most). */
+static int connect_retry(struct cbrpc_ctx *ctx, const char *host, const char *port,
+			 struct cbrpc_session **s)
 {
-	int64_t end = now_ms() + 15000;
+	int64_t end = now_ms() + 60000;
 	int ret;
 
 	do {
-		ret = cbrpc_connect(ctx, addr, port, NULL, s);
+		ret = cbrpc_connect(ctx, host, port, NULL, s);
 		if (ret != -CBRPC_ECONNREFUSED)
 			return ret;
 		usleep(100000);
@@ -598,7 +610,7 @@ static void test_sessions(void)
 		CHECK_RC(cbrpc_heap_create(c[i], 1 << 16, 0, &hp[i]), 0);
 		CHECK_RC(cbrpc_alloc(hp[i], 1000 + i, CBRPC_H_READ, &h[i], (void **)&p[i]), 0);
 		fill_random(p[i], h[i].length, 50 + i);
-		CHECK_RC(cbrpc_connect(c[i], addr, s1.port, NULL, &s[i]), 0);
+		CHECK_RC(cbrpc_connect(c[i], host1, s1.port, NULL, &s[i]), 0);
 	}
 	for (round = 0; round < 3; round++) {
 		for (i = 0; i < 4; i++) {
@@ -726,13 +738,22 @@ static void test_chain(void)
 	struct cbrpc_heap *lh;
 	struct cbrpc_session *ls;
 
+	snprintf(c.host, sizeof(c.host), "%s", host2);
 	snprintf(c.port, sizeof(c.port), "%s", s2.port);
 	CHECK_RC(cbrpc_alloc(heap, 32768, CBRPC_H_READ | CBRPC_H_FORWARD, &h, (void **)&p), 0);
 	fill_random(p, h.length, 11);
 	CHECK_RC(get_stats(sess2, &a), 0);
 	CHECK_RC(call(sess1, OP_CHAIN, &h, 1, &c, sizeof(c)), 0);
-	CHECK(res.status == 0 && res_u64() == sum_bytes(p, h.length), "chain: status %d (%s)",
-	      res.status, cbrpc_strerror(res.status));
+	if (res.status) {	/* where it failed: the second server's view */
+		int status = res.status;
+
+		CHECK_RC(get_stats(sess2, &b), 0);
+		CHECK(0, "chain: status %d (%s); second server: %" PRIu64 " requests, %" PRIu64
+		      " READs, %" PRIu64 " B, last error %d", status, cbrpc_strerror(status),
+		      b.requests - a.requests, b.reads - a.reads, b.read_bytes - a.read_bytes,
+		      b.last_error);
+	}
+	CHECK(res_u64() == sum_bytes(p, h.length), "chain: wrong sum");
 	CHECK_RC(get_stats(sess2, &b), 0);
 	CHECK(b.read_bytes - a.read_bytes == h.length,
 	      "the second server read %" PRIu64 " B of the client's memory",
@@ -750,7 +771,7 @@ static void test_chain(void)
 	CHECK_RC(cbrpc_ctx_create(dev, &lone), 0);
 	CHECK_RC(cbrpc_heap_create(lone, 1 << 16, 0, &lh), 0);
 	CHECK_RC(cbrpc_alloc(lh, 512, CBRPC_H_READ | CBRPC_H_FORWARD, &nf, (void **)&p), 0);
-	CHECK_RC(cbrpc_connect(lone, addr, s1.port, NULL, &ls), 0);
+	CHECK_RC(cbrpc_connect(lone, host1, s1.port, NULL, &ls), 0);
 	CHECK_RC(call(ls, OP_CHAIN, &nf, 1, &c, sizeof(c)), 0);
 	CHECK(res.status == -CBRPC_ENOGRANT, "owner unknown to the second server: %d (%s)",
 	      res.status, cbrpc_strerror(res.status));
@@ -824,7 +845,7 @@ static void test_client_disconnect(void)
 	a.inline_data = &ms;
 	a.inline_len = sizeof(ms);
 	CHECK_RC(cbrpc_alloc(heap, 4096, CBRPC_H_READ, &h, (void **)&p), 0);
-	CHECK_RC(cbrpc_connect(ctx, addr, s1.port, NULL, &s), 0);
+	CHECK_RC(cbrpc_connect(ctx, host1, s1.port, NULL, &s), 0);
 	CHECK_RC(cbrpc_call_start(s, &a, &c), 0);
 	usleep(200000);
 	CHECK_RC(cbrpc_disconnect(s), 0);
@@ -854,7 +875,7 @@ static void test_server_dies(void)
 
 	a.inline_data = &ms;
 	a.inline_len = sizeof(ms);
-	ret = connect_retry(ctx, s3.port, &s);
+	ret = connect_retry(ctx, addr, s3.port, &s);
 	if (ret)
 		stop_server(&s3, SIGKILL);
 	CHECK_RC(ret, 0);
@@ -909,7 +930,7 @@ static int raw_connect(struct raw *r, const void *pdata, uint8_t plen)
 				      .retry_count = 7, .rnr_retry_count = 7 };
 
 	memset(r, 0, sizeof(*r));
-	if (rdma_getaddrinfo(addr, s1.port, &hints, &ai))
+	if (rdma_getaddrinfo(host1, s1.port, &hints, &ai))
 		return -1;
 	if (rdma_create_ep(&r->id, ai, NULL, &qa)) {
 		rdma_freeaddrinfo(ai);
@@ -1076,8 +1097,12 @@ int main(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(argv[i], "-p") && i + 1 < argc)
 			base_port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--remote") && i + 2 < argc) {
+			host1 = argv[++i];
+			host2 = argv[++i];
+		}
 		else {
-			fprintf(stderr, "usage: %s [-d DEV] [-a ADDR] [-p PORT] [TEST...]\n"
+			fprintf(stderr, "usage: %s [-d DEV] [-a ADDR] [-p PORT] [--remote HOST1 HOST2] [TEST...]\n"
 				"       %s --server PORT [-d DEV] [-a ADDR]\n", argv[0], argv[0]);
 			return 2;
 		}
@@ -1086,15 +1111,25 @@ int main(int argc, char **argv)
 		return server_main(server_port);
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	s1 = spawn_server(base_port);
-	s2 = spawn_server(base_port + 1);
+	if (host1) {
+		if (i == argc || selected("server-dies", argc, argv, i)) {
+			fprintf(stderr, "--remote: name the tests (not server-dies)\n");
+			return 2;
+		}
+		snprintf(s1.port, sizeof(s1.port), "%d", base_port);
+		snprintf(s2.port, sizeof(s2.port), "%d", base_port + 1);
+	} else {
+		host1 = host2 = addr;
+		s1 = spawn_server(base_port);
+		s2 = spawn_server(base_port + 1);
+	}
 	ret = cbrpc_ctx_create(dev, &ctx);
 	if (!ret)
 		ret = cbrpc_heap_create(ctx, 4 << 20, 4 << 20, &heap);
 	if (!ret)
-		ret = connect_retry(ctx, s1.port, &sess1);
+		ret = connect_retry(ctx, host1, s1.port, &sess1);
 	if (!ret)
-		ret = connect_retry(ctx, s2.port, &sess2);
+		ret = connect_retry(ctx, host2, s2.port, &sess2);
 	if (ret) {
 		printf("FAIL setup: %s\n", cbrpc_strerror(ret));
 		stop_server(&s1, SIGKILL);
@@ -1109,6 +1144,10 @@ int main(int argc, char **argv)
 
 		tests[k].fn();
 		printf("# %s: %" PRId64 " ms\n", tests[k].name, now_ms() - t);
+	}
+	if (s1.pid == 0) {	/* remote servers: tell them to exit */
+		call(sess1, OP_SHUTDOWN, NULL, 0, NULL, 0);
+		call(sess2, OP_SHUTDOWN, NULL, 0, NULL, 0);
 	}
 	cbrpc_ctx_destroy(ctx);
 	stop_server(&s1, SIGTERM);
