@@ -24,7 +24,8 @@ guest over the device's loopback path.
 
 Every test of cbrpc_test must print 'ok NAME': inline arguments, the
 version cache (an unchanged argument is not read again, a changed one is),
-a sparse read of a 1 MiB argument, results written into the client's heap,
+a sparse read of a 1 MiB argument, 1 MiB ranges of a 12 MiB argument
+too large for the server's cache, results written into the client's heap,
 outstanding calls up to the session depth, calls from several threads,
 several sessions per server, out-of-bounds and forged handles refused
 before any READ, heap growth, stale versions, a chained call (the second
@@ -44,10 +45,11 @@ from rdma_pair import (DEVICE, DMESG_CHECK, NET_UP, WAIT_GID, Step, assert_clean
 from rnic_guest import Guest, run_guests
 from test_provider import provider_image
 
-TESTS = ("connect", "inline", "version-cache", "sparse-read", "write-results",
-         "outstanding-calls", "threads", "sessions", "bounds", "heap-growth",
-         "stale-version", "chained-call", "call-timeout", "heap-destroy-mid-call",
-         "client-disconnect-mid-call", "server-dies", "connect-refused", "malformed-input")
+TESTS = ("connect", "inline", "version-cache", "sparse-read", "large-argument",
+         "write-results", "outstanding-calls", "threads", "sessions", "bounds",
+         "heap-growth", "stale-version", "chained-call", "call-timeout",
+         "heap-destroy-mid-call", "client-disconnect-mid-call", "server-dies",
+         "connect-refused", "malformed-input")
 
 RUN = """
 timeout 600 cbrpc_test -d {dev} -a 10.0.0.1 2>&1

@@ -213,6 +213,11 @@ static int pin(struct cbrpc_req *req, struct cbrpc_centry *e)
 
 void cbrpc_req_release(struct cbrpc_req *req)
 {
+	for (unsigned int i = 0; i < req->ntemps; i++) {
+		req->srv->cache_used -= req->temps[i]->size;
+		cbrpc_heap_put(req->srv->cache_heap, req->temps[i]);
+	}
+	req->ntemps = 0;
 	for (unsigned int i = 0; i < req->npinned; i++) {
 		struct cbrpc_centry *e = req->pinned[i];
 
@@ -341,6 +346,70 @@ static int read_batch(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cb
 	return 0;
 }
 
+/* LEN bytes between local block B and remote ADDR (OPCODE READ or WRITE), in
+ * batches of work requests of at most MAX_READ bytes; *COUNT: posted. */
+static int transfer(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc_sregion **rp,
+		    enum ibv_wr_opcode opcode, struct cbrpc_block *b, uint64_t addr,
+		    uint32_t rkey, size_t len, unsigned int *count)
+{
+	struct ibv_send_wr wr[BATCH];
+	struct ibv_sge sge[BATCH];
+	uint64_t pos = 0;
+	int ret = 0;
+
+	*count = 0;
+	while (pos < len && !ret) {
+		unsigned int n = 0;
+
+		for (; n < BATCH && pos < len; n++) {
+			size_t k = len - pos < MAX_READ ? len - pos : MAX_READ;
+
+			sge[n] = (struct ibv_sge){ .addr = b->addr + pos, .length = (uint32_t)k,
+						   .lkey = b->region->mr->lkey };
+			memset(&wr[n], 0, sizeof(wr[n]));
+			wr[n].opcode = opcode;
+			wr[n].wr.rdma.remote_addr = addr + pos;
+			wr[n].wr.rdma.rkey = rkey;
+			pos += k;
+		}
+		ret = run_ops(req, s, rp, wr, sge, n);
+		*count += n;
+	}
+	return ret;
+}
+
+/* An object too large for the cache (over half of it): LEN bytes at OFF
+ * are read into a buffer of the request, not kept. */
+static int deref_direct(struct cbrpc_req *req, struct cbrpc_ssession *s, struct cbrpc_sregion *r,
+			const struct cbrpc_handle *h, uint64_t off, size_t len, const void **data)
+{
+	struct cbrpc_server *srv = req->srv;
+	struct cbrpc_block *b;
+	unsigned int reads;
+	int ret;
+
+	if (len > srv->cache_bytes / 2 ||
+	    req->ntemps == sizeof(req->temps) / sizeof(req->temps[0])) {
+		fail_stat(srv, cbrpc_err(CBRPC_E2BIG));
+		return cbrpc_err(CBRPC_E2BIG);
+	}
+	b = cache_alloc(srv, len);
+	if (!b) {
+		fail_stat(srv, cbrpc_err(CBRPC_ENOMEM));
+		return cbrpc_err(CBRPC_ENOMEM);
+	}
+	req->temps[req->ntemps++] = b;
+	ret = transfer(req, s, &r, IBV_WR_RDMA_READ, b, h->addr + off, h->rkey, len, &reads);
+	srv->stats.reads += reads;
+	if (ret) {
+		srv->stats.last_error = ret;
+		return ret;
+	}
+	srv->stats.read_bytes += len;
+	*data = (const void *)(uintptr_t)b->addr;
+	return 0;
+}
+
 CBRPC_EXPORT int cbrpc_deref(struct cbrpc_req *req, const struct cbrpc_handle *h,
 			     uint64_t off, size_t len, const void **data)
 {
@@ -372,6 +441,8 @@ CBRPC_EXPORT int cbrpc_deref(struct cbrpc_req *req, const struct cbrpc_handle *h
 		goto refused;
 	}
 	entry_version(e, h->version);
+	if (h->length > srv->cache_bytes / 2)
+		return deref_direct(req, s, r, h, off, len, data);
 	ret = pin(req, e);
 	if (ret)
 		goto refused;
@@ -443,9 +514,7 @@ CBRPC_EXPORT int cbrpc_write(struct cbrpc_req *req, const struct cbrpc_handle *h
 	struct cbrpc_ssession *s;
 	struct cbrpc_sregion *r;
 	struct cbrpc_block *bounce;
-	struct ibv_send_wr wr[BATCH];
-	struct ibv_sge sge[BATCH];
-	size_t pos = 0;
+	unsigned int n;
 	int ret;
 
 	if (!req || !data)
@@ -463,29 +532,11 @@ CBRPC_EXPORT int cbrpc_write(struct cbrpc_req *req, const struct cbrpc_handle *h
 		return ret;
 	}
 	memcpy((void *)(uintptr_t)bounce->addr, data, len);
-	while (pos < len && !ret) {
-		unsigned int n = 0;
-
-		for (; n < BATCH && pos < len; n++) {
-			size_t k = len - pos < MAX_READ ? len - pos : MAX_READ;
-
-			sge[n] = (struct ibv_sge){ .addr = bounce->addr + pos, .length = (uint32_t)k,
-						   .lkey = bounce->region->mr->lkey };
-			memset(&wr[n], 0, sizeof(wr[n]));
-			wr[n].opcode = IBV_WR_RDMA_WRITE;
-			wr[n].wr.rdma.remote_addr = h->addr + off + pos;
-			wr[n].wr.rdma.rkey = h->rkey;
-			pos += k;
-		}
-		ret = run_ops(req, s, &r, wr, sge, n);
-		if (!ret)
-			srv->stats.writes += n;
-	}
+	ret = transfer(req, s, &r, IBV_WR_RDMA_WRITE, bounce, h->addr + off, h->rkey, len, &n);
+	srv->stats.writes += n;
+	/* after a timeout too: the QP was stopped and flushed (run_ops) */
 	srv->cache_used -= bounce->size;
-	if (ret == cbrpc_err(CBRPC_ETIMEDOUT))
-		;	/* the QP is stopped but the buffer might still be read: keep it */
-	else
-		cbrpc_heap_put(srv->cache_heap, bounce);
+	cbrpc_heap_put(srv->cache_heap, bounce);
 	if (ret) {
 		srv->stats.last_error = ret;
 		return ret;

@@ -174,6 +174,7 @@ struct cbrpc_centry {		/* cached object (region, addr, length) */
 };
 
 #define CBRPC_GRANULE 256
+#define CBRPC_MAX_REGIONS 4096	/* announced regions per server session */
 
 enum cbrpc_sstate { SS_FREE, SS_CONNECTING, SS_ACTIVE, SS_DEAD };
 
@@ -216,6 +217,8 @@ struct cbrpc_req {
 	uint8_t reply[CBRPC_INLINE_MAX];
 	struct cbrpc_centry *pinned[64];
 	unsigned int npinned;
+	struct cbrpc_block *temps[16];	/* uncached reads of the request */
+	unsigned int ntemps;
 };
 
 struct cbrpc_server {

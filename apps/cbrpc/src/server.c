@@ -135,6 +135,8 @@ static int heap_add(struct cbrpc_ssession *s, const struct cbrpc_wire_region *w)
 
 	if (!len || addr + len < addr || id == UINT32_MAX)
 		return cbrpc_err(CBRPC_EPROTO);
+	if (!r && s->regions.count >= CBRPC_MAX_REGIONS)
+		return cbrpc_err(CBRPC_ENOMEM);
 	if (r) {	/* a region id is never reused by its owner */
 		return r->addr == addr && r->length == len && r->rkey == le32toh(w->rkey) &&
 		       !r->withdrawn ? 0 : cbrpc_err(CBRPC_EPROTO);
@@ -509,6 +511,7 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	req->written = 0;
 	req->reply_len = 0;
 	req->npinned = 0;
+	req->ntemps = 0;
 	req->srv = srv;
 	req->sess = s;
 	req->call_id = le32toh(h->call_id);

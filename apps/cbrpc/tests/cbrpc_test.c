@@ -457,6 +457,33 @@ static void test_sparse(void)
 	report(name, NULL);
 }
 
+static void test_large(void)
+{
+	const char *name = "large-argument";
+	struct cbrpc_server_stats a, b;
+	struct cbrpc_handle h;
+	struct range rg = { 5u << 20, 1u << 20 };
+	uint8_t *p;
+	size_t n = 12u << 20;	/* over half the server's 16 MiB cache: not cached */
+
+	CHECK_RC(cbrpc_alloc(heap, n, CBRPC_H_READ, &h, (void **)&p), 0);
+	fill_random(p, n, 13);
+	CHECK_RC(get_stats(sess1, &a), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_RC(call(sess1, OP_SUM, &h, 1, &rg, sizeof(rg)), 0);
+		CHECK(res.status == 0 && res_u64() == sum_bytes(p + rg.offset, rg.length),
+		      "1 MiB of 12 MiB: status %d (%s)", res.status, cbrpc_strerror(res.status));
+	}
+	CHECK_RC(get_stats(sess1, &b), 0);
+	CHECK(b.read_bytes - a.read_bytes == 2 * rg.length, "%" PRIu64 " B read for 2 x 1 MiB",
+	      b.read_bytes - a.read_bytes);
+	/* the whole object at once does not fit the server's buffers */
+	CHECK_RC(call(sess1, OP_SUM, &h, 1, NULL, 0), 0);
+	CHECK(res.status == -CBRPC_E2BIG, "12 MiB at once: %d", res.status);
+	cbrpc_free(heap, &h);
+	report(name, NULL);
+}
+
 static void test_write(void)
 {
 	const char *name = "write-results";
@@ -1056,6 +1083,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "inline", test_inline },
 	{ "version-cache", test_sum_and_cache },
 	{ "sparse-read", test_sparse },
+	{ "large-argument", test_large },
 	{ "write-results", test_write },
 	{ "outstanding-calls", test_outstanding },
 	{ "threads", test_threads },
