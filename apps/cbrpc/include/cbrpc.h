@@ -174,8 +174,8 @@ uint64_t cbrpc_ctx_id(const struct cbrpc_ctx *ctx);
  *   free it. A server acknowledges a withdrawal only once none of its
  *   READs or WRITEs into the region is in flight, and refuses the region's
  *   handles afterwards (calls still using them get CBRPC_ENOHEAP). A
- *   session that does not acknowledge within TIMEOUT_MS (negative:
- *   forever) is disconnected before the memory is deregistered, so no
+ *   session that does not acknowledge within TIMEOUT_MS (negative: the
+ *   session's own timeout) is disconnected before the memory is deregistered, so no
  *   peer ever reads freed memory. Handles into HEAP are invalid afterwards.
  *   Returns 0, or CBRPC_ETIMEDOUT / CBRPC_EDISCONNECTED if some session had
  *   to be closed (the heap is destroyed in every case). Thread-safe, but no
@@ -347,7 +347,7 @@ typedef int (*cbrpc_handler_fn)(struct cbrpc_req *req, void *arg);
 
 struct cbrpc_server_attr {
 	unsigned int max_sessions;	/* 1..256 (0: 16) */
-	unsigned int depth;		/* requests queued per session (0: 16) */
+	unsigned int depth;		/* largest session depth accepted, 1..64 (0: 16) */
 	size_t cache_bytes;		/* READ cache per server (0: 16 MiB) */
 	int op_timeout_ms;		/* bound of one READ/WRITE (0: 5000) */
 };
@@ -434,15 +434,17 @@ int cbrpc_server_port(struct cbrpc_server *server);
  *   chained call): then its owner must have a session with this server
  *   and the handle must carry CBRPC_H_FORWARD. Bytes already pulled at this
  *   version in the session come from the cache; the others are pulled by
- *   RDMA READ (whole cache granules, never beyond the handle), and the
- *   thread waits for them.
+ *   RDMA READ (whole 256-byte granules, never beyond the handle), and the
+ *   thread waits for them. An object larger than half the cache is not
+ *   cached: the range itself is read each time (CBRPC_E2BIG if the range
+ *   is larger than half the cache).
  *   Errors (nothing is read in any of them): CBRPC_EINVAL, CBRPC_ERANGE
  *   (beyond the handle), CBRPC_EPERM (no CBRPC_H_READ, or forwarded without
  *   CBRPC_H_FORWARD), CBRPC_ENOGRANT (the owner has no session here),
  *   CBRPC_ENOHEAP (region not announced or withdrawn), CBRPC_EBOUNDS
  *   (handle outside its region, or rkey not the region's), CBRPC_ESTALE
  *   (a newer version of the object was seen in this session), CBRPC_ENOMEM
- *   (cache full of pinned data); and after posting: CBRPC_ETIMEDOUT,
+ *   (cache full of pinned data), CBRPC_E2BIG; and after posting: CBRPC_ETIMEDOUT,
  *   CBRPC_EDISCONNECTED (the owner's session ended), CBRPC_EREMOTE (the
  *   owner's device refused the READ; that session is closed).
  *
