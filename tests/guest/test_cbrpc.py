@@ -30,8 +30,8 @@ outstanding calls up to the session depth, calls from several threads,
 several sessions per server, out-of-bounds and forged handles refused
 before any READ, heap growth, stale versions, a chained call (the second
 server reads the client's memory) and forwarding refusals, call timeouts,
-a heap withdrawn mid-call, a client disconnecting mid-call, a server
-killed mid-call, a refused connection, and malformed connect requests and
+a heap withdrawn mid-call, a client disconnecting mid-call, a client
+killed while the server reads its memory, a server killed mid-call, a refused connection, and malformed connect requests and
 messages from a raw RDMA-CM peer (error replies, the server keeps serving).
 """
 
@@ -48,8 +48,8 @@ from test_provider import provider_image
 TESTS = ("connect", "inline", "version-cache", "sparse-read", "large-argument",
          "write-results", "outstanding-calls", "threads", "sessions", "bounds",
          "heap-growth", "stale-version", "chained-call", "call-timeout",
-         "heap-destroy-mid-call", "client-disconnect-mid-call", "server-dies",
-         "connect-refused", "malformed-input")
+         "heap-destroy-mid-call", "client-disconnect-mid-call", "client-dies-mid-call",
+         "server-dies", "connect-refused", "malformed-input")
 
 RUN = """
 timeout 600 cbrpc_test -d {dev} -a 10.0.0.1 2>&1
@@ -83,8 +83,8 @@ def check_cbrpc(result: GuestResult) -> None:
                         re.MULTILINE)
     assert summary and int(summary.group(1)) == len(TESTS) and summary.group(2) == "0", out
     assert rc_lines(out).get("cbrpc") == [0], out
-    for line in re.findall(r"^# (?:version-cache|sparse-read|server-dies): (?!\d+ ms$).*$",
-                           out, re.MULTILINE):
+    figures = r"^# (?:version-cache|sparse-read|client-dies-mid-call|server-dies): (?!\d+ ms$).*$"
+    for line in re.findall(figures, out, re.MULTILINE):
         print(f"# {result.name}: {line[2:]}", flush=True)
     print(f"# {result.name}: {summary.group(1)} tests passed in {summary.group(3)} ms",
           flush=True)

@@ -889,6 +889,78 @@ static void test_client_disconnect(void)
 	report(name, NULL);
 }
 
+/* --victim PORT: connect, start a call whose handler reads 4 MiB of ours
+ * after 200 ms, say so on stdout, wait to be killed. */
+static int victim_main(const char *port)
+{
+	struct cbrpc_ctx *c;
+	struct cbrpc_heap *hp;
+	struct cbrpc_session *s;
+	struct cbrpc_handle h;
+	struct cbrpc_call *call;
+	uint32_t ms = 200;
+	struct cbrpc_call_args a = { .op = OP_SLEEP, .nhandles = 1, .handles = &h,
+				     .inline_data = &ms, .inline_len = sizeof(ms) };
+	void *p;
+
+	if (cbrpc_ctx_create(dev, &c) || cbrpc_heap_create(c, 4u << 20, 0, &hp) ||
+	    cbrpc_alloc(hp, 4u << 20, CBRPC_H_READ, &h, &p) ||
+	    cbrpc_connect(c, addr, port, NULL, &s) || cbrpc_call_start(s, &a, &call))
+		return 1;
+	printf("started\n");
+	fflush(stdout);
+	pause();
+	return 0;
+}
+
+static void test_client_dies(void)
+{
+	const char *name = "client-dies-mid-call";
+	struct cbrpc_server_stats a, b;
+	int pipefd[2];
+	char line[16] = "";
+	pid_t pid;
+	int64_t t;
+
+	CHECK_RC(get_stats(sess1, &a), 0);
+	CHECK(pipe(pipefd) == 0, "pipe");
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "cbrpc_test", "--victim", s1.port, "-a", (char *)addr,
+				 dev ? "-d" : NULL, (char *)dev, NULL };
+
+		dup2(pipefd[1], 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], line, sizeof(line) - 1) <= 0 || strncmp(line, "started", 7)) {
+		close(pipefd[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		CHECK(0, "the victim did not start its call");
+	}
+	close(pipefd[0]);
+	usleep(250000);		/* the handler is reading the victim's 4 MiB now */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* the server gets over it: the next call is served in bounded time */
+	t = now_ms();
+	CHECK_RC(call(sess1, OP_ECHO, NULL, 0, "alive", 5), 0);
+	t = now_ms() - t;
+	CHECK(res.inline_len == 5, "echo after the victim");
+	CHECK_RC(get_stats(sess1, &b), 0);
+	CHECK(b.requests - a.requests >= 3, "the victim's call did not run (%" PRIu64 ")",
+	      b.requests - a.requests);
+	CHECK(b.last_error == 0 || b.last_error == -CBRPC_EDISCONNECTED ||
+	      b.last_error == -CBRPC_EREMOTE || b.last_error == -CBRPC_ETIMEDOUT,
+	      "the handler's dereference: %d (%s)", b.last_error, cbrpc_strerror(b.last_error));
+	printf("# client-dies-mid-call: the handler's dereference ended with %d (%s); the next "
+	       "call served %" PRId64 " ms after the kill\n", b.last_error,
+	       b.last_error ? cbrpc_strerror(b.last_error) : "it finished first", t);
+	report(name, NULL);
+}
+
 static void test_server_dies(void)
 {
 	const char *name = "server-dies";
@@ -1095,6 +1167,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "call-timeout", test_timeout },
 	{ "heap-destroy-mid-call", test_heap_withdraw },
 	{ "client-disconnect-mid-call", test_client_disconnect },
+	{ "client-dies-mid-call", test_client_dies },
 	{ "server-dies", test_server_dies },
 	{ "connect-refused", test_refused },
 	{ "malformed-input", test_garbage },
@@ -1112,7 +1185,7 @@ static bool selected(const char *name, int argc, char **argv, int first)
 
 int main(int argc, char **argv)
 {
-	const char *server_port = NULL;
+	const char *server_port = NULL, *victim_port = NULL;
 	int i, ret;
 	int64_t t0 = now_ms();
 
@@ -1125,6 +1198,8 @@ int main(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(argv[i], "-p") && i + 1 < argc)
 			base_port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
+			victim_port = argv[++i];
 		else if (!strcmp(argv[i], "--remote") && i + 2 < argc) {
 			host1 = argv[++i];
 			host2 = argv[++i];
@@ -1137,11 +1212,15 @@ int main(int argc, char **argv)
 	}
 	if (server_port)
 		return server_main(server_port);
+	if (victim_port)
+		return victim_main(victim_port);
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (host1) {
-		if (i == argc || selected("server-dies", argc, argv, i)) {
-			fprintf(stderr, "--remote: name the tests (not server-dies)\n");
+		if (i == argc || selected("server-dies", argc, argv, i) ||
+		    selected("client-dies-mid-call", argc, argv, i)) {
+			fprintf(stderr, "--remote: name the tests (not server-dies, "
+				"client-dies-mid-call)\n");
 			return 2;
 		}
 		snprintf(s1.port, sizeof(s1.port), "%d", base_port);
