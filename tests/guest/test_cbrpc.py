@@ -31,8 +31,9 @@ several sessions per server, out-of-bounds and forged handles refused
 before any READ, heap growth, stale versions, a chained call (the second
 server reads the client's memory) and forwarding refusals, call timeouts,
 a heap withdrawn mid-call, a client disconnecting mid-call, a client
-killed while the server reads its memory, a server killed mid-call, a refused connection, and malformed connect requests and
-messages from a raw RDMA-CM peer (error replies, the server keeps serving).
+killed while the server reads its memory, a server killed mid-call, a
+refused connection, and malformed connect requests and messages from a
+raw RDMA-CM peer (error replies, the server keeps serving).
 """
 
 import re
