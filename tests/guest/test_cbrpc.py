@@ -26,7 +26,8 @@ Every test of cbrpc_test must print 'ok NAME': inline arguments, the
 version cache (an unchanged argument is not read again, a changed one is),
 a sparse read of a 1 MiB argument, 1 MiB ranges of a 12 MiB argument
 too large for the server's cache, results written into the client's heap,
-outstanding calls up to the session depth, calls from several threads,
+outstanding calls up to the session depth, calls from several threads
+(one of them growing a heap meanwhile),
 several sessions per server, out-of-bounds and forged handles refused
 before any READ, heap growth, stale versions, a chained call (the second
 server reads the client's memory) and forwarding refusals, call timeouts,

@@ -603,22 +603,57 @@ static void *echo_thread(void *p)
 	return NULL;
 }
 
+/* Allocations that grow a heap (announcements to every session) while the
+ * other threads call: each new object summed by the server. */
+static void *grow_thread(void *p)
+{
+	struct thread_arg *t = p;
+	struct cbrpc_result *r = malloc(sizeof(*r));
+	struct cbrpc_heap *hp;
+
+	if (!r || cbrpc_heap_create(ctx, 64 * 1024, 64 * 1024, &hp)) {
+		t->errors = 10;
+		free(r);
+		return NULL;
+	}
+	for (int i = 0; i < 10; i++) {
+		struct cbrpc_handle h;
+		struct cbrpc_call_args a = { .op = OP_SUM, .nhandles = 1, .handles = &h };
+		uint64_t v = 0;
+		uint8_t *obj;
+
+		if (cbrpc_alloc(hp, 40 * 1024, CBRPC_H_READ, &h, (void **)&obj)) {
+			t->errors++;
+			continue;
+		}
+		fill_random(obj, h.length, 200 + i);
+		if (cbrpc_call(sess1, &a, r, 20000) || r->status || r->inline_len != 8)
+			t->errors++;
+		else if (memcpy(&v, r->inline_data, 8), v != sum_bytes(obj, h.length))
+			t->errors++;
+	}
+	cbrpc_heap_destroy(hp, 5000);
+	free(r);
+	return NULL;
+}
+
 static void test_threads(void)
 {
 	const char *name = "threads";
-	pthread_t th[4];
-	struct thread_arg ta[4];
+	pthread_t th[5];
+	struct thread_arg ta[5];
 	int errors = 0;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		ta[i] = (struct thread_arg){ .id = i };
-		pthread_create(&th[i], NULL, echo_thread, &ta[i]);
+		pthread_create(&th[i], NULL, i < 4 ? echo_thread : grow_thread, &ta[i]);
 	}
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		pthread_join(th[i], NULL);
 		errors += ta[i].errors;
 	}
-	CHECK(errors == 0, "%d of 100 calls from 4 threads failed", errors);
+	CHECK(errors == 0, "%d of 110 calls from 5 threads failed (4 calling, 1 growing a heap)",
+	      errors);
 	report(name, NULL);
 }
 
