@@ -288,7 +288,6 @@ static int heap_alloc_locked(struct cbrpc_heap *heap, size_t length, struct cbrp
 
 static void block_release(struct cbrpc_block *b)
 {
-	struct cbrpc_region *r = b->region;
 	struct cbrpc_block *n = b->next, *p = b->prev;
 
 	b->used = false;
@@ -307,7 +306,6 @@ static void block_release(struct cbrpc_block *b)
 			b->next->prev = p;
 		free(b);
 	}
-	(void)r;
 }
 
 CBRPC_EXPORT int cbrpc_alloc(struct cbrpc_heap *heap, size_t length, uint32_t flags,

@@ -157,7 +157,6 @@ struct cbrpc_sregion {		/* a region the owner announced */
 	unsigned int inflight;	/* READs/WRITEs posted into it */
 	bool withdrawn;
 	bool ack_pending;	/* HEAP_DEL waits for inflight == 0 */
-	unsigned int ack_idx;
 	uint32_t ack_call_id;
 };
 
@@ -268,8 +267,8 @@ void cbrpc_ssession_fail(struct cbrpc_ssession *sess, int err);
 struct cbrpc_ssession *cbrpc_server_find_owner(struct cbrpc_server *srv, uint64_t owner);
 /* A region withdrawn while busy: acknowledge it once idle. */
 void cbrpc_sregion_idle(struct cbrpc_ssession *sess, struct cbrpc_sregion *r);
-int cbrpc_server_send_rep(struct cbrpc_ssession *sess, unsigned int idx, uint32_t call_id,
-			  int status, uint32_t written, const void *data, size_t len);
+int cbrpc_server_send_rep(struct cbrpc_ssession *sess, uint32_t call_id, int status,
+			  uint32_t written, const void *data, size_t len);
 
 /* deref.c: the cache */
 void cbrpc_cache_seen(struct cbrpc_ssession *sess, const struct cbrpc_handle *h);

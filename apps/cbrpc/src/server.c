@@ -52,8 +52,8 @@ static uint64_t *send_busy(struct cbrpc_ssession *s)
 	return (uint64_t *)(s->buf + (size_t)3 * s->depth * CBRPC_MSG_SIZE);
 }
 
-int cbrpc_server_send_rep(struct cbrpc_ssession *s, unsigned int idx, uint32_t call_id,
-			  int status, uint32_t written, const void *data, size_t len)
+int cbrpc_server_send_rep(struct cbrpc_ssession *s, uint32_t call_id, int status,
+			  uint32_t written, const void *data, size_t len)
 {
 	uint64_t *busy = send_busy(s);
 	struct cbrpc_wire_hdr *h;
@@ -61,7 +61,6 @@ int cbrpc_server_send_rep(struct cbrpc_ssession *s, unsigned int idx, uint32_t c
 	struct ibv_send_wr wr = { 0 }, *bad;
 	unsigned int i;
 
-	(void)idx;
 	if (s->state == SS_DEAD || s->state == SS_FREE)
 		return cbrpc_err(CBRPC_EDISCONNECTED);
 	for (i = 0; i < 2 * s->depth; i++)
@@ -106,10 +105,9 @@ static void queue_push(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 }
 
 /* Reply to a control message now, or later from the loop if no send slot. */
-static void control_reply(struct cbrpc_ssession *s, unsigned int idx, uint32_t call_id,
-			  int status)
+static void control_reply(struct cbrpc_ssession *s, uint32_t call_id, int status)
 {
-	if (cbrpc_server_send_rep(s, idx, call_id, status, 0, NULL, 0) == cbrpc_err(CBRPC_EBUSY)) {
+	if (cbrpc_server_send_rep(s, call_id, status, 0, NULL, 0) == cbrpc_err(CBRPC_EBUSY)) {
 		struct cbrpc_pending p = { .slot = s->slot, .gen = s->gen, .ack = true,
 					   .call_id = call_id, .status = status };
 
@@ -122,7 +120,7 @@ void cbrpc_sregion_idle(struct cbrpc_ssession *s, struct cbrpc_sregion *r)
 	if (r->inflight || !r->withdrawn)
 		return;
 	if (r->ack_pending)
-		control_reply(s, r->ack_idx, r->ack_call_id, 0);
+		control_reply(s, r->ack_call_id, 0);
 	cbrpc_map_del(&s->regions, (uint64_t)r->id + 1);
 	free(r);
 }
@@ -158,7 +156,7 @@ static int heap_add(struct cbrpc_ssession *s, const struct cbrpc_wire_region *w)
 /* HEAP_DEL: withdraw at once; acknowledge when no READ/WRITE is in flight.
  * Returns 1 if the acknowledgement was deferred. */
 static int heap_del(struct cbrpc_ssession *s, const struct cbrpc_wire_region *w,
-		    unsigned int idx, uint32_t call_id)
+		    uint32_t call_id)
 {
 	uint32_t id = le32toh(w->id);
 	struct cbrpc_sregion *r = cbrpc_map_get(&s->regions, (uint64_t)id + 1);
@@ -169,7 +167,6 @@ static int heap_del(struct cbrpc_ssession *s, const struct cbrpc_wire_region *w,
 	cbrpc_cache_drop_region(s, id);
 	if (r->inflight) {
 		r->ack_pending = true;
-		r->ack_idx = idx;
 		r->ack_call_id = call_id;
 		return 1;
 	}
@@ -204,7 +201,7 @@ static void handle_recv(struct cbrpc_ssession *s, unsigned int idx, uint32_t len
 		for (unsigned int i = 0; i < h->nhandles && !status; i++) {
 			if (h->type == CBRPC_MSG_HEAP_ADD)
 				status = heap_add(s, &w[i]);
-			else if (heap_del(s, &w[i], idx, call_id))
+			else if (heap_del(s, &w[i], call_id))
 				deferred = 1;	/* one region at most is busy */
 		}
 		break;
@@ -216,7 +213,7 @@ static void handle_recv(struct cbrpc_ssession *s, unsigned int idx, uint32_t len
 		return;
 	}
 	if (!deferred)
-		control_reply(s, idx, call_id, status);
+		control_reply(s, call_id, status);
 }
 
 static void dispatch_wc(struct cbrpc_server *srv, const struct ibv_wc *wc)
@@ -522,8 +519,7 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 		if (spost_recv(s, p->idx))
 			cbrpc_ssession_fail(s, CBRPC_EDEVICE);
 		else
-			cbrpc_server_send_rep(s, p->idx, req->call_id, cbrpc_err(CBRPC_EPROTO),
-					      0, NULL, 0);
+			cbrpc_server_send_rep(s, req->call_id, cbrpc_err(CBRPC_EPROTO), 0, NULL, 0);
 		return;
 	}
 	for (unsigned int i = 0; i < req->nhandles; i++)
@@ -548,8 +544,8 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	s->uses--;
 	/* a reply needs a send slot: wait for one (bounded) */
 	for (int64_t dl = cbrpc_deadline(srv->op_timeout_ms);;) {
-		int ret = cbrpc_server_send_rep(s, p->idx, req->call_id, status, req->written,
-						req->reply, req->reply_len);
+		int ret = cbrpc_server_send_rep(s, req->call_id, status, req->written, req->reply,
+						req->reply_len);
 
 		if (ret != cbrpc_err(CBRPC_EBUSY))
 			break;
@@ -573,7 +569,7 @@ static void run_queue(struct cbrpc_server *srv)
 			continue;
 		}
 		if (p.ack) {
-			int ret = cbrpc_server_send_rep(s, 0, p.call_id, p.status, 0, NULL, 0);
+			int ret = cbrpc_server_send_rep(s, p.call_id, p.status, 0, NULL, 0);
 
 			if (ret == cbrpc_err(CBRPC_EBUSY))
 				return;	/* after the next completions */
