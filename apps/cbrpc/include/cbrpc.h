@@ -32,14 +32,14 @@
  *   Server side: one thread per server. The thread that calls
  *   cbrpc_server_run() accepts connections, receives requests of all the
  *   server's sessions, and runs the handler for one request at a time, in
- *   arrival order per session. Inside the handler, cbrpc_deref(),
- *   cbrpc_write() and the other cbrpc_req_*() functions block that thread
- *   until their RDMA operation completes (bounded by the server's op
- *   timeout); requests arriving meanwhile are queued, heap announcements
- *   and withdrawals are handled at once. A handler may itself be a client
- *   of another server (chained calls) through a context and session of its
- *   own. cbrpc_server_stop() is the only server function that may be
- *   called from another thread (or a signal handler).
+ *   arrival order. Inside the handler, cbrpc_deref() and cbrpc_write()
+ *   block that thread until their RDMA operations complete (bounded by
+ *   the server's op timeout); requests arriving meanwhile are queued, heap
+ *   announcements and withdrawals and disconnections are handled at once.
+ *   A handler may itself be a client of another server (chained calls),
+ *   through a session of the server's context or of another; the server's
+ *   other sessions wait meanwhile. cbrpc_server_stop() is the only server
+ *   function that may be called from another thread (or a signal handler).
  *
  * ERRORS
  *   Every function returning int returns 0 (or a non-negative count) on
@@ -54,7 +54,9 @@
  *   server over the session (base, length and rkey as the owner registered
  *   them), the range must lie inside the handle, and the handle's access
  *   flags must allow the operation. These checks are made before anything
- *   is posted.
+ *   is posted. They are the library's: a peer that holds a region's rkey
+ *   and speaks verbs itself can reach the whole region (docs/cbrpc.md,
+ *   "Trust model").
  */
 #ifndef CBRPC_H
 #define CBRPC_H
@@ -142,8 +144,9 @@ const char *cbrpc_strerror(int err);
  *
  * void cbrpc_ctx_destroy(struct cbrpc_ctx *ctx);
  *   Close every session and heap of CTX (sessions first, so no peer can
- *   reach the heaps afterwards), then the context. NULL is ignored. No
- *   other thread may use CTX or its objects during or after the call.
+ *   reach the heaps afterwards), then the context. Servers created on CTX
+ *   must have been destroyed before. NULL is ignored. No other thread may
+ *   use CTX or its objects during or after the call.
  *
  * uint64_t cbrpc_ctx_id(const struct cbrpc_ctx *ctx);
  *   The context id. Thread-safe.
