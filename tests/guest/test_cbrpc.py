@@ -19,7 +19,8 @@ guest over the device's loopback path.
                         bridge: the client (rnic, 10.0.0.1) calls server A
                         (rnic, 10.0.0.2), which forwards the handle to
                         server B (Soft-RoCE, 10.0.0.3); B reads the client's
-                        memory itself, over its own session with the client;
+                        memory itself, over its own session with the client,
+                        and writes a result into it;
                         plus cbrpc_test's remote-capable tests against A
 
 Every test of cbrpc_test must print 'ok NAME': inline arguments, the
@@ -201,4 +202,4 @@ def chain_three(qemu: str) -> None:
     for server in results[1:]:
         assert rc_lines(server.output).get("server") == [0], server.output
     print(f"# cbrpc-chain-three: {len(CHAIN_TESTS) + 1} tests; client rnic, server A rnic, "
-          "server B Soft-RoCE reading the client's memory", flush=True)
+          "server B Soft-RoCE reading and writing the client's memory", flush=True)

@@ -43,14 +43,20 @@ enum op {
 	OP_SLEEP,		/* inline: ms; then deref handle 0 if any */
 	OP_KEEP,		/* remember handle 0 */
 	OP_USE_KEPT,		/* deref the remembered handle */
-	OP_CHAIN,		/* inline struct chain: forward handle 0 to another server's SUM */
+	OP_CHAIN,		/* inline struct chain: forward handle 0 to another server */
 	OP_FORGE,		/* deref a forged variant of handle 0: inline struct forge */
 	OP_SHUTDOWN,		/* the server exits */
 };
 
 struct range { uint64_t offset, length; };
 struct fill { uint64_t offset, length; uint8_t seed; };
-struct chain { char host[40]; char port[16]; uint32_t raw; };	/* raw: no cbrpc_req_forward() */
+struct chain {			/* the next server's OP_SUM (or OP_FILL with FILL) */
+	char host[40];
+	char port[16];
+	uint32_t raw;		/* pass the handle on without cbrpc_req_forward() */
+	uint32_t op;
+	struct fill fill;
+};
 struct forge { uint32_t what; uint64_t offset, length; };
 enum { FORGE_LONGER = 1, FORGE_BEFORE, FORGE_RKEY, FORGE_REGION, FORGE_RANGE };
 
@@ -156,9 +162,16 @@ static int op_chain(struct cbrpc_req *req)
 	if (!res)
 		return -CBRPC_ENOMEM;
 	a.handles = &h;
+	if (c.op == OP_FILL) {
+		a.op = OP_FILL;
+		a.inline_data = &c.fill;
+		a.inline_len = sizeof(c.fill);
+	}
 	ret = cbrpc_call(next_hop.s, &a, res, 10000);
 	if (!ret) {
 		ret = res->status;
+		if (res->written & 1)	/* the next server wrote into our caller's object */
+			cbrpc_req_mark_written(req, 0);
 		if (!ret)
 			ret = cbrpc_reply_inline(req, res->inline_data, res->inline_len);
 	}
@@ -820,6 +833,28 @@ static void test_chain(void)
 	CHECK(b.read_bytes - a.read_bytes == h.length,
 	      "the second server read %" PRIu64 " B of the client's memory",
 	      b.read_bytes - a.read_bytes);
+	/* a result written by the second server straight into the client's heap */
+	{
+		struct cbrpc_handle out, old;
+		uint8_t *q;
+
+		CHECK_RC(cbrpc_alloc(heap, 4096, CBRPC_H_WRITE | CBRPC_H_FORWARD, &out,
+				     (void **)&q), 0);
+		old = out;
+		c.op = OP_FILL;
+		c.fill = (struct fill){ 10, 1000, 77 };
+		CHECK_RC(call(sess1, OP_CHAIN, &out, 1, &c, sizeof(c)), 0);
+		CHECK(res.status == 0 && res.written == 1, "chained write: status %d written %#x",
+		      res.status, res.written);
+		for (size_t i = 0; i < 4096; i++) {
+			uint8_t want = i >= 10 && i < 1010 ? (uint8_t)(77 + (i - 10) * 7) : 0;
+
+			CHECK(q[i] == want, "chained write: byte %zu is %#x, want %#x", i, q[i], want);
+		}
+		CHECK_RC(call(sess1, OP_CHAIN, &old, 1, &c, sizeof(c)), -CBRPC_ESTALE);
+		c.op = 0;
+		cbrpc_free(heap, &out);
+	}
 	/* not forwardable: the first server may not forward it ... */
 	CHECK_RC(cbrpc_alloc(heap, 1024, CBRPC_H_READ, &nf, (void **)&p), 0);
 	CHECK_RC(call(sess1, OP_CHAIN, &nf, 1, &c, sizeof(c)), 0);
