@@ -161,12 +161,26 @@ def kv_rxe(qemu: str) -> None:
 CHAIN_TESTS = ("inline", "version-cache", "sparse-read", "write-results", "sessions",
                "bounds", "stale-version", "chained-call")
 CHAIN_KINDS = ("rnic", "rnic", "rxe")      # client, server A, server B
+# every guest reaches the other two before the test (the servers' guests
+# may boot later than the client's); the neighbour tables at the end
+CHAIN_REACH = """
+for h in 1 2 3; do
+    [ $h = {me} ] && continue
+    n=0
+    until ping -c 1 -W 1 10.0.0.$h >/dev/null 2>&1; do
+        n=$((n + 1)); [ $n -lt 90 ] || {{ echo "10.0.0.$h unreachable"; break; }}
+    done
+done
+"""
+CHAIN_NEIGH = """
+ip neigh show dev eth0 | sed 's/^/neigh: /'
+"""
 CHAIN_CLIENT = """
-CBRPC_DEBUG=1 timeout 300 cbrpc_test --remote 10.0.0.2 10.0.0.3 -d rnic0 {tests} 2>&1
+CBRPC_DEBUG=1 timeout 200 cbrpc_test --remote 10.0.0.2 10.0.0.3 -d rnic0 {tests} 2>&1
 echo "rc=cbrpc:$?"
 """
 CHAIN_SERVER = """
-CBRPC_DEBUG=1 timeout 300 cbrpc_test --server {port} -d {dev} -a 10.0.0.{me} 2>&1
+CBRPC_DEBUG=1 timeout 240 cbrpc_test --server {port} -d {dev} -a 10.0.0.{me} 2>&1
 echo "rc=server:$?"
 """
 
@@ -182,8 +196,10 @@ def chain_three(qemu: str) -> None:
         for me, kind in enumerate(CHAIN_KINDS, start=1):
             args, wrapper = bridge.attach(kind, f"52:54:00:00:04:0{me}")
             script = NET_UP[kind].format(me=me, mtu=1500) + WAIT_GID.format(dev=DEVICE[kind])
+            script += CHAIN_REACH.format(me=me)
             script += (CHAIN_CLIENT.format(tests=" ".join(CHAIN_TESTS)) if me == 1 else
                        CHAIN_SERVER.format(port=7471 + me - 2, dev=DEVICE[kind], me=me))
+            script += CHAIN_NEIGH
             guests.append(Guest(script + DMESG_CHECK, name=f"cbrpc-chain-three-{me}",
                                 qemu=qemu, initrd=image, timeout=500, args=args,
                                 wrapper=wrapper))

@@ -329,16 +329,18 @@ static void stop_server(struct peer *p, int sig)
 	}
 }
 
-/* Connect, retrying while the server starts (60 s at most). */
+/* Connect, retrying while the server starts (90 s at most): refused while
+ * nobody listens, timed out while its address does not answer ARP yet (a
+ * server guest still booting). */
 static int connect_retry(struct cbrpc_ctx *ctx, const char *host, const char *port,
 			 struct cbrpc_session **s)
 {
-	int64_t end = now_ms() + 60000;
+	int64_t end = now_ms() + 90000;
 	int ret;
 
 	do {
 		ret = cbrpc_connect(ctx, host, port, NULL, s);
-		if (ret != -CBRPC_ECONNREFUSED)
+		if (ret != -CBRPC_ECONNREFUSED && ret != -CBRPC_ETIMEDOUT)
 			return ret;
 		usleep(100000);
 	} while (now_ms() < end);
