@@ -30,7 +30,7 @@ too large for the server's cache, results written into the client's heap,
 outstanding calls up to the session depth, calls from several threads
 (one of them growing a heap meanwhile),
 several sessions per server, out-of-bounds and forged handles refused
-before any READ, heap growth, stale versions, a chained call (the second
+before any READ, slices (part of an object, fewer rights), heap growth, stale versions, a chained call (the second
 server reads the client's memory) and forwarding refusals, call timeouts,
 a heap withdrawn mid-call, a client disconnecting mid-call, a client
 killed while the server reads its memory, a server killed mid-call, a
@@ -49,7 +49,7 @@ from rnic_guest import Guest, run_guests
 from test_provider import provider_image
 
 TESTS = ("connect", "inline", "version-cache", "sparse-read", "large-argument",
-         "write-results", "outstanding-calls", "threads", "sessions", "bounds",
+         "write-results", "outstanding-calls", "threads", "sessions", "bounds", "slices",
          "heap-growth", "stale-version", "chained-call", "call-timeout",
          "heap-destroy-mid-call", "client-disconnect-mid-call", "client-dies-mid-call",
          "server-dies", "connect-refused", "malformed-input")
@@ -159,7 +159,7 @@ def kv_rxe(qemu: str) -> None:
 # Three guests: a chained call whose second server reads the client directly
 
 CHAIN_TESTS = ("inline", "version-cache", "sparse-read", "write-results", "sessions",
-               "bounds", "stale-version", "chained-call")
+               "bounds", "slices", "stale-version", "chained-call")
 CHAIN_KINDS = ("rnic", "rnic", "rxe")      # client, server A, server B
 # every guest reaches the other two before the test (the servers' guests
 # may boot later than the client's); the neighbour tables at the end

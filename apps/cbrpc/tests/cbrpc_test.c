@@ -750,6 +750,41 @@ static void test_bounds(void)
 	report(name, NULL);
 }
 
+static void test_slices(void)
+{
+	const char *name = "slices";
+	struct cbrpc_handle h, part, bad;
+	struct range rg = { 0, 100 };
+	struct forge f = { 0, 90, 20 };
+	uint8_t *p;
+
+	CHECK_RC(cbrpc_alloc(heap, 8192, CBRPC_H_READ | CBRPC_H_WRITE, &h, (void **)&p), 0);
+	fill_random(p, 8192, 17);
+	/* bytes 1000..1099, read-only: a part of the object, fewer rights */
+	CHECK_RC(cbrpc_handle_slice(&h, 1000, 100, CBRPC_H_READ, &part), 0);
+	CHECK_RC(cbrpc_handle_slice(&h, 8000, 200, CBRPC_H_READ, &bad), -CBRPC_ERANGE);
+	CHECK_RC(cbrpc_handle_slice(&part, 0, 10, CBRPC_H_READ | CBRPC_H_FORWARD, &bad),
+		 -CBRPC_EPERM);
+	CHECK_RC(call(sess1, OP_SUM, &part, 1, &rg, sizeof(rg)), 0);
+	CHECK(res.status == 0 && res_u64() == sum_bytes(p + 1000, 100), "slice sum: %d",
+	      res.status);
+	/* the server reads within the slice only, and may not write it */
+	CHECK_RC(call(sess1, OP_FORGE, &part, 1, &f, sizeof(f)), 0);
+	CHECK(res.status == -CBRPC_ERANGE, "range past the slice: %d", res.status);
+	{
+		struct fill fl = { 0, 10, 1 };
+
+		CHECK_RC(call(sess1, OP_FILL, &part, 1, &fl, sizeof(fl)), 0);
+		CHECK(res.status == -CBRPC_EPERM, "write through a read-only slice: %d",
+		      res.status);
+	}
+	/* a slice follows its object's version */
+	CHECK_RC(cbrpc_mark_changed(heap, &h), 0);
+	CHECK_RC(call(sess1, OP_SUM, &part, 1, &rg, sizeof(rg)), -CBRPC_ESTALE);
+	cbrpc_free(heap, &h);
+	report(name, NULL);
+}
+
 static void test_growth(void)
 {
 	const char *name = "heap-growth";
@@ -1233,6 +1268,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "threads", test_threads },
 	{ "sessions", test_sessions },
 	{ "bounds", test_bounds },
+	{ "slices", test_slices },
 	{ "heap-growth", test_growth },
 	{ "stale-version", test_stale },
 	{ "chained-call", test_chain },
