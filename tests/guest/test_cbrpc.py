@@ -15,6 +15,10 @@ guest over the device's loopback path.
                         'check 200' (200 keys of 1 B to 256 KiB read back)
   cbrpc-kv-rxe          the same with the client on Soft-RoCE, the server
                         on rnic
+  cbrpc-server-vanishes the server's guest powers off (no disconnect, no
+                        process exit) while a call waits without a timeout:
+                        the client's keepalive READ fails and the call ends
+                        with CBRPC_EDISCONNECTED
   cbrpc-chain-three     a chained call across three guests on a Linux
                         bridge: the client (rnic, 10.0.0.1) calls server A
                         (rnic, 10.0.0.2), which forwards the handle to
@@ -219,3 +223,38 @@ def chain_three(qemu: str) -> None:
         assert rc_lines(server.output).get("server") == [0], server.output
     print(f"# cbrpc-chain-three: {len(CHAIN_TESTS) + 1} tests; client rnic, server A rnic, "
           "server B Soft-RoCE reading and writing the client's memory", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# The server's machine vanishes: guest 2 powers off at once (sysrq o: no
+# process exits, no QP is destroyed, nobody sends a disconnect) while guest
+# 1 waits, without a timeout, for a call the handler sleeps a minute in.
+# Only the keepalive (an RDMA READ of the server's keepalive word when the
+# server has been silent for a second) can end that wait.
+VANISH_PEER = ("cbrpc_test --server 7471 -d rnic0 -a 10.0.0.2 & sleep 8; "
+               "echo PEER-POWERING-OFF >/dev/console; echo o >/proc/sysrq-trigger; sleep 30")
+# (its own bound: a wait that does not end is cut at 60 s, status 124, and
+# the survivor still leaves the step without meeting its dead peer)
+VANISH_SURVIVOR = ("timeout 60 cbrpc_test --vanish 10.0.0.2 -d rnic0; echo survivor_rc=$?; "
+                   "touch /tmp/peer-gone")
+
+
+@procedure("cbrpc-server-vanishes", requires=["rnic"])
+def server_vanishes(qemu: str) -> None:
+    steps = [("vanish", VANISH_SURVIVOR, VANISH_PEER, 2)]
+    r1, r2 = run_pair("cbrpc-server-vanishes", steps, qemu=qemu, initrd=provider_image(),
+                      timeout=600, tool_timeout=150)
+    assert r1.ok, r1.report()
+    assert_clean_dmesg(r1.output)
+    assert "PEER-POWERING-OFF" in r2.console, r2.report()
+    out = lines_of(r1.output, "vanish")
+    assert "vanish: call outstanding" in out, out
+    assert not re.search(r"^survivor_rc=(124|143)$", out, re.MULTILINE), \
+        f"the call did not end by itself:\n{out}"
+    ended = re.search(r"^vanish: (-?\d+) \((.*)\) after (\d+) ms$", out, re.MULTILINE)
+    assert ended, out
+    assert int(ended.group(1)) == -5, f"the call ended with {ended.group(2)}:\n{out}"
+    assert re.search(r"^survivor_rc=0$", out, re.MULTILINE), out
+    print(f"# cbrpc-server-vanishes: the outstanding call ended {ended.group(3)} ms after "
+          f"it began ({ended.group(2)}); the server's guest powered off about 7 s in",
+          flush=True)

@@ -242,6 +242,7 @@ int cbrpc_handle_slice(const struct cbrpc_handle *handle, uint64_t offset,
 struct cbrpc_session_attr {
 	unsigned int depth;	/* outstanding calls, 1..64 (0: 16) */
 	int timeout_ms;		/* connect and announcement timeout (0: 15000) */
+	int keepalive_ms;	/* probe an idle server this often (0: 1000, <0: never) */
 };
 
 /*
@@ -250,7 +251,12 @@ struct cbrpc_session_attr {
  *                   struct cbrpc_session **session);
  *   Connect to the cbrpc server at HOST:PORT over RDMA-CM (ATTR may be
  *   NULL), then announce every heap region of CTX to it. The route must go
- *   through CTX's device.
+ *   through CTX's device. While calls are outstanding and the server has
+ *   sent nothing for KEEPALIVE_MS, a waiting caller probes the server's
+ *   machine with an 8-byte RDMA READ of a word the server exposes for it:
+ *   a machine that vanished without a disconnect (powered off, cut off)
+ *   makes the READ fail once the transport's retries run out, and the
+ *   calls end with CBRPC_EDISCONNECTED instead of waiting forever.
  *   Errors: CBRPC_EINVAL (bad address, or another device), CBRPC_ECONNREFUSED
  *   (rejected, no listener, unreachable), CBRPC_ETIMEDOUT, CBRPC_EDEVICE,
  *   CBRPC_ENOMEM. Thread-safe.

@@ -130,6 +130,11 @@ struct cbrpc_session {
 	uint32_t gen;
 	struct cbrpc_call **slots;	/* depth entries; NULL: free */
 	unsigned int outstanding;
+	int keepalive_ms;		/* <= 0: no probes */
+	uint64_t ka_addr;		/* the server's keepalive word */
+	uint32_t ka_rkey;
+	bool ka_inflight;		/* a probe READ is posted */
+	int64_t last_alive;		/* last reply or probe answered (ms) */
 };
 
 /* session->lock held; send a message of LEN bytes already in the call's send
@@ -227,6 +232,8 @@ struct cbrpc_server {
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	int wake[2];			/* pipe: cbrpc_server_stop() */
+	uint64_t *ka_word;		/* what clients READ to see the machine lives */
+	struct ibv_mr *ka_mr;
 	volatile int stop;
 	cbrpc_handler_fn handler;
 	void *arg;

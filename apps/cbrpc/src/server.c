@@ -318,6 +318,12 @@ static void accept_session(struct cbrpc_server *srv, struct rdma_cm_event *ev)
 	struct ibv_qp_init_attr qa = { 0 };
 	struct rdma_conn_param cp = { 0 };
 	struct cbrpc_ssession *s = NULL;
+	struct cbrpc_wire_accept acc = {
+		.magic = htole32(CBRPC_CONN_MAGIC),
+		.version = htole16(CBRPC_WIRE_VERSION),
+		.ka_addr = htole64((uint64_t)(uintptr_t)srv->ka_word),
+		.ka_rkey = htole32(srv->ka_mr->rkey),
+	};
 	unsigned int depth;
 	size_t bytes;
 
@@ -364,6 +370,8 @@ static void accept_session(struct cbrpc_server *srv, struct rdma_cm_event *ev)
 	if (cp.initiator_depth > ctx->dev_attr.max_qp_init_rd_atom)
 		cp.initiator_depth = (uint8_t)ctx->dev_attr.max_qp_init_rd_atom;
 	cp.rnr_retry_count = 7;
+	cp.private_data = &acc;
+	cp.private_data_len = sizeof(acc);
 	id->context = s;
 	s->state = SS_CONNECTING;
 	if (rdma_accept(id, &cp)) {
@@ -682,6 +690,14 @@ CBRPC_EXPORT int cbrpc_server_create(struct cbrpc_ctx *ctx, const char *host, co
 	ret = cbrpc_heap_create_private(ctx, srv->cache_bytes, &srv->cache_heap);
 	if (ret)
 		goto err;
+	ret = cbrpc_err(CBRPC_EDEVICE);
+	srv->ka_word = aligned_alloc(4096, 4096);
+	if (!srv->ka_word)
+		goto err;
+	memset(srv->ka_word, 0, 4096);
+	srv->ka_mr = ibv_reg_mr(ctx->pd, srv->ka_word, 4096, IBV_ACCESS_REMOTE_READ);
+	if (!srv->ka_mr)
+		goto err;
 	rdma_freeaddrinfo(ai);
 	*out = srv;
 	return 0;
@@ -732,6 +748,9 @@ CBRPC_EXPORT void cbrpc_server_destroy(struct cbrpc_server *srv)
 		rdma_destroy_event_channel(srv->ech);
 	if (srv->cache_heap)
 		cbrpc_heap_destroy(srv->cache_heap, 0);
+	if (srv->ka_mr)
+		ibv_dereg_mr(srv->ka_mr);
+	free(srv->ka_word);
 	if (srv->wake[0] >= 0)
 		close(srv->wake[0]);
 	if (srv->wake[1] >= 0)

@@ -14,6 +14,8 @@
 #define MAX_DEPTH 64
 #define DEFAULT_TIMEOUT_MS 15000	/* rdma_cm retries a lost REQ after about 4 s */
 #define PROGRESS_SLICE_MS 100
+#define DEFAULT_KEEPALIVE_MS 1000
+#define KA_WR_ID UINT64_MAX	/* the keepalive READ; the others are buffer indexes */
 
 static uint8_t *recvbuf(struct cbrpc_session *s, unsigned int i)
 {
@@ -129,6 +131,7 @@ static void handle_reply(struct cbrpc_session *s, unsigned int i, uint32_t len)
 		cbrpc_session_fail(s, CBRPC_EPROTO);
 		return;
 	}
+	s->last_alive = cbrpc_now_ms();
 	c->result.status = (int32_t)le32toh((uint32_t)h->status);
 	c->result.written = le32toh(h->written);
 	if (c->nhandles < 32)
@@ -148,6 +151,11 @@ static void drain_cq(struct cbrpc_session *s)
 
 	while ((n = ibv_poll_cq(s->cq, 16, wc)) > 0) {
 		for (int k = 0; k < n; k++) {
+			if (wc[k].wr_id == KA_WR_ID) {
+				s->ka_inflight = false;
+				if (wc[k].status == IBV_WC_SUCCESS)
+					s->last_alive = cbrpc_now_ms();
+			}
 			if (wc[k].status != IBV_WC_SUCCESS) {
 				cbrpc_session_fail(s, wc[k].status == IBV_WC_REM_ACCESS_ERR ?
 						   CBRPC_EREMOTE : CBRPC_EDISCONNECTED);
@@ -199,12 +207,39 @@ static void progress_step(struct cbrpc_session *s, int ms)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Calls outstanding and nothing heard from the server for a while: READ its
+ * keepalive word. A vanished machine fails the READ (retries exhausted).
+ * session->lock held. */
+static void keepalive_probe(struct cbrpc_session *s)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(s->buf + (size_t)2 * s->depth * CBRPC_MSG_SIZE),
+		.length = sizeof(uint64_t),
+		.lkey = s->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = KA_WR_ID,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = s->ka_addr, .rkey = s->ka_rkey },
+	}, *bad;
+
+	if (s->keepalive_ms <= 0 || !s->ka_rkey || s->ka_inflight || s->dead ||
+	    !s->outstanding || cbrpc_now_ms() - s->last_alive < s->keepalive_ms)
+		return;
+	if (!ibv_post_send(s->id->qp, &wr, &bad))
+		s->ka_inflight = true;
+}
+
 int cbrpc_session_wait(struct cbrpc_session *s, struct cbrpc_call *c, int64_t deadline)
 {
 	drain_cq(s);
 	while (!c->done) {
 		int left = cbrpc_left_ms(deadline);
 
+		keepalive_probe(s);
 		if (left == 0)
 			return cbrpc_err(CBRPC_ETIMEDOUT);
 		if (left < 0 || left > PROGRESS_SLICE_MS)
@@ -281,7 +316,8 @@ int cbrpc_session_control(struct cbrpc_session *s, uint8_t type,
 	return ret;
 }
 
-/* Wait for one CM event of TYPE on S's channel before the connection stands. */
+/* Wait for one CM event of TYPE on S's channel before the connection stands;
+ * with ESTABLISHED, take the server's keepalive word from its private data. */
 static int wait_cm(struct cbrpc_session *s, enum rdma_cm_event_type want, int64_t deadline)
 {
 	struct rdma_cm_event *ev;
@@ -302,6 +338,17 @@ static int wait_cm(struct cbrpc_session *s, enum rdma_cm_event_type want, int64_
 			continue;
 		}
 		type = ev->event;
+		if (type == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data &&
+		    ev->param.conn.private_data_len >= sizeof(struct cbrpc_wire_accept)) {
+			struct cbrpc_wire_accept acc;
+
+			memcpy(&acc, ev->param.conn.private_data, sizeof(acc));
+			if (le32toh(acc.magic) == CBRPC_CONN_MAGIC &&
+			    le16toh(acc.version) == CBRPC_WIRE_VERSION) {
+				s->ka_addr = le64toh(acc.ka_addr);
+				s->ka_rkey = le32toh(acc.ka_rkey);
+			}
+		}
 		rdma_ack_cm_event(ev);
 		if (type == want)
 			return 0;
@@ -383,11 +430,12 @@ static int session_setup(struct cbrpc_session *s, const char *host, const char *
 		return ret;
 
 	ret = cbrpc_err(CBRPC_EDEVICE);
-	s->buf = aligned_alloc(4096, (size_t)2 * s->depth * CBRPC_MSG_SIZE);
+	/* depth receive and depth send buffers, then the keepalive READ's target */
+	s->buf = aligned_alloc(4096, (size_t)(2 * s->depth + 1) * CBRPC_MSG_SIZE);
 	s->slots = calloc(s->depth, sizeof(*s->slots));
 	if (!s->buf || !s->slots)
 		return cbrpc_err(CBRPC_ENOMEM);
-	s->mr = ibv_reg_mr(ctx->pd, s->buf, (size_t)2 * s->depth * CBRPC_MSG_SIZE,
+	s->mr = ibv_reg_mr(ctx->pd, s->buf, (size_t)(2 * s->depth + 1) * CBRPC_MSG_SIZE,
 			   IBV_ACCESS_LOCAL_WRITE);
 	s->cch = ibv_create_comp_channel(ctx->verbs);
 	if (!s->mr || !s->cch || cbrpc_set_nonblock(s->cch->fd))
@@ -398,7 +446,7 @@ static int session_setup(struct cbrpc_session *s, const char *host, const char *
 	qa.send_cq = s->cq;
 	qa.recv_cq = s->cq;
 	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = s->depth;
+	qa.cap.max_send_wr = s->depth + 1;	/* and the keepalive READ */
 	qa.cap.max_recv_wr = s->depth;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
@@ -441,6 +489,7 @@ CBRPC_EXPORT int cbrpc_connect(struct cbrpc_ctx *ctx, const char *host, const ch
 	s->ctx = ctx;
 	s->depth = attr && attr->depth ? attr->depth : DEFAULT_DEPTH;
 	s->timeout_ms = attr && attr->timeout_ms ? attr->timeout_ms : DEFAULT_TIMEOUT_MS;
+	s->keepalive_ms = attr && attr->keepalive_ms ? attr->keepalive_ms : DEFAULT_KEEPALIVE_MS;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (s->depth > MAX_DEPTH) {
@@ -448,6 +497,7 @@ CBRPC_EXPORT int cbrpc_connect(struct cbrpc_ctx *ctx, const char *host, const ch
 		return cbrpc_err(CBRPC_EINVAL);
 	}
 	ret = session_setup(s, host, port, cbrpc_deadline(s->timeout_ms));
+	s->last_alive = cbrpc_now_ms();
 	if (ret) {
 		session_free(s);
 		return ret;

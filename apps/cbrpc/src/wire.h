@@ -37,6 +37,16 @@ struct cbrpc_wire_conn {
 	uint64_t owner;		/* the client's context id */
 } __attribute__((packed));
 
+/* RDMA-CM private data of the accept: where the client may READ 8 bytes to
+ * learn that the server's machine is still there (keepalive). */
+struct cbrpc_wire_accept {
+	uint32_t magic;		/* CBRPC_CONN_MAGIC */
+	uint16_t version;
+	uint16_t reserved;
+	uint64_t ka_addr;
+	uint32_t ka_rkey;
+} __attribute__((packed));
+
 struct cbrpc_wire_hdr {
 	uint32_t magic;
 	uint8_t type;

@@ -7,10 +7,16 @@
  *   cbrpc_test [-d DEVICE] [-a ADDR] [-p PORT] [TEST...]
  *   cbrpc_test --server PORT [-d DEVICE] [-a ADDR]
  *   cbrpc_test --remote HOST1 HOST2 [-d DEVICE] [-p PORT] TEST...
+ *   cbrpc_test --vanish HOST [-d DEVICE] [-p PORT]
  *
  * --remote: the two servers run elsewhere (cbrpc_test --server PORT and
  * PORT + 1 on HOST1 and HOST2); tests that start servers themselves
  * (server-dies) cannot run so. At the end both servers are told to exit.
+ *
+ * --vanish: start a call on HOST's server whose handler sleeps a minute and
+ * wait for it without a timeout while HOST's machine goes away (the test
+ * powers it off): the keepalive must end the call with CBRPC_EDISCONNECTED
+ * (exit 0); "vanish: STATUS after MS ms" says what came, and when.
  *
  * Without TEST every test runs. Each prints "ok NAME" or "FAIL NAME: why";
  * the last line is "cbrpc_test: N passed, M failed" and the exit status is
@@ -1068,6 +1074,39 @@ static void test_client_dies(void)
 	report(name, NULL);
 }
 
+static int vanish_main(const char *host)
+{
+	struct cbrpc_ctx *c;
+	struct cbrpc_session *s;
+	struct cbrpc_call *call;
+	uint32_t ms = 60000;
+	struct cbrpc_call_args a = { .op = OP_SLEEP, .inline_data = &ms,
+				     .inline_len = sizeof(ms) };
+	char port[16];
+	int64_t t;
+	int ret;
+
+	snprintf(port, sizeof(port), "%d", base_port);
+	ret = cbrpc_ctx_create(dev, &c);
+	if (!ret)
+		ret = connect_retry(c, host, port, &s);
+	if (!ret)
+		ret = cbrpc_call_start(s, &a, &call);
+	if (ret) {
+		printf("vanish: setup: %s\n", cbrpc_strerror(ret));
+		return 1;
+	}
+	printf("vanish: call outstanding\n");
+	fflush(stdout);
+	t = now_ms();
+	ret = cbrpc_call_wait(call, -1, &res);
+	printf("vanish: %d (%s) after %" PRId64 " ms\n", ret, cbrpc_strerror(ret),
+	       now_ms() - t);
+	cbrpc_call_free(call);
+	cbrpc_ctx_destroy(c);
+	return ret == -CBRPC_EDISCONNECTED ? 0 : 1;
+}
+
 static void test_server_dies(void)
 {
 	const char *name = "server-dies";
@@ -1293,7 +1332,7 @@ static bool selected(const char *name, int argc, char **argv, int first)
 
 int main(int argc, char **argv)
 {
-	const char *server_port = NULL, *victim_port = NULL;
+	const char *server_port = NULL, *victim_port = NULL, *vanish_host = NULL;
 	int i, ret;
 	int64_t t0 = now_ms();
 
@@ -1308,6 +1347,8 @@ int main(int argc, char **argv)
 			base_port = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
 			victim_port = argv[++i];
+		else if (!strcmp(argv[i], "--vanish") && i + 1 < argc)
+			vanish_host = argv[++i];
 		else if (!strcmp(argv[i], "--remote") && i + 2 < argc) {
 			host1 = argv[++i];
 			host2 = argv[++i];
@@ -1322,6 +1363,8 @@ int main(int argc, char **argv)
 		return server_main(server_port);
 	if (victim_port)
 		return victim_main(victim_port);
+	if (vanish_host)
+		return vanish_main(vanish_host);
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (host1) {
