@@ -34,7 +34,8 @@ too large for the server's cache, results written into the client's heap,
 outstanding calls up to the session depth, calls from several threads
 (one of them growing a heap meanwhile),
 several sessions per server, out-of-bounds and forged handles refused
-before any READ, slices (part of an object, fewer rights), heap growth, stale versions, a chained call (the second
+before any READ, slices (part of an object, fewer rights), a READ the
+client's device refuses (region registered again behind the library), heap growth, stale versions, a chained call (the second
 server reads the client's memory) and forwarding refusals, call timeouts,
 a heap withdrawn mid-call, a client disconnecting mid-call, a client
 killed while the server reads its memory, a server killed mid-call, a
@@ -54,7 +55,7 @@ from test_provider import provider_image
 
 TESTS = ("connect", "inline", "version-cache", "sparse-read", "large-argument",
          "write-results", "outstanding-calls", "threads", "sessions", "bounds", "slices",
-         "heap-growth", "stale-version", "chained-call", "call-timeout",
+         "remote-access-error", "heap-growth", "stale-version", "chained-call", "call-timeout",
          "heap-destroy-mid-call", "client-disconnect-mid-call", "client-dies-mid-call",
          "server-dies", "connect-refused", "malformed-input")
 

@@ -39,6 +39,7 @@
 #include <rdma/rdma_verbs.h>
 
 #include "cbrpc.h"
+#include "internal.h"	/* remote-access-error re-registers a heap region itself */
 #include "wire.h"	/* the garbage test speaks the wire protocol itself */
 
 enum op {
@@ -791,6 +792,40 @@ static void test_slices(void)
 	report(name, NULL);
 }
 
+/* The client's memory registration changes behind the library's back (the
+ * region registered again, the old rkey gone): the server's READ is refused
+ * by the client's device; that session is closed, the server goes on. */
+static void test_remote_access_error(void)
+{
+	const char *name = "remote-access-error";
+	struct cbrpc_server_stats st;
+	struct cbrpc_session *s;
+	struct cbrpc_heap *hp;
+	struct cbrpc_region *r;
+	struct ibv_mr *mr;
+	struct cbrpc_handle h;
+	uint8_t *p;
+
+	CHECK_RC(cbrpc_heap_create(ctx, 1 << 16, 0, &hp), 0);
+	CHECK_RC(cbrpc_alloc(hp, 4096, CBRPC_H_READ, &h, (void **)&p), 0);
+	CHECK_RC(cbrpc_connect(ctx, host1, s1.port, NULL, &s), 0);
+	r = hp->regions;
+	mr = ibv_reg_mr(ctx->pd, r->base, r->length, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr && mr->rkey != r->mr->rkey, "registering the region again failed");
+	ibv_dereg_mr(r->mr);
+	r->mr = mr;	/* the heap's own teardown deregisters this one */
+	CHECK_RC(call(s, OP_SUM, &h, 1, NULL, 0), -CBRPC_EDISCONNECTED);
+	CHECK(!cbrpc_session_alive(s), "session alive after the remote access error");
+	cbrpc_disconnect(s);
+	CHECK_RC(get_stats(sess1, &st), 0);
+	CHECK(st.last_error == -CBRPC_EREMOTE, "server's last error %d (%s)", st.last_error,
+	      cbrpc_strerror(st.last_error));
+	CHECK_RC(call(sess1, OP_ECHO, NULL, 0, "ok", 2), 0);
+	cbrpc_heap_destroy(hp, 5000);
+	report(name, NULL);
+}
+
 static void test_growth(void)
 {
 	const char *name = "heap-growth";
@@ -1308,6 +1343,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "sessions", test_sessions },
 	{ "bounds", test_bounds },
 	{ "slices", test_slices },
+	{ "remote-access-error", test_remote_access_error },
 	{ "heap-growth", test_growth },
 	{ "stale-version", test_stale },
 	{ "chained-call", test_chain },
