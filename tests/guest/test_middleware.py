@@ -256,7 +256,8 @@ PUT_BW = "-t ucp_put_bw -s 65536 -n 100000000"
 # guest 2: the server, dying 3 s into the transfer (its TCP exchange with
 # the client established)
 PEER_DIES_PEER = (f"{RC} {PERF} {PUT_BW} & "
-                  "until netstat -tn | grep -q \":13337 .*ESTABLISHED\"; do sleep 0.2; done; "
+                  "n=0; until netstat -tn | grep -q \":13337 .*ESTABLISHED\" || [ $n -ge 300 ]; "
+                  "do n=$((n + 1)); sleep 0.2; done; "
                   "sleep 3; echo running=$(pidof ucx_perftest | wc -w) >/dev/console; " + POWER_OFF)
 # guest 1: the client; afterwards, with its peer gone, it does not meet it
 # at the end of the step (rdma_pair.LOCKSTEP)
