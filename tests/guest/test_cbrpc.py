@@ -64,19 +64,10 @@ timeout 600 cbrpc_test -d {dev} -a 10.0.0.1 2>&1
 echo "rc=cbrpc:$?"
 """ + DMESG_CHECK
 
-RNIC_SCRIPT = """
-modprobe rnic || exit 1
-ip link set eth0 up
-ip addr add 10.0.0.1/24 dev eth0
-""" + WAIT_GID.format(dev="rnic0") + RUN.format(dev="rnic0")
-
-RXE_SCRIPT = """
-modprobe crc32_generic
-modprobe rdma_rxe || exit 1
-ip link set eth0 up
-ip addr add 10.0.0.1/24 dev eth0
-rdma link add rxe0 type rxe netdev eth0 || exit 1
-""" + WAIT_GID.format(dev="rxe0") + RUN.format(dev="rxe0")
+def loopback_script(kind: str) -> str:
+    """One guest on KIND's device (rdma_pair.NET_UP) running cbrpc_test."""
+    return (NET_UP[kind].format(me=1, mtu=1500) + WAIT_GID.format(dev=DEVICE[kind])
+            + RUN.format(dev=DEVICE[kind]))
 
 
 def check_cbrpc(result: GuestResult) -> None:
@@ -98,12 +89,12 @@ def check_cbrpc(result: GuestResult) -> None:
           flush=True)
 
 
-case("cbrpc-loopback-rnic", ["-device", "rnic"], lambda: RNIC_SCRIPT, check_cbrpc,
+case("cbrpc-loopback-rnic", ["-device", "rnic"], lambda: loopback_script("rnic"), check_cbrpc,
      requires=["rnic"], initrd=provider_image, timeout=700)
 
 case("cbrpc-loopback-rxe",
      ["-netdev", "hubport,id=n0,hubid=0", "-device", "virtio-net-pci,romfile=,netdev=n0"],
-     lambda: RXE_SCRIPT, check_cbrpc, requires=["virtio-net-pci"], initrd=provider_image,
+     lambda: loopback_script("rxe"), check_cbrpc, requires=["virtio-net-pci"], initrd=provider_image,
      timeout=700)
 
 

@@ -75,8 +75,8 @@ from typing import Dict, Sequence, Tuple
 
 from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
 from rnic_guest import GUEST_DIR, Guest, run_guests
-from rdma_pair import (DMESG_CHECK, WAIT_GID, Step, assert_clean_dmesg, lines_of, rc_lines,
-                       run_pair, run_power_cut, scm_window, stat, tool_figure)
+from rdma_pair import (DMESG_CHECK, NET_UP, WAIT_GID, Step, assert_clean_dmesg, lines_of,
+                       rc_lines, run_pair, run_power_cut, scm_window, stat, tool_figure)
 
 IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
@@ -473,13 +473,7 @@ PYVERBS_ARGS = ["-object", "memory-backend-ram,id=scm0,size=64M", "-device", "rn
 # runs again alone and a new process goes on with the modules after it.
 # The vendor modules (mlx5, EFA) skip everything on both devices and are
 # left out.
-PYVERBS_RXE_SCRIPT = """
-modprobe crc32_generic
-modprobe rdma_rxe || exit 1
-ip link set eth0 up
-ip addr add 10.0.0.1/24 dev eth0
-rdma link add rxe0 type rxe netdev eth0 || exit 1
-""" + WAIT_GID.format(dev="rxe0") + """
+PYVERBS_RXE_SCRIPT = NET_UP["rxe"].format(me=1, mtu=1500) + WAIT_GID.format(dev="rxe0") + """
 cd /opt/rdma-core-tests || exit 1
 run() {  # NAME MODULE...: one process for the MODULEs, in that order
     name=$1

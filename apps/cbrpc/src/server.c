@@ -521,7 +521,6 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	req->sess = s;
 	req->call_id = le32toh(h->call_id);
 	req->op = le32toh(h->op);
-	req->nhandles = h->nhandles;
 	if (h->nhandles > CBRPC_MAX_HANDLES || inl > CBRPC_INLINE_MAX ||
 	    p->len != sizeof(*h) + (size_t)h->nhandles * sizeof(*wh) + inl) {
 		if (spost_recv(s, p->idx))
@@ -530,6 +529,7 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 			cbrpc_server_send_rep(s, req->call_id, cbrpc_err(CBRPC_EPROTO), 0, NULL, 0);
 		return;
 	}
+	req->nhandles = h->nhandles;
 	for (unsigned int i = 0; i < req->nhandles; i++)
 		cbrpc_handle_from_wire(&req->handles[i], &wh[i]);
 	req->inline_len = inl;
