@@ -14,7 +14,7 @@
  *
  * Not a test: build with 'meson compile -C build/project', run
  * build/project/tests/bench/bench-engine [--no-map] [--time=ms] [--mtu=N]
- * [--wqe-cache]
+ * [--wqe-cache] [--profile=sges,on|off]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -266,6 +266,23 @@ static void bench_wqe_cache(uint64_t budget, int rounds)
     bench_fini(&b);
 }
 
+/*
+ * One cell of the above for a profiler (perf record): 'nsge' SGEs, the
+ * repeated WQEs, the cache on or off, for 'budget'.
+ */
+static void bench_wqe_profile(uint64_t budget, uint32_t nsge, bool on)
+{
+    uint64_t elapsed, n;
+    Bench b;
+
+    bench_init(&b, RNIC_MTU_4096, true, 8);
+    rnic_engine_set_wqe_cache(b.h->engine, on);
+    n = bench_run(&b, RNIC_WR_RDMA_WRITE, 64, nsge, 4096, budget, &elapsed);
+    printf("%u SGEs, cache %s: %.0f ops/s\n", nsge, on ? "on" : "off",
+           n * 1e9 / elapsed);
+    bench_fini(&b);
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 64, 4096, 65536, 1u << 20 };
@@ -279,7 +296,8 @@ int main(int argc, char **argv)
     };
     uint64_t budget = 400 * 1000000ull;
     uint8_t mtu = RNIC_MTU_4096;
-    bool map = true, wqe_cache = false;
+    bool map = true, wqe_cache = false, profile_on = false;
+    uint32_t profile_sge = 0;
     uint8_t *hs, *hd, *hs_mem, *hd_mem;
     double big;
     Bench b;
@@ -291,6 +309,9 @@ int main(int argc, char **argv)
             map = false;
         } else if (!strcmp(argv[a], "--wqe-cache")) {
             wqe_cache = true;
+        } else if (!strncmp(argv[a], "--profile=", 10)) {
+            profile_sge = strtoul(argv[a] + 10, NULL, 0);
+            profile_on = !!strstr(argv[a], ",on");
         } else if (!strncmp(argv[a], "--time=", 7)) {
             budget = strtoull(argv[a] + 7, NULL, 0) * 1000000ull;
         } else if (!strncmp(argv[a], "--mtu=", 6)) {
@@ -301,9 +322,13 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--no-map] [--time=ms] [--mtu=bytes] "
-                    "[--wqe-cache]\n", argv[0]);
+                    "[--wqe-cache] [--profile=sges,on|off]\n", argv[0]);
             return 2;
         }
+    }
+    if (profile_sge) {
+        bench_wqe_profile(budget, profile_sge, profile_on);
+        return 0;
     }
     if (wqe_cache) {
         bench_wqe_cache(budget / 2, 7);

@@ -58,21 +58,24 @@
 #define RNIC_WQC_COLD_AFTER 64
 #define RNIC_WQC_COLD_EVERY 16
 
-/* One SGE of an entry: as posted (little endian), and what it resolved to. */
-typedef struct RnicWqcSge {
-    struct rnic_sge key;
-    const RnicMr *mr;           /* NULL for an empty SGE */
-    uint64_t mr_gen;
-} RnicWqcSge;
-
+/*
+ * An entry, laid out for the hit: what a hit reads, in the order it reads
+ * it, and nothing else (a QP's table is larger than a core's L1, so each
+ * line a hit touches costs): the header, the list as posted in one piece
+ * (one compare), the regions it resolved to, the message's DMA segments
+ * (one copy of a fixed size: what lies past nsegs is never read). The
+ * regions' versions, only read after a change to some region, lie apart
+ * (RnicWqc.mr_gen).
+ */
 typedef struct RnicWqcEntry {
-    uint64_t mr_epoch;          /* RnicEngine.mr_gen when last checked */
-    uint32_t qp_gen;            /* RnicQp.wqc_gen it was made under */
-    uint32_t access;            /* what the SGEs were resolved for */
-    uint32_t length;            /* total bytes */
     uint8_t nsge;
     uint8_t nsegs;              /* segs[] (0: not computed) */
-    RnicWqcSge sge[RNIC_WQC_MAX_SGE];
+    uint32_t access;            /* what the SGEs were resolved for */
+    uint32_t qp_gen;            /* RnicQp.wqc_gen it was made under */
+    uint32_t length;            /* total bytes */
+    uint64_t mr_epoch;          /* RnicEngine.mr_gen when last checked */
+    struct rnic_sge key[RNIC_WQC_MAX_SGE];     /* as posted (little endian) */
+    RnicMr *mr[RNIC_WQC_MAX_SGE];              /* NULL: an empty SGE */
     RnicDmaSeg segs[RNIC_WQC_MAX_SGE];
 } RnicWqcEntry;
 
@@ -82,6 +85,8 @@ struct RnicWqc {
     uint64_t fp[RNIC_WQC_SETS][RNIC_WQC_WAYS];     /* 0: empty */
     uint32_t used[RNIC_WQC_SETS][RNIC_WQC_WAYS];
     RnicWqcEntry ent[RNIC_WQC_SETS][RNIC_WQC_WAYS];
+    /* ent[][].mr[i]'s RnicMr.gen when resolved */
+    uint64_t mr_gen[RNIC_WQC_SETS][RNIC_WQC_WAYS][RNIC_WQC_MAX_SGE];
 };
 
 void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
@@ -104,11 +109,13 @@ static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
     uint64_t x = GUINT64_FROM_LE(sg[0].addr) >> 6;
     uint32_t i;
 
+    /* each SGE rotated by its position: no dependency chain between them */
     for (i = 0; i < nsge; i++) {
-        uint64_t w[2];
+        uint64_t w[2], v;
 
         memcpy(w, &sg[i], sizeof(w));
-        h = ((h << 23) | (h >> 41)) ^ w[0] ^ ((w[1] << 7) | (w[1] >> 57));
+        v = w[0] ^ ((w[1] << 7) | (w[1] >> 57));
+        h ^= i ? (v << (i * 9)) | (v >> (64 - i * 9)) : v;
     }
     h *= 0x9e3779b97f4a7c15ull;
     p->fp = (h ^ (h >> 31)) | 1;
@@ -124,35 +131,26 @@ static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
 static bool rnic_wqc_same(const RnicWqcEntry *c, uint32_t access,
                           const struct rnic_sge *sg, uint32_t nsge)
 {
-    uint32_t i;
-
-    if (c->nsge != nsge || c->access != access) {
-        return false;
-    }
-    for (i = 0; i < nsge; i++) {
-        if (memcmp(&c->sge[i].key, &sg[i], sizeof(*sg))) {
-            return false;
-        }
-    }
-    return true;
+    return c->nsge == nsge && c->access == access &&
+           !memcmp(c->key, sg, nsge * sizeof(*sg));
 }
 
 /* Does every SGE's key still find the region, unchanged, it found then? */
 static bool rnic_wqc_current(RnicEngine *e, const RnicPd *pd,
-                             const RnicWqcEntry *c)
+                             const RnicWqcEntry *c, const uint64_t *mr_gen)
 {
     const RnicMrTable *t = rnic_pd_lkeys(e, pd);
     uint32_t i;
 
     for (i = 0; i < c->nsge; i++) {
-        const RnicWqcSge *s = &c->sge[i];
+        uint32_t lkey = GUINT32_FROM_LE(c->key[i].lkey);
         const RnicMr *mr;
 
-        if (!s->mr) {
+        if (!c->mr[i]) {
             continue;           /* an empty SGE names no region */
         }
-        mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(GUINT32_FROM_LE(s->key.lkey)));
-        if (mr != s->mr || mr->gen != s->mr_gen) {
+        mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(lkey));
+        if (mr != c->mr[i] || mr->gen != mr_gen[i]) {
             return false;
         }
     }
@@ -195,7 +193,8 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
     }
     c = &wqc->ent[probe->set][w];
     if (c->qp_gen != qp->wqc_gen ||
-        (c->mr_epoch != e->mr_gen && !rnic_wqc_current(e, pd, c))) {
+        (c->mr_epoch != e->mr_gen &&
+         !rnic_wqc_current(e, pd, c, wqc->mr_gen[probe->set][w]))) {
         wqc->fp[probe->set][w] = 0;
         rnic_stat_inc(e, RNIC_STAT_WQC_STALE);
         rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
@@ -208,12 +207,14 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
         out->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
         out->sge[i].length = GUINT32_FROM_LE(sg[i].length);
         out->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
-        out->sge[i].mr = (RnicMr *)c->sge[i].mr;
+        out->sge[i].mr = c->mr[i];
     }
+    /* out->segs[] (NULL: not wanted) holds RNIC_WQC_MAX_SGE */
     out->length = c->length;
-    out->nsegs = c->nsegs;
-    if (c->nsegs) {
-        memcpy(out->segs, c->segs, c->nsegs * sizeof(c->segs[0]));
+    out->nsegs = 0;
+    if (out->segs) {
+        memcpy(out->segs, c->segs, sizeof(c->segs));
+        out->nsegs = c->nsegs;
     }
     rnic_stat_inc(e, RNIC_STAT_WQC_HITS);
     return true;
@@ -261,10 +262,10 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     c->length = res->length;
     c->nsge = nsge;
     c->nsegs = res->nsegs;
+    memcpy(c->key, sg, nsge * sizeof(*sg));
     for (i = 0; i < nsge; i++) {
-        c->sge[i].key = sg[i];
-        c->sge[i].mr = res->sge[i].mr;
-        c->sge[i].mr_gen = res->sge[i].mr ? res->sge[i].mr->gen : 0;
+        c->mr[i] = res->sge[i].mr;
+        wqc->mr_gen[probe->set][v][i] = c->mr[i] ? c->mr[i]->gen : 0;
     }
     if (res->nsegs) {
         memcpy(c->segs, res->segs, res->nsegs * sizeof(res->segs[0]));
