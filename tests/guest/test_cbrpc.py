@@ -12,7 +12,9 @@ guest over the device's loopback path.
   cbrpc-kv-two-guests   cbrpc-kv between two guests (rnic <-> rnic over the
                         RoCEv2 wire): put by reference, get into the
                         client's heap, a 300 KB value, delete, missing keys,
-                        'check 200' (200 keys of 1 B to 256 KiB read back)
+                        'check 200' (200 keys of 1 B to 256 KiB read back);
+                        then cbrpc-bench --quick (by reference against by
+                        value, every reply checked; its targets printed)
   cbrpc-kv-rxe          the same with the client on Soft-RoCE, the server
                         on rnic
   cbrpc-server-vanishes the server's guest powers off (no disconnect, no
@@ -53,7 +55,7 @@ from rdma_pair import (DEVICE, DMESG_CHECK, NET_UP, WAIT_GID, Step, assert_clean
 from rnic_guest import Guest, run_guests
 from test_provider import provider_image
 
-TESTS = ("connect", "inline", "version-cache", "sparse-read", "large-argument",
+TESTS = ("connect", "inline", "value-arguments", "version-cache", "sparse-read", "large-argument",
          "write-results", "outstanding-calls", "threads", "sessions", "bounds", "slices",
          "remote-access-error", "heap-growth", "stale-version", "chained-call", "call-timeout",
          "heap-destroy-mid-call", "client-disconnect-mid-call", "client-dies-mid-call",
@@ -118,13 +120,36 @@ KV_WANT = {"put": 0, "get-missing": 3, "put-file": 0, "get-big": 0, "cmp": 0, "d
            "get-deleted": 3, "check": 0, "shutdown": 0}
 
 
-def kv_steps(server_dev: str, client_dev: str) -> Sequence[Step]:
-    return (("kv", f"cbrpc-kv server -d {server_dev} -a 10.0.0.1",
-             KV_CLIENT.format(dev=client_dev), 1),)
+def kv_steps(server_dev: str, client_dev: str, bench: bool) -> Sequence[Step]:
+    steps = [("kv", f"cbrpc-kv server -d {server_dev} -a 10.0.0.1",
+              KV_CLIENT.format(dev=client_dev), 1)]
+    if bench:
+        # cbrpc-bench --quick: every call's reply checked against its argument
+        steps.append(("bench", f"cbrpc-bench server -d {server_dev} -a 10.0.0.1",
+                      f"cbrpc-bench client -d {client_dev} -a 10.0.0.1 --quick", 1))
+    return steps
 
 
-def check_kv_pair(name: str, kinds: Tuple[str, str], qemu: str) -> None:
-    r1, r2 = run_pair(name, kv_steps(DEVICE[kinds[0]], DEVICE[kinds[1]]), kinds=kinds,
+BENCH_ROWS = ("null RPC latency", "null RPC rate, 16 in flight", "sparse: 64 B of 1 MiB",
+              "unchanged 1 MiB", "chained 1 MiB (A -> B)")
+
+
+def check_bench(name: str, r1: GuestResult, r2: GuestResult) -> None:
+    """cbrpc-bench --quick ran to its end on both sides; its rows printed."""
+    client = lines_of(r2.output, "bench")
+    assert rc_lines(r1.output).get("bench") == [0], lines_of(r1.output, "bench")
+    assert rc_lines(r2.output).get("bench") == [0], client
+    for row in BENCH_ROWS:
+        assert re.search(rf"^{re.escape(row)} +\d", client, re.MULTILINE), \
+            f"no row {row!r} in:\n{client}"
+    assert re.search(r"^cbrpc-bench: done$", client, re.MULTILINE), client
+    for line in client.splitlines():
+        if line.startswith(("target", "chained")):
+            print(f"# {name}: {line}", flush=True)
+
+
+def check_kv_pair(name: str, kinds: Tuple[str, str], qemu: str, bench: bool = False) -> None:
+    r1, r2 = run_pair(name, kv_steps(DEVICE[kinds[0]], DEVICE[kinds[1]], bench), kinds=kinds,
                       qemu=qemu, initrd=provider_image(), timeout=900)
     for result in (r1, r2):
         assert result.ok, result.report()
@@ -139,11 +164,13 @@ def check_kv_pair(name: str, kinds: Tuple[str, str], qemu: str) -> None:
     assert re.search(r"^kv-check: 200 keys, 0 mismatches$", client, re.MULTILINE), client
     print(f"# {name}: put/get/del, a 300 KB value and 200 checked keys over "
           f"{kinds[1]} -> {kinds[0]}", flush=True)
+    if bench:
+        check_bench(name, r1, r2)
 
 
 @procedure("cbrpc-kv-two-guests", requires=["rnic"])
 def kv_two_guests(qemu: str) -> None:
-    check_kv_pair("cbrpc-kv-two-guests", ("rnic", "rnic"), qemu)
+    check_kv_pair("cbrpc-kv-two-guests", ("rnic", "rnic"), qemu, bench=True)
 
 
 @procedure("cbrpc-kv-rxe", requires=["rnic", "virtio-net-pci"])

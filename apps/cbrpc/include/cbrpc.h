@@ -93,7 +93,8 @@ enum cbrpc_error {
 
 /* Limits of one call. */
 #define CBRPC_MAX_HANDLES 16	/* handles per call */
-#define CBRPC_INLINE_MAX 2048	/* inline bytes per request and per reply */
+#define CBRPC_INLINE_MAX 2048	/* inline bytes per reply, and per request by default */
+#define CBRPC_VALUE_MAX (16u << 20)	/* largest max_inline of a session */
 
 /* Handle access flags, chosen by the object's owner. */
 #define CBRPC_H_READ	0x1u	/* a server may read (cbrpc_deref) */
@@ -243,6 +244,8 @@ struct cbrpc_session_attr {
 	unsigned int depth;	/* outstanding calls, 1..64 (0: 16) */
 	int timeout_ms;		/* connect and announcement timeout (0: 15000) */
 	int keepalive_ms;	/* probe an idle server this often (0: 1000, <0: never) */
+	size_t max_inline;	/* request inline bytes, up to CBRPC_VALUE_MAX
+				 * (0: CBRPC_INLINE_MAX); the server must allow it */
 };
 
 /*
@@ -257,8 +260,12 @@ struct cbrpc_session_attr {
  *   a machine that vanished without a disconnect (powered off, cut off)
  *   makes the READ fail once the transport's retries run out, and the
  *   calls end with CBRPC_EDISCONNECTED instead of waiting forever.
- *   Errors: CBRPC_EINVAL (bad address, or another device), CBRPC_ECONNREFUSED
- *   (rejected, no listener, unreachable), CBRPC_ETIMEDOUT, CBRPC_EDEVICE,
+ *   MAX_INLINE above CBRPC_INLINE_MAX makes a session for arguments passed
+ *   by value: requests may carry that many inline bytes, and the server
+ *   keeps DEPTH receive buffers of that size for the session (it refuses
+ *   the connection if MAX_INLINE is above its own max_inline).
+ *   Errors: CBRPC_EINVAL (bad address, or another device, MAX_INLINE above
+ *   CBRPC_VALUE_MAX), CBRPC_ECONNREFUSED (rejected, no listener, unreachable), CBRPC_ETIMEDOUT, CBRPC_EDEVICE,
  *   CBRPC_ENOMEM. Thread-safe.
  *
  * int cbrpc_disconnect(struct cbrpc_session *session);
@@ -302,7 +309,8 @@ struct cbrpc_result {
  *   must be current: its version equal to its object's record if the object
  *   lives in a heap of this context (CBRPC_ESTALE otherwise); handles of
  *   other owners (received and forwarded) are passed unchecked and checked
- *   by the server. The inline data is copied; the objects are not.
+ *   by the server. The inline data (up to the session's max_inline bytes)
+ *   is copied into the request; the objects are not.
  *   Errors: CBRPC_EINVAL, CBRPC_E2BIG, CBRPC_ESTALE, CBRPC_EBUSY (DEPTH
  *   calls outstanding), CBRPC_EDISCONNECTED, CBRPC_EDEVICE. Thread-safe.
  *
@@ -359,6 +367,8 @@ struct cbrpc_server_attr {
 	unsigned int depth;		/* largest session depth accepted, 1..64 (0: 16) */
 	size_t cache_bytes;		/* READ cache per server (0: 16 MiB) */
 	int op_timeout_ms;		/* bound of one READ/WRITE (0: 5000) */
+	size_t max_inline;		/* largest request inline a session may ask
+					 * for, up to CBRPC_VALUE_MAX (0: CBRPC_INLINE_MAX) */
 };
 
 struct cbrpc_server_stats {
@@ -380,7 +390,10 @@ struct cbrpc_server_stats {
  *                         cbrpc_handler_fn handler, void *arg,
  *                         struct cbrpc_server **server);
  *   Listen on HOST:PORT (HOST NULL: every address of CTX's device) with
- *   CTX's device and protection domain (ATTR may be NULL). Nothing runs
+ *   CTX's device and protection domain (ATTR may be NULL). A session
+ *   asking for a max_inline above ATTR's is rejected; the server's memory
+ *   for receive buffers is at most max_sessions * depth * (max_inline + 3
+ *   KiB). Nothing runs
  *   until cbrpc_server_run() is called. Errors: CBRPC_EINVAL (bad address,
  *   another device, port in use), CBRPC_EDEVICE, CBRPC_ENOMEM.
  *   Thread-safe.
@@ -425,7 +438,8 @@ int cbrpc_server_port(struct cbrpc_server *server);
  *   The operation the caller asked for.
  *
  * const void *cbrpc_req_inline(const struct cbrpc_req *req, size_t *len);
- *   The request's inline data and its length (*LEN 0: none).
+ *   The request's inline data and its length (*LEN 0: none), in the
+ *   session's receive buffer (not copied; valid until the handler returns).
  *
  * unsigned int cbrpc_req_nhandles(const struct cbrpc_req *req);
  * int cbrpc_req_handle(const struct cbrpc_req *req, unsigned int index,

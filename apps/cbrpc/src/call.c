@@ -35,7 +35,7 @@ CBRPC_EXPORT int cbrpc_call_start(struct cbrpc_session *s, const struct cbrpc_ca
 	    (a->inline_len && !a->inline_data))
 		return cbrpc_err(CBRPC_EINVAL);
 	*out = NULL;
-	if (a->nhandles > CBRPC_MAX_HANDLES || a->inline_len > CBRPC_INLINE_MAX)
+	if (a->nhandles > CBRPC_MAX_HANDLES || a->inline_len > s->max_inline)
 		return cbrpc_err(CBRPC_E2BIG);
 	pthread_mutex_lock(&s->ctx->lock);
 	ret = check_handles(s->ctx, a);
@@ -60,7 +60,7 @@ CBRPC_EXPORT int cbrpc_call_start(struct cbrpc_session *s, const struct cbrpc_ca
 		.magic = htole32(CBRPC_WIRE_MAGIC),
 		.type = CBRPC_MSG_REQ,
 		.nhandles = (uint8_t)a->nhandles,
-		.inline_len = htole16((uint16_t)a->inline_len),
+		.inline_len = htole32((uint32_t)a->inline_len),
 		.call_id = htole32(c->id),
 		.op = htole32(a->op),
 	};

@@ -122,6 +122,8 @@ struct cbrpc_session {
 	struct ibv_mr *mr;
 	uint8_t *buf;			/* depth receive, then depth send buffers */
 	unsigned int depth;
+	size_t max_inline;		/* request inline bytes */
+	size_t send_size;		/* bytes of a send buffer: cbrpc_req_size() */
 	int timeout_ms;
 	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t cond;
@@ -191,8 +193,10 @@ struct cbrpc_ssession {
 	struct rdma_cm_id *id;
 	uint64_t owner;
 	unsigned int depth;
+	size_t recv_size;		/* bytes of a receive buffer: cbrpc_req_size() */
+	size_t max_inline;		/* request inline bytes agreed at connect */
 	struct ibv_mr *mr;
-	uint8_t *buf;			/* depth receive, then depth send buffers */
+	uint8_t *buf;			/* depth receive, then 2 * depth send buffers */
 	struct cbrpc_map regions;	/* id + 1 -> struct cbrpc_sregion */
 	struct cbrpc_map cache;		/* addr -> struct cbrpc_centry list */
 };
@@ -214,8 +218,9 @@ struct cbrpc_req {
 	uint32_t call_id;
 	unsigned int nhandles;
 	struct cbrpc_handle handles[CBRPC_MAX_HANDLES];
+	unsigned int recv_idx;		/* the receive buffer holding the request */
 	size_t inline_len;
-	uint8_t inline_data[CBRPC_INLINE_MAX];
+	const uint8_t *inline_data;	/* in that buffer */
 	uint32_t written;
 	size_t reply_len;
 	uint8_t reply[CBRPC_INLINE_MAX];
@@ -238,6 +243,7 @@ struct cbrpc_server {
 	cbrpc_handler_fn handler;
 	void *arg;
 	unsigned int max_sessions, depth;
+	size_t max_inline;
 	int op_timeout_ms;
 	size_t cache_bytes, cache_used;
 	unsigned int cache_entries;		/* records, with data or not */

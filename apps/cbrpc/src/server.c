@@ -21,20 +21,26 @@
 
 static uint8_t *srecvbuf(struct cbrpc_ssession *s, unsigned int i)
 {
-	return s->buf + (size_t)i * CBRPC_MSG_SIZE;
+	return s->buf + (size_t)i * s->recv_size;
 }
 
 /* send slots follow the depth receive buffers: 2 * depth of them */
 static uint8_t *ssendbuf(struct cbrpc_ssession *s, unsigned int i)
 {
-	return s->buf + (size_t)(s->depth + i) * CBRPC_MSG_SIZE;
+	return s->buf + (size_t)s->depth * s->recv_size + (size_t)i * CBRPC_MSG_SIZE;
+}
+
+/* the bytes of the registered buffers; the send bitmap follows them */
+static size_t sbuf_bytes(const struct cbrpc_ssession *s)
+{
+	return (size_t)s->depth * (s->recv_size + 2 * CBRPC_MSG_SIZE);
 }
 
 static int spost_recv(struct cbrpc_ssession *s, unsigned int i)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)srecvbuf(s, i),
-		.length = CBRPC_MSG_SIZE,
+		.length = (uint32_t)s->recv_size,
 		.lkey = s->mr->lkey,
 	};
 	struct ibv_recv_wr wr = {
@@ -49,7 +55,7 @@ static int spost_recv(struct cbrpc_ssession *s, unsigned int i)
 /* Per-session state that is not in struct cbrpc_ssession to keep it small. */
 static uint64_t *send_busy(struct cbrpc_ssession *s)
 {
-	return (uint64_t *)(s->buf + (size_t)3 * s->depth * CBRPC_MSG_SIZE);
+	return (uint64_t *)(s->buf + sbuf_bytes(s));
 }
 
 int cbrpc_server_send_rep(struct cbrpc_ssession *s, uint32_t call_id, int status,
@@ -72,7 +78,7 @@ int cbrpc_server_send_rep(struct cbrpc_ssession *s, uint32_t call_id, int status
 	*h = (struct cbrpc_wire_hdr){
 		.magic = htole32(CBRPC_WIRE_MAGIC),
 		.type = CBRPC_MSG_REP,
-		.inline_len = htole16((uint16_t)len),
+		.inline_len = htole32((uint32_t)len),
 		.call_id = htole32(call_id),
 		.status = (int32_t)htole32((uint32_t)status),
 		.written = htole32(written),
@@ -325,13 +331,15 @@ static void accept_session(struct cbrpc_server *srv, struct rdma_cm_event *ev)
 		.ka_rkey = htole32(srv->ka_mr->rkey),
 	};
 	unsigned int depth;
-	size_t bytes;
+	size_t bytes, max_inline;
 
 	if (ev->param.conn.private_data_len < sizeof(*c) || !c ||
 	    le32toh(c->magic) != CBRPC_CONN_MAGIC || le16toh(c->version) != CBRPC_WIRE_VERSION)
 		goto reject;
 	depth = le16toh(c->depth);
-	if (!depth || depth > srv->depth || id->verbs != ctx->verbs)
+	max_inline = le32toh(c->max_inline);
+	if (!depth || depth > srv->depth || id->verbs != ctx->verbs ||
+	    max_inline > srv->max_inline)
 		goto reject;
 	for (unsigned int i = 0; i < srv->max_sessions && !s; i++)
 		if (srv->sessions[i].state == SS_FREE)
@@ -340,14 +348,15 @@ static void accept_session(struct cbrpc_server *srv, struct rdma_cm_event *ev)
 		goto reject;
 	s->depth = depth;
 	s->owner = le64toh(c->owner);
+	s->max_inline = max_inline ? max_inline : CBRPC_INLINE_MAX;
+	s->recv_size = cbrpc_req_size(s->max_inline);
 	/* depth receives, 2 * depth sends, the send bitmap */
-	bytes = (size_t)3 * depth * CBRPC_MSG_SIZE + 2 * sizeof(uint64_t);
+	bytes = sbuf_bytes(s) + 2 * sizeof(uint64_t);
 	s->buf = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
 	if (!s->buf)
 		goto reject;
 	memset(s->buf, 0, bytes);
-	s->mr = ibv_reg_mr(ctx->pd, s->buf, (size_t)3 * depth * CBRPC_MSG_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE);
+	s->mr = ibv_reg_mr(ctx->pd, s->buf, sbuf_bytes(s), IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr)
 		goto reject_free;
 	qa.send_cq = srv->cq;
@@ -508,11 +517,11 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	const struct cbrpc_wire_hdr *h = (const void *)srecvbuf(s, p->idx);
 	const struct cbrpc_wire_handle *wh = (const void *)(h + 1);
 	struct cbrpc_req *req = &srv->req;
-	size_t inl = le16toh(h->inline_len);
+	size_t inl = le32toh(h->inline_len);
 	int status;
 
-	/* not the inline buffers: they are filled up to their lengths */
-	memset(req, 0, offsetof(struct cbrpc_req, inline_data));
+	/* not the reply buffer: it is filled up to its length */
+	memset(req, 0, offsetof(struct cbrpc_req, written));
 	req->written = 0;
 	req->reply_len = 0;
 	req->npinned = 0;
@@ -521,7 +530,7 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	req->sess = s;
 	req->call_id = le32toh(h->call_id);
 	req->op = le32toh(h->op);
-	if (h->nhandles > CBRPC_MAX_HANDLES || inl > CBRPC_INLINE_MAX ||
+	if (h->nhandles > CBRPC_MAX_HANDLES || inl > s->max_inline ||
 	    p->len != sizeof(*h) + (size_t)h->nhandles * sizeof(*wh) + inl) {
 		if (spost_recv(s, p->idx))
 			cbrpc_ssession_fail(s, CBRPC_EDEVICE);
@@ -532,12 +541,12 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	req->nhandles = h->nhandles;
 	for (unsigned int i = 0; i < req->nhandles; i++)
 		cbrpc_handle_from_wire(&req->handles[i], &wh[i]);
+	/* the handler reads the inline data where it arrived: the buffer is
+	 * posted again after the handler, before the reply (the client sends
+	 * no more than depth messages unanswered) */
 	req->inline_len = inl;
-	memcpy(req->inline_data, wh + req->nhandles, inl);
-	if (spost_recv(s, p->idx)) {
-		cbrpc_ssession_fail(s, CBRPC_EDEVICE);
-		return;
-	}
+	req->inline_data = (const uint8_t *)(wh + req->nhandles);
+	req->recv_idx = p->idx;
 	for (unsigned int i = 0; i < req->nhandles; i++) {
 		struct cbrpc_ssession *o = req->handles[i].owner == s->owner ? s :
 			cbrpc_server_find_owner(srv, req->handles[i].owner);
@@ -550,6 +559,12 @@ static void run_request(struct cbrpc_server *srv, const struct cbrpc_pending *p)
 	srv->stats.requests++;
 	cbrpc_req_release(req);
 	s->uses--;
+	if (s->state == SS_DEAD || s->state == SS_FREE)
+		return;
+	if (spost_recv(s, req->recv_idx)) {
+		cbrpc_ssession_fail(s, CBRPC_EDEVICE);
+		return;
+	}
 	/* a reply needs a send slot: wait for one (bounded) */
 	for (int64_t dl = cbrpc_deadline(srv->op_timeout_ms);;) {
 		int ret = cbrpc_server_send_rep(s, req->call_id, status, req->written, req->reply,
@@ -644,10 +659,11 @@ CBRPC_EXPORT int cbrpc_server_create(struct cbrpc_ctx *ctx, const char *host, co
 	srv->wake[0] = srv->wake[1] = -1;
 	srv->max_sessions = attr && attr->max_sessions ? attr->max_sessions : DEFAULT_SESSIONS;
 	srv->depth = attr && attr->depth ? attr->depth : DEFAULT_DEPTH;
+	srv->max_inline = attr && attr->max_inline ? attr->max_inline : CBRPC_INLINE_MAX;
 	srv->cache_bytes = attr && attr->cache_bytes ? attr->cache_bytes : DEFAULT_CACHE;
 	srv->op_timeout_ms = attr && attr->op_timeout_ms ? attr->op_timeout_ms :
 			     DEFAULT_OP_TIMEOUT_MS;
-	if (srv->max_sessions > 256 || srv->depth > 64) {
+	if (srv->max_sessions > 256 || srv->depth > 64 || srv->max_inline > CBRPC_VALUE_MAX) {
 		ret = cbrpc_err(CBRPC_EINVAL);
 		goto err;
 	}

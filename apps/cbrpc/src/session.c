@@ -24,7 +24,13 @@ static uint8_t *recvbuf(struct cbrpc_session *s, unsigned int i)
 
 uint8_t *cbrpc_session_sendbuf(struct cbrpc_session *s, unsigned int slot)
 {
-	return s->buf + (size_t)(s->depth + slot) * CBRPC_MSG_SIZE;
+	return s->buf + (size_t)s->depth * CBRPC_MSG_SIZE + (size_t)slot * s->send_size;
+}
+
+/* depth receive buffers, depth send buffers, the keepalive READ's target */
+static size_t session_buf_bytes(const struct cbrpc_session *s)
+{
+	return (size_t)s->depth * (CBRPC_MSG_SIZE + s->send_size) + CBRPC_MSG_SIZE;
 }
 
 static int post_recv(struct cbrpc_session *s, unsigned int i)
@@ -124,7 +130,7 @@ static void handle_reply(struct cbrpc_session *s, unsigned int i, uint32_t len)
 		return;
 	}
 	id = le32toh(h->call_id);
-	inl = le16toh(h->inline_len);
+	inl = le32toh(h->inline_len);
 	c = (id & 0xff) < s->depth ? s->slots[id & 0xff] : NULL;
 	if (!c || c->id != id || c->done ||
 	    inl > CBRPC_INLINE_MAX || len != sizeof(*h) + inl) {
@@ -213,7 +219,7 @@ static void progress_step(struct cbrpc_session *s, int ms)
 static void keepalive_probe(struct cbrpc_session *s)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(s->buf + (size_t)2 * s->depth * CBRPC_MSG_SIZE),
+		.addr = (uintptr_t)(s->buf + session_buf_bytes(s) - CBRPC_MSG_SIZE),
 		.length = sizeof(uint64_t),
 		.lkey = s->mr->lkey,
 	};
@@ -430,13 +436,11 @@ static int session_setup(struct cbrpc_session *s, const char *host, const char *
 		return ret;
 
 	ret = cbrpc_err(CBRPC_EDEVICE);
-	/* depth receive and depth send buffers, then the keepalive READ's target */
-	s->buf = aligned_alloc(4096, (size_t)(2 * s->depth + 1) * CBRPC_MSG_SIZE);
+	s->buf = aligned_alloc(4096, session_buf_bytes(s));
 	s->slots = calloc(s->depth, sizeof(*s->slots));
 	if (!s->buf || !s->slots)
 		return cbrpc_err(CBRPC_ENOMEM);
-	s->mr = ibv_reg_mr(ctx->pd, s->buf, (size_t)(2 * s->depth + 1) * CBRPC_MSG_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE);
+	s->mr = ibv_reg_mr(ctx->pd, s->buf, session_buf_bytes(s), IBV_ACCESS_LOCAL_WRITE);
 	s->cch = ibv_create_comp_channel(ctx->verbs);
 	if (!s->mr || !s->cch || cbrpc_set_nonblock(s->cch->fd))
 		return ret;
@@ -460,6 +464,7 @@ static int session_setup(struct cbrpc_session *s, const char *host, const char *
 	pd.version = htole16(CBRPC_WIRE_VERSION);
 	pd.depth = htole16((uint16_t)s->depth);
 	pd.owner = htole64(ctx->id);
+	pd.max_inline = htole32((uint32_t)s->max_inline);
 	cp.private_data = &pd;
 	cp.private_data_len = sizeof(pd);
 	/* the server READs this side's heaps: offer what the device can answer */
@@ -490,9 +495,11 @@ CBRPC_EXPORT int cbrpc_connect(struct cbrpc_ctx *ctx, const char *host, const ch
 	s->depth = attr && attr->depth ? attr->depth : DEFAULT_DEPTH;
 	s->timeout_ms = attr && attr->timeout_ms ? attr->timeout_ms : DEFAULT_TIMEOUT_MS;
 	s->keepalive_ms = attr && attr->keepalive_ms ? attr->keepalive_ms : DEFAULT_KEEPALIVE_MS;
+	s->max_inline = attr && attr->max_inline ? attr->max_inline : CBRPC_INLINE_MAX;
+	s->send_size = cbrpc_req_size(s->max_inline);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
-	if (s->depth > MAX_DEPTH) {
+	if (s->depth > MAX_DEPTH || s->max_inline > CBRPC_VALUE_MAX) {
 		session_free(s);
 		return cbrpc_err(CBRPC_EINVAL);
 	}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * The wire protocol between cbrpc library instances (docs/cbrpc.md "Wire
- * protocol"). Every message is one SEND of at most CBRPC_MSG_SIZE bytes
- * on the session's RC QP; all fields little-endian.
+ * protocol"). Every message is one SEND on the session's RC QP: a request
+ * of at most cbrpc_req_size(the session's max_inline) bytes, any other
+ * message of at most CBRPC_MSG_SIZE bytes; all fields little-endian.
  *
  *   client -> server: REQ (a call), HEAP_ADD, HEAP_DEL (announcements)
  *   server -> client: REP (exactly one per client message)
@@ -20,7 +21,7 @@
 
 #define CBRPC_WIRE_MAGIC 0x31525043u	/* "CPR1" little-endian */
 #define CBRPC_CONN_MAGIC 0x4e435043u	/* "CPCN" */
-#define CBRPC_WIRE_VERSION 1
+#define CBRPC_WIRE_VERSION 2
 
 enum cbrpc_msg_type {
 	CBRPC_MSG_REQ = 1,
@@ -35,6 +36,7 @@ struct cbrpc_wire_conn {
 	uint16_t version;
 	uint16_t depth;		/* the client's outstanding messages */
 	uint64_t owner;		/* the client's context id */
+	uint32_t max_inline;	/* the largest request inline data it will send */
 } __attribute__((packed));
 
 /* RDMA-CM private data of the accept: where the client may READ 8 bytes to
@@ -51,11 +53,12 @@ struct cbrpc_wire_hdr {
 	uint32_t magic;
 	uint8_t type;
 	uint8_t nhandles;	/* REQ: handles; HEAP_*: regions */
-	uint16_t inline_len;	/* REQ/REP: inline bytes after the handles */
+	uint16_t reserved;
 	uint32_t call_id;	/* echoed by REP */
 	uint32_t op;		/* REQ: operation */
 	int32_t status;		/* REP */
 	uint32_t written;	/* REP: bit mask of written handles */
+	uint32_t inline_len;	/* REQ/REP: inline bytes after the handles */
 } __attribute__((packed));
 
 struct cbrpc_wire_handle {
@@ -77,7 +80,18 @@ struct cbrpc_wire_region {
 	uint32_t id;
 } __attribute__((packed));
 
+/* Replies and control messages; requests up to the session's request size. */
 #define CBRPC_MSG_SIZE 4096
+
+/* The receive buffer a request of up to MAX_INLINE inline bytes needs. */
+static inline size_t cbrpc_req_size(size_t max_inline)
+{
+	size_t n = sizeof(struct cbrpc_wire_hdr) +
+		   CBRPC_MAX_HANDLES * sizeof(struct cbrpc_wire_handle) + max_inline;
+
+	n = (n + 63) & ~(size_t)63;
+	return n < CBRPC_MSG_SIZE ? CBRPC_MSG_SIZE : n;
+}
 #define CBRPC_MAX_REGIONS_PER_MSG \
 	((CBRPC_MSG_SIZE - sizeof(struct cbrpc_wire_hdr)) / sizeof(struct cbrpc_wire_region))
 

@@ -53,7 +53,11 @@ enum op {
 	OP_CHAIN,		/* inline struct chain: forward handle 0 to another server */
 	OP_FORGE,		/* deref a forged variant of handle 0: inline struct forge */
 	OP_SHUTDOWN,		/* the server exits */
+	OP_SUM_INLINE,		/* sum_bytes() of the inline data */
 };
+
+/* the servers allow sessions this much inline data (arguments by value) */
+#define VALUE_MAX (256u << 10)
 
 struct range { uint64_t offset, length; };
 struct fill { uint64_t offset, length; uint8_t seed; };
@@ -274,6 +278,8 @@ static int handler(struct cbrpc_req *req, void *arg)
 	case OP_SHUTDOWN:
 		cbrpc_server_stop(the_server);
 		return 0;
+	case OP_SUM_INLINE:
+		return reply_u64(req, sum_bytes(in, len));
 	default:
 		return -CBRPC_ENOOP;
 	}
@@ -293,7 +299,9 @@ static int server_main(const char *port)
 		fprintf(stderr, "server: context: %s\n", cbrpc_strerror(ret));
 		return 1;
 	}
-	ret = cbrpc_server_create(server_ctx, addr, port, NULL, handler, NULL, &the_server);
+	struct cbrpc_server_attr sa = { .max_inline = VALUE_MAX };
+
+	ret = cbrpc_server_create(server_ctx, addr, port, &sa, handler, NULL, &the_server);
 	if (ret) {
 		fprintf(stderr, "server: %s: %s\n", port, cbrpc_strerror(ret));
 		return 1;
@@ -413,6 +421,53 @@ static void test_inline(void)
 	CHECK_RC(call(sess1, OP_ECHO, NULL, 0, in, CBRPC_INLINE_MAX + 1), -CBRPC_E2BIG);
 	CHECK_RC(call(sess1, 999, NULL, 0, NULL, 0), 0);
 	CHECK(res.status == -CBRPC_ENOOP, "unknown op: status %d", res.status);
+	report(name, NULL);
+}
+
+/* A session for arguments by value: requests of up to its max_inline. */
+static void test_value(void)
+{
+	const char *name = "value-arguments";
+	struct cbrpc_session_attr big = { .max_inline = VALUE_MAX }, over = big;
+	struct cbrpc_session *vs = NULL;
+	uint8_t *in = malloc(VALUE_MAX + 1);
+	size_t sizes[] = { CBRPC_INLINE_MAX + 1, 65536, VALUE_MAX };
+
+	CHECK(in != NULL, "malloc");
+	fill_random(in, VALUE_MAX + 1, 11);
+	CHECK_RC(cbrpc_connect(ctx, host1, s1.port, &big, &vs), 0);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		CHECK_RC(call(vs, OP_SUM_INLINE, NULL, 0, in, sizes[k]), 0);
+		CHECK(res.status == 0 && res_u64() == sum_bytes(in, sizes[k]),
+		      "%zu bytes by value: status %d, sum %" PRIu64 " want %" PRIu64, sizes[k],
+		      res.status, res_u64(), sum_bytes(in, sizes[k]));
+	}
+	/* the session's limit, and the default session's */
+	CHECK_RC(call(vs, OP_SUM_INLINE, NULL, 0, in, VALUE_MAX + 1), -CBRPC_E2BIG);
+	CHECK_RC(call(sess1, OP_SUM_INLINE, NULL, 0, in, CBRPC_INLINE_MAX + 1), -CBRPC_E2BIG);
+	/* a full queue of large requests: every receive buffer is posted again */
+	for (int round = 0; round < 3; round++) {
+		struct cbrpc_call *c[16];
+		struct cbrpc_call_args a = { .op = OP_SUM_INLINE, .inline_data = in,
+					     .inline_len = VALUE_MAX };
+
+		for (int i = 0; i < 16; i++)
+			CHECK_RC(cbrpc_call_start(vs, &a, &c[i]), 0);
+		for (int i = 0; i < 16; i++) {
+			CHECK_RC(cbrpc_call_wait(c[i], 20000, &res), 0);
+			CHECK(res.status == 0 && res_u64() == sum_bytes(in, VALUE_MAX),
+			      "queued call %d: status %d", i, res.status);
+			cbrpc_call_free(c[i]);
+		}
+	}
+	cbrpc_disconnect(vs);
+	/* more than the server allows: refused at connect */
+	over.max_inline = 2 * VALUE_MAX;
+	vs = NULL;
+	CHECK_RC(cbrpc_connect(ctx, host1, s1.port, &over, &vs), -CBRPC_ECONNREFUSED);
+	over.max_inline = CBRPC_VALUE_MAX + 1;
+	CHECK_RC(cbrpc_connect(ctx, host1, s1.port, &over, &vs), -CBRPC_EINVAL);
+	free(in);
 	report(name, NULL);
 }
 
@@ -1310,7 +1365,7 @@ static void test_garbage(void)
 		memset(r.buf[1], 0, CBRPC_MSG_SIZE);
 		*h = (struct cbrpc_wire_hdr){ .magic = htole32(CBRPC_WIRE_MAGIC),
 					      .type = msgs[k].type, .nhandles = msgs[k].n,
-					      .inline_len = htole16(msgs[k].inl),
+					      .inline_len = htole32(msgs[k].inl),
 					      .call_id = htole32(0x100 + (uint32_t)k) };
 		ret = raw_exchange(&r, msgs[k].len);
 		rep = (const void *)r.buf[0];
@@ -1334,6 +1389,7 @@ static void test_garbage(void)
 
 static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "inline", test_inline },
+	{ "value-arguments", test_value },
 	{ "version-cache", test_sum_and_cache },
 	{ "sparse-read", test_sparse },
 	{ "large-argument", test_large },

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""cbrpc-bench between two TCG guests: call by reference against call by
+value over the same library (apps/cbrpc/bench/cbrpc_bench.c,
+docs/cbrpc.md "Figures"), on rnic and/or Soft-RoCE.
+
+Boots two guests per peer kind (rdma_pair.run_pair: the provider image,
+guest 1 at 10.0.0.1 runs `cbrpc-bench server`, guest 2 runs the client) and
+prints the client's table and its target lines. The client checks every
+reply against its argument and exits non-zero on any error; so does this
+script (a missed target is printed, not an error: the figures vary with
+the host).
+
+Usage: scripts/guest/cbrpc-bench.py [--peers rnic,rxe] [--seconds S]
+                                    [--sweep] [--quick] [--no-build]
+  --peers LIST   peer kinds, in order: rnic, rxe (default both)
+  --seconds S    measuring time of each figure (default 2)
+  --sweep        also the sweep of argument sizes (the inline threshold)
+  --quick        0.5 s per figure, no sweep (the main job, the guest test)
+  --no-build     do not run scripts/guest/build-provider.sh --image first
+"""
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rdma_pair import DEVICE, build_provider_image, lines_of, rc_lines, run_pair  # noqa: E402
+
+
+def bench_step(kind: str, client_opts: str):
+    dev = DEVICE[kind]
+    return ("bench", f"cbrpc-bench server -d {dev} -a 10.0.0.1",
+            f"cbrpc-bench client -d {dev} -a 10.0.0.1 {client_opts}", 1)
+
+
+def run(kind: str, client_opts: str, name: str, tool_timeout: int = 600) -> List[str]:
+    """The client's output lines; raises RuntimeError on any failure."""
+    t0 = time.time()
+    r1, r2 = run_pair(name, (bench_step(kind, client_opts),), kinds=(kind, kind),
+                      timeout=tool_timeout + 400, tool_timeout=tool_timeout)
+    client = lines_of(r2.output, "bench")
+    problems = []
+    for who, result in (("server", r1), ("client", r2)):
+        if not result.ok:
+            problems.append(f"{who} guest: {result.report()}")
+        elif rc_lines(result.output).get("bench") != [0]:
+            problems.append(f"{who}: exit {rc_lines(result.output).get('bench')}:\n"
+                            + lines_of(result.output, "bench"))
+    if not re.search(r"^cbrpc-bench: done$", client, re.MULTILINE):
+        problems.append("no 'cbrpc-bench: done' from the client")
+    if problems:
+        raise RuntimeError(f"{name}: " + "\n".join(problems) +
+                           f"\n(outputs: build/guest-logs/{name}-[12].out)")
+    print(f"cbrpc-bench: {kind}: {time.time() - t0:.0f} s "
+          f"(outputs: build/guest-logs/{name}-[12].out)", file=sys.stderr)
+    return client.splitlines()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--peers", default="rnic,rxe")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-build", action="store_true")
+    opts = parser.parse_args()
+    kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
+    if not kinds or any(k not in DEVICE for k in kinds):
+        parser.error(f"--peers: kinds are {', '.join(DEVICE)}")
+    if not 0 < opts.seconds <= 60:
+        parser.error("--seconds: more than 0, at most 60")
+    client_opts = "--quick" if opts.quick else \
+        f"-t {opts.seconds:g}" + (" --sweep" if opts.sweep else "")
+    if not opts.no_build and not build_provider_image():
+        return 1
+    status = 0
+    for kind in kinds:
+        try:
+            lines = run(kind, client_opts, f"cbrpc-bench-{kind}")
+        except RuntimeError as err:
+            print(err, file=sys.stderr)
+            status = 1
+            continue
+        print(f"\n{kind} <-> {kind}:")
+        for line in lines:
+            print(re.sub(r"^bench: ", "", line))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
