@@ -47,5 +47,8 @@ scripts/guest/two-guest-rdma.py
 step "two guests: unmodified perftest over the rdma-core provider (kernel bypass)"
 scripts/guest/perftest-pair.py --quick --peers rnic
 
+step "two guests: cbrpc, RPC by reference against RPC by value (docs/cbrpc.md)"
+scripts/guest/cbrpc-bench.py --quick --peers rnic --no-build
+
 step "live migration: guest A moves to A' under checked RDMA traffic from guest B"
 scripts/guest/migration-bench.py --scenarios load --runs 1

@@ -13,7 +13,8 @@
  * every call; a chained call A forwards to B (by reference: the handle, B
  * reads the client's memory itself; by value: A copies the argument into
  * its own request to B). The client measures, one after the other, each
- * for SECONDS (default 2; --quick: 0.5 and no sweep):
+ * for SECONDS (default 2; --quick: 0.5 and no sweep), by value and by
+ * reference taking turns in 5 rounds (their latencies pooled):
  *
  *   null        a call without arguments, one at a time (latency) and 16
  *               outstanding (rate)
@@ -395,49 +396,58 @@ static int one_call(struct client *c, const struct cell *cell, bool by_ref, bool
 	return 0;
 }
 
-/* Calls one at a time for c->seconds: latency percentiles and rate. */
-static int measure(struct client *c, const struct cell *cell, bool by_ref, struct figure *f)
+#define ROUNDS 5	/* by value and by reference take turns, to share the host's moods */
+
+struct samples {
+	double *lat;	/* microseconds */
+	size_t n, cap;
+	double busy;	/* seconds measured */
+};
+
+/* Calls one at a time for SECONDS, their latencies added to S. */
+static int measure(struct client *c, const struct cell *cell, bool by_ref, double seconds,
+		   struct samples *s)
 {
-	size_t cap = 1 << 16, n = 0;
-	double *lat = malloc(cap * sizeof(*lat)), start, end;
+	double start = now_s(), end = start + seconds;
 	int ret = 0;
 
-	if (!lat)
-		return -CBRPC_ENOMEM;
 	/* warm: the unchanged argument is pulled once here */
-	for (int i = 0; i < 3 && !ret; i++)
+	for (int i = 0; i < 2 && !ret; i++)
 		ret = one_call(c, cell, by_ref, true);
 	start = now_s();
-	end = start + c->seconds;
+	end = start + seconds;
 	while (!ret) {
 		double t0 = now_s(), t1;
-		bool check = cell->mode != READ_LINES || n % 16 == 0;
+		bool check = cell->mode != READ_LINES || s->n % 16 == 0;
 
 		ret = one_call(c, cell, by_ref, check);
 		t1 = now_s();
-		if (n == cap) {
-			double *more = realloc(lat, 2 * cap * sizeof(*lat));
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 4096;
+			double *more = realloc(s->lat, cap * sizeof(*more));
 
-			if (!more) {
-				ret = -CBRPC_ENOMEM;
-				break;
-			}
-			lat = more;
-			cap *= 2;
+			if (!more)
+				return -CBRPC_ENOMEM;
+			s->lat = more;
+			s->cap = cap;
 		}
-		lat[n++] = (t1 - t0) * 1e6;
+		s->lat[s->n++] = (t1 - t0) * 1e6;
 		if (t1 >= end)
 			break;
 	}
-	if (!ret) {
-		qsort(lat, n, sizeof(*lat), cmp_double);
-		f->calls = n;
-		f->p50_us = lat[n / 2];
-		f->p99_us = lat[n * 99 / 100];
-		f->ops = n / (now_s() - start);
-	}
-	free(lat);
+	s->busy += now_s() - start;
 	return ret;
+}
+
+static void summarize(struct samples *s, struct figure *f)
+{
+	qsort(s->lat, s->n, sizeof(*s->lat), cmp_double);
+	f->calls = s->n;
+	f->p50_us = s->n ? s->lat[s->n / 2] : 0;
+	f->p99_us = s->n ? s->lat[s->n * 99 / 100] : 0;
+	f->ops = s->busy > 0 ? s->n / s->busy : 0;
+	free(s->lat);
+	*s = (struct samples){ 0 };
 }
 
 /* Null calls, DEPTH outstanding, for c->seconds: calls per second. */
@@ -447,7 +457,7 @@ static int measure_rate(struct client *c, bool by_ref, struct figure *f)
 	struct cbrpc_call_args a = { .op = OP_NULL };
 	struct cbrpc_call *calls[DEPTH];
 	unsigned long n = 0;
-	double start = now_s(), end = start + c->seconds;
+	double start = now_s(), end = start + c->seconds / ROUNDS;
 	int ret = 0;
 
 	for (int i = 0; i < DEPTH && !ret; i++)
@@ -491,17 +501,22 @@ static int fail(const char *what, bool by_ref, int ret)
 	return 1;
 }
 
-/* Both forms of CELL, by value first; their figures in V and R. */
+/* Both forms of CELL in ROUNDS turns, by value first; their figures in V and R. */
 static int pair(struct client *c, const struct cell *cell, struct figure *v,
 		struct figure *r)
 {
-	int ret = measure(c, cell, false, v);
+	struct samples sv = { 0 }, sr = { 0 };
+	int ret = 0;
+	bool by_ref = false;
 
+	for (int k = 0; k < 2 * ROUNDS && !ret; k++) {
+		by_ref = k % 2;
+		ret = measure(c, cell, by_ref, c->seconds / ROUNDS, by_ref ? &sr : &sv);
+	}
+	summarize(&sv, v);
+	summarize(&sr, r);
 	if (ret)
-		return fail(cell->name, false, ret);
-	ret = measure(c, cell, true, r);
-	if (ret)
-		return fail(cell->name, true, ret);
+		return fail(cell->name, by_ref, ret);
 	print_row(cell->name, v, r);
 	return 0;
 }
@@ -566,12 +581,18 @@ static int client_main(const char *dev, const char *addr, int port, double secon
 	       "p50 us", "p99 us", "calls/s", "p50");
 	if (pair(&c, &null, &nv, &nr))
 		return 1;
-	ret = measure_rate(&c, false, &rv);
-	if (ret)
-		return fail("null RPC rate", false, ret);
-	ret = measure_rate(&c, true, &rr);
-	if (ret)
-		return fail("null RPC rate", true, ret);
+	rv.ops = rr.ops = 0;
+	for (int k = 0; k < 2 * ROUNDS; k++) {
+		struct figure f;
+
+		ret = measure_rate(&c, k % 2, &f);
+		if (ret)
+			return fail("null RPC rate", k % 2, ret);
+		if (k % 2)
+			rr.ops += f.ops / ROUNDS;
+		else
+			rv.ops += f.ops / ROUNDS;
+	}
 	printf("%-28s %9s %9s %9.0f   %9s %9s %9.0f   %7.2fx\n", "null RPC rate, 16 in flight",
 	       "-", "-", rv.ops, "-", "-", rr.ops, rr.ops / rv.ops);
 	if (pair(&c, &sparse, &sv, &sr) || pair(&c, &same, &uv, &ur) ||

@@ -53,6 +53,7 @@ static void entry_drop_data(struct cbrpc_server *srv, struct cbrpc_centry *e)
 	}
 	free(e->valid);
 	e->valid = NULL;
+	e->complete = false;
 }
 
 static void entry_free(struct cbrpc_centry *e)
@@ -129,6 +130,7 @@ static void entry_version(struct cbrpc_centry *e, uint64_t version)
 {
 	if (version > e->version) {
 		e->version = version;
+		e->complete = false;
 		if (e->valid)
 			memset(e->valid, 0, (e->length / CBRPC_GRANULE + 8) / 8);
 	}
@@ -456,7 +458,8 @@ CBRPC_EXPORT int cbrpc_deref(struct cbrpc_req *req, const struct cbrpc_handle *h
 		}
 	}
 	lru_touch(srv, e);
-	g_end = (off + len + CBRPC_GRANULE - 1) / CBRPC_GRANULE;
+	/* every granule pulled already: no walk over the bitmap */
+	g_end = e->complete ? 0 : (off + len + CBRPC_GRANULE - 1) / CBRPC_GRANULE;
 	for (g = off / CBRPC_GRANULE; g < g_end;) {
 		uint64_t start, end;
 
@@ -500,6 +503,8 @@ CBRPC_EXPORT int cbrpc_deref(struct cbrpc_req *req, const struct cbrpc_handle *h
 	srv->stats.read_bytes += bytes;
 	if (!reads)
 		srv->stats.cache_hits++;
+	if (off == 0 && len >= e->length)
+		e->complete = true;
 	*data = (const void *)(uintptr_t)(e->buf->addr + off);
 	return 0;
 refused:
@@ -551,9 +556,11 @@ CBRPC_EXPORT int cbrpc_write(struct cbrpc_req *req, const struct cbrpc_handle *h
 		    o->addr < h->addr + off + len && h->addr + off < o->addr + o->length)
 			req->written |= 1u << i;
 	}
-	for (struct cbrpc_centry *e = cbrpc_map_get(&s->cache, h->addr); e; e = e->next_same)
+	for (struct cbrpc_centry *e = cbrpc_map_get(&s->cache, h->addr); e; e = e->next_same) {
+		e->complete = false;
 		if (e->valid)
 			memset(e->valid, 0, (e->length / CBRPC_GRANULE + 8) / 8);
+	}
 	return 0;
 }
 

@@ -175,6 +175,7 @@ struct cbrpc_centry {		/* cached object (region, addr, length) */
 	uint64_t addr, length, version;
 	struct cbrpc_block *buf;	/* in the server's private cache heap, or NULL */
 	uint8_t *valid;			/* bitmap of pulled granules */
+	bool complete;			/* every granule pulled */
 	unsigned int pins;
 	bool doomed;			/* drop when unpinned */
 };
