@@ -9,7 +9,9 @@
  * under the same key, re-registration in place (new pages, another PD),
  * local invalidation, invalidation by a peer's SEND
  * with invalidate, a MODIFY_QP, a receive list whose region goes away, and
- * a list built to share the first one's fingerprint. Every test here also
+ * a list built to share the first one's fingerprint; a change to another
+ * region must leave the cached lists hits, each with its own versions and
+ * DMA segments. Every test here also
  * runs with the cache off (meson: the "-wqc-off" runs of the suite), with
  * the same results.
  */
@@ -447,6 +449,54 @@ static void test_cold(TvFixture *f, gconstpointer cfg)
     }
 }
 
+/*
+ * Lists on two regions cached, then a third region deregistered (some
+ * region changed: each entry's check runs again): both lists are still
+ * hits, each entry's region versions being its own (an unrelated change
+ * evicts nothing), and they move the bytes their regions hold now, through
+ * the cached DMA segments.
+ */
+static void test_unrelated(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    uint64_t buf2 = test_alloc(h, 8192, 4096);
+    uint32_t mr1 = tv_reg_mr(h, p->pd, p->bufa, 4096, TV_ACCESS_ALL, 0, NULL);
+    uint32_t mr2 = tv_reg_mr(h, p->pd, buf2, 4096, TV_ACCESS_ALL, 0, NULL);
+    uint32_t mr3 = tv_reg_mr(h, p->pd, buf2 + 4096, 4096, TV_ACCESS_ALL, 0,
+                             NULL);
+    uint64_t h0 = 0, s0 = 0, gen = 0;
+    struct rnic_sge s1[2], s2[2];
+    int i;
+
+    two_sges(s1, p->bufa, mr1);
+    two_sges(s2, buf2, mr2);
+    for (i = 0; i < 2; i++) {
+        struct rnic_sq_wqe w = write_wqe(10 + i, p->bufb, p->mrb);
+
+        if (i) {
+            gen = h->engine->mr_gen;
+            dereg(h, p->ctx, mr3);
+            g_assert_cmpuint(h->engine->mr_gen, !=, gen);
+            h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+            s0 = tv_stat(h, RNIC_STAT_WQC_STALE);
+        }
+        tv_fill(h, p->bufa, 0x200, 30 + i);
+        tv_fill(h, buf2, 0x200, 40 + i);
+        tv_post_send(h, p->a, &w, s1, NULL);
+        tv_expect_status(h, p->cqa, 10 + i, RNIC_WC_SUCCESS);
+        assert_gathered(h, p->bufa, p->bufb);
+        w = write_wqe(20 + i, p->bufb + 64, p->mrb);
+        tv_post_send(h, p->a, &w, s2, NULL);
+        tv_expect_status(h, p->cqa, 20 + i, RNIC_WC_SUCCESS);
+        assert_gathered(h, buf2, p->bufb + 64);
+    }
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 2);
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_STALE) - s0, ==, 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -463,5 +513,6 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/wqc/collision", NULL, test_collision);
     g_test_add_func("/rnic/wqc/bounded", test_bounded);
     tv_test_add_pair("/rnic/wqc/cold", NULL, test_cold);
+    tv_test_add_pair("/rnic/wqc/unrelated-change", NULL, test_unrelated);
     return g_test_run();
 }
