@@ -24,7 +24,7 @@
 #endif
 
 #define RNIC_ABI_VERSION_MAJOR 1
-#define RNIC_ABI_VERSION_MINOR 5
+#define RNIC_ABI_VERSION_MINOR 6
 #define RNIC_ABI_VERSION ((RNIC_ABI_VERSION_MAJOR << 16) | RNIC_ABI_VERSION_MINOR)
 
 /*
@@ -275,6 +275,12 @@ enum rnic_cap {
     RNIC_CAP_CQE_TIMESTAMP  = 1u << 23,
     /* ABI 1.5: per-QP transport counters (RNIC_CMD_QUERY_QP_STATS) */
     RNIC_CAP_QP_STATS       = 1u << 24,
+    /*
+     * ABI 1.6: mapped STags (RNIC_MR_KIND_MAPPED) over a set of buffers,
+     * registered by REG_MR and by the REG_MR work request (struct
+     * rnic_map_seg); at most rnic_device_attr.max_map_segs segments
+     */
+    RNIC_CAP_MAPPED         = 1u << 25,
 };
 
 enum rnic_dev_ctrl {
@@ -530,8 +536,9 @@ enum rnic_flush_level {
 
 /*
  * Kind of a mapping-table entry: guest memory through a page list (MEM),
- * a range of the device's memory window (SCM, ABI 1.2, RNIC_CAP_SCM), or
- * reserved for mapped STags over a set of buffers (MAPPED, patent f).
+ * a range of the device's memory window (SCM, ABI 1.2, RNIC_CAP_SCM), a
+ * mapped STag over a set of buffers (MAPPED, ABI 1.6, RNIC_CAP_MAPPED) or a
+ * memory window (MW).
  */
 enum rnic_mr_kind {
     RNIC_MR_KIND_MEM = 0,
@@ -539,6 +546,47 @@ enum rnic_mr_kind {
     RNIC_MR_KIND_MAPPED = 2,
     RNIC_MR_KIND_MW = 3,        /* ABI 1.5: a memory window (ALLOC_MW) */
 };
+
+/*
+ * Mapped STags (ABI 1.6, RNIC_CAP_MAPPED; patent US 8,909,727): an entry
+ * of kind RNIC_MR_KIND_MAPPED maps its bytes [iova, iova + length) onto a
+ * table of segments, each a range of a member region, in order:
+ *   list form (repeat 1): segment 0's bytes, then segment 1's, ...;
+ *   interleaved form (repeat n > 1, as mlx5dv_wr_mr_interleaved): n
+ *   repetitions of the list, repetition r taking segment i's bytes from
+ *   addr + r * (length + skip) of its member.
+ * length must be repeat * (sum of the segments' lengths). A member is a
+ * region of kind MEM of the same PD and owner (no mapped STag, no window,
+ * no SCM region); it is resolved by its STag on every access, with its
+ * current key, state, PD, bounds and rights (LOCAL_WRITE for whatever
+ * writes through the mapped STag), so an access through a member that was
+ * deregistered or invalidated since fails cleanly (a protection error).
+ * The mapped STag's own rights say what it may be used for (remote read,
+ * write, atomic; local write); one packet may cross segments.
+ *
+ * Registered by REG_MR (mr.kind MAPPED, pbl_addr: the table, npages: the
+ * segment count, mr.repeat; page_shift and levels 0) or, once allocated by
+ * ALLOC_MR (kind MAPPED, npages: the most segments), by the REG_MR work
+ * request: reg.stag, iova, length, access as for pages; reg.npages the
+ * segment count, reg.pbl_addr and page_shift 0, imm_or_inv the repeat
+ * count (0 or 1: list form); the table inline after the header
+ * (RNIC_WQE_INLINE, inline_len = npages * 24, within the WQE stride and
+ * RNIC_MAP_INLINE_SEGS) or in registered memory named by the WQE's one
+ * SGE (its length npages * 24). User QPs may post it (the table names
+ * STags, never guest-physical addresses); it is invalidated by LOCAL_INV
+ * and SEND with invalidate. Segments may not overlap one another in a
+ * member. Every registration should use a fresh key (the drivers choose
+ * a random one).
+ */
+struct rnic_map_seg {
+    uint64_t addr;              /* the member's byte where it starts */
+    uint32_t length;            /* bytes, > 0 */
+    uint32_t lkey;              /* the member's STag */
+    uint32_t skip;              /* interleaved: member bytes between repetitions */
+    uint32_t rsvd;              /* 0 */
+};
+
+#define RNIC_MAP_INLINE_SEGS    40  /* 960 bytes of inline table */
 
 /*
  * Memory windows (ABI 1.5, RNIC_CAP_MW): an entry of the mapping table
@@ -725,8 +773,12 @@ struct rnic_admin_cmd {
              * SCM (ABI 1.2): enum rnic_scm_sem bits the region allows; the
              * region is [pbl_addr, pbl_addr + length) of the window, seen
              * at iova; npages, page_shift and levels are 0. MEM: 0.
+             * MAPPED (ABI 1.6): the repeat count (0 or 1: list form).
              */
-            uint32_t sems;
+            union {
+                uint32_t sems;
+                uint32_t repeat;
+            };
             /*
              * REREG_MR (ABI 1.5): the STag re-registered and the network
              * context of its table (as DEREG_MR's); the fields 'rereg'
@@ -802,7 +854,7 @@ struct rnic_device_attr {
     uint32_t max_mw;            /* ABI 1.5: windows, within max_mr */
     uint32_t max_mcast_grp;     /* ABI 1.5: multicast groups */
     uint32_t max_mcast_qp_attach; /* QPs per group */
-    uint32_t rsvd[1];
+    uint32_t max_map_segs;      /* ABI 1.6: segments of a mapped STag */
 };
 
 /* QUERY_PORT result. */
@@ -1165,6 +1217,7 @@ RNIC_ABI_ASSERT_SIZE(struct rnic_port_attr, 40);
 RNIC_ABI_ASSERT_SIZE(struct rnic_av, 32);
 RNIC_ABI_ASSERT_SIZE(struct rnic_qp_attr, 80);
 RNIC_ABI_ASSERT_SIZE(struct rnic_sge, 16);
+RNIC_ABI_ASSERT_SIZE(struct rnic_map_seg, 24);
 RNIC_ABI_ASSERT_SIZE(struct rnic_sq_wqe, 64);
 RNIC_ABI_ASSERT_SIZE(struct rnic_rq_wqe, 16);
 RNIC_ABI_ASSERT_SIZE(struct rnic_cqe, 64);

@@ -136,4 +136,21 @@ struct rnic_alloc_dm_resp {
 	__aligned_u64 length;		/* bytes mapped: the request, page-rounded */
 };
 
+/*
+ * ibv_reg_mr() request (device ABI 1.6, RNIC_CAP_MAPPED). flags 0: an
+ * ordinary registration of [start, start + length). RNIC_UREG_MR_MAPPED
+ * (rnicdv_create_mkey): no memory is pinned, start and length are ignored;
+ * the kernel allocates a mapped STag (ALLOC_MR of kind RNIC_MR_KIND_MAPPED)
+ * with room for max_segs segments, owned by the context, invalid until a
+ * REG_MR work request of one of the context's QPs registers it
+ * (rnicdv_wr_mr_list / rnicdv_wr_mr_interleaved). ibv_dereg_mr() frees it.
+ * The response's lkey/rkey are its STag with the key the kernel chose.
+ */
+#define RNIC_UREG_MR_MAPPED	(1u << 0)
+
+struct rnic_reg_mr {
+	__u32 flags;			/* RNIC_UREG_MR_* */
+	__u32 max_segs;			/* MAPPED: 1 .. max_map_segs */
+};
+
 #endif /* RNIC_USER_ABI_H */
