@@ -3,7 +3,8 @@
  * The uverbs commands of the rnic provider: the core part of each command
  * followed by rnic's udata (include/rnic/rnic-user-abi.h). No request
  * carries driver data but MODIFY_SRQ's (where the kernel writes the ring
- * of a resized SRQ); the responses do. ibv_alloc_dm() is ioctl-only and
+ * of a resized SRQ) and REG_MR's of rnicdv_create_mkey (a mapped STag);
+ * the responses do. ibv_alloc_dm() is ioctl-only and
  * its method has no udata: its response is the driver attribute
  * RNIC_ATTR_ALLOC_DM_RESP (rnic.c, rnic_alloc_dm()).
  *
@@ -34,6 +35,9 @@ DECLARE_DRV_CMD(urnic_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
 		rnic_modify_srq, empty);
 DECLARE_DRV_CMD(urnic_get_context, IB_USER_VERBS_CMD_GET_CONTEXT,
 		empty, rnic_alloc_ucontext_resp);
+/* rnicdv_create_mkey: RNIC_UREG_MR_MAPPED (ABI 1.6) */
+DECLARE_DRV_CMD(urnic_reg_mr, IB_USER_VERBS_CMD_REG_MR,
+		rnic_reg_mr, empty);
 DECLARE_DRV_CMD(urnic_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		empty, rnic_create_cq_resp);
 

@@ -592,4 +592,10 @@ static const struct verbs_device_ops rnic_dev_ops = {
 	.alloc_context = rnic_alloc_context,
 };
 
+/* A device of this provider (rnicdv_*). */
+bool rnic_is_rnic_device(struct ibv_device *device)
+{
+	return verbs_get_device(device)->ops == &rnic_dev_ops;
+}
+
 PROVIDER_DRIVER(rnic, rnic_dev_ops);

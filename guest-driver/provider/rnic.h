@@ -105,6 +105,27 @@ struct rnic_srq {
 	unsigned long *done;		/* completed, not reclaimed */
 };
 
+struct rnicdv_mkey;
+
+/*
+ * Segment tables of mkey registrations too long for a WQE (rnic_mkey.c):
+ * per_slot segments for each SQ slot, registered in the QP's PD.
+ */
+struct rnic_map_area {
+	struct rnic_map_area *next;	/* older, narrower areas */
+	void *buf;
+	size_t size;
+	struct ibv_mr *mr;
+	uint32_t per_slot;
+};
+
+/* An mkey's keys before a registration of the open ibv_wr_*() batch. */
+struct rnic_mkey_undo {
+	struct rnicdv_mkey *mkey;
+	uint32_t lkey;
+	uint32_t rkey;
+};
+
 struct rnic_qp {
 	struct verbs_qp vqp;
 	struct rnic_wq sq;
@@ -117,6 +138,11 @@ struct rnic_qp {
 	/* ibv_wr_start() ... ibv_wr_complete() */
 	uint32_t wr_cur;
 	int wr_err;
+	/* mkeys (rnicdv_wr_mr_*): keys to restore if the batch fails */
+	struct rnic_mkey_undo *undo;
+	uint32_t undo_len;
+	uint32_t undo_cap;
+	struct rnic_map_area *map_area;	/* newest first */
 };
 
 /* ibv_alloc_dm(): an allocation of the memory window, mapped */
@@ -215,6 +241,7 @@ static inline void rnic_fill_sges(struct rnic_sge *dst,
 }
 
 /* rnic.c */
+bool rnic_is_rnic_device(struct ibv_device *device);
 void *rnic_mmap_ring(struct ibv_context *ibctx, uint64_t key, size_t size);
 int rnic_qp_table_insert(struct rnic_context *ctx, struct rnic_qp *qp);
 void rnic_qp_table_remove(struct rnic_context *ctx, struct rnic_qp *qp);
@@ -264,6 +291,17 @@ int rnic_wq_init(struct ibv_context *ibctx, struct rnic_wq *wq, uint64_t key,
 		 uint32_t min_shift, uint32_t max_sge);
 void rnic_wq_fini(struct rnic_wq *wq);
 int rnic_wq_post_recv(struct rnic_wq *wq, const struct ibv_recv_wr *wr);
+bool rnic_qp_ex_is_rnic(struct ibv_qp_ex *qpx);
+struct rnic_sq_wqe *rnic_wr_new(struct ibv_qp_ex *ibqp, uint8_t op);
+
+static inline uint64_t rnic_qp_ctx_caps(struct rnic_qp *qp)
+{
+	return to_rctx(qp->vqp.qp.context)->caps;
+}
+
+/* rnic_mkey.c */
+void rnic_mkey_undo(struct rnic_qp *qp);
+void rnic_map_areas_free(struct rnic_qp *qp);
 
 /* rnic_srq.c */
 struct ibv_srq *rnic_create_srq(struct ibv_pd *pd,

@@ -133,8 +133,10 @@ static enum ibv_wc_opcode rnic_wc_opcode(uint8_t opcode)
 		return IBV_WC_ATOMIC_WRITE;
 	case RNIC_WC_RECV_RDMA_WITH_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
+	case RNIC_WC_REG_MR:
+		/* an mkey registration (rnicdv.h: RNICDV_WC_REG_MKEY) */
+		return IBV_WC_DRIVER1;
 	default:
-		/* REG_MR work requests are the kernel's only */
 		return (opcode & RNIC_WC_RECV) ? IBV_WC_RECV : IBV_WC_SEND;
 	}
 }

@@ -386,7 +386,7 @@ out:
 /* ibv_wr_*(): builders take a slot, setters fill the last one            */
 /* ---------------------------------------------------------------------- */
 
-static struct rnic_sq_wqe *rnic_wr_new(struct ibv_qp_ex *ibqp, uint8_t op)
+struct rnic_sq_wqe *rnic_wr_new(struct ibv_qp_ex *ibqp, uint8_t op)
 {
 	struct rnic_qp *qp = to_rqp_ex(ibqp);
 	struct rnic_wq *sq = &qp->sq;
@@ -659,6 +659,7 @@ static void rnic_wr_start(struct ibv_qp_ex *ibqp)
 	pthread_spin_lock(&qp->sq.lock);
 	qp->wr_cur = qp->sq.prod;
 	qp->wr_err = 0;
+	qp->undo_len = 0;
 }
 
 static int rnic_wr_complete(struct ibv_qp_ex *ibqp)
@@ -672,14 +673,27 @@ static int rnic_wr_complete(struct ibv_qp_ex *ibqp)
 		qp->sq.prod = qp->wr_cur;
 		rnic_sq_doorbell(qp);
 	}
-	/* on error nothing of this batch is posted */
+	/* on error nothing of this batch is posted: mkeys keep their keys */
+	if (ret)
+		rnic_mkey_undo(qp);
+	qp->undo_len = 0;
 	pthread_spin_unlock(&qp->sq.lock);
 	return ret;
 }
 
 static void rnic_wr_abort(struct ibv_qp_ex *ibqp)
 {
-	pthread_spin_unlock(&to_rqp_ex(ibqp)->sq.lock);
+	struct rnic_qp *qp = to_rqp_ex(ibqp);
+
+	rnic_mkey_undo(qp);
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+/* An extended QP of this provider (rnicdv's work requests). */
+bool rnic_qp_ex_is_rnic(struct ibv_qp_ex *qpx)
+{
+	return qpx->wr_complete == rnic_wr_complete &&
+	       rnic_is_rnic_device(qpx->qp_base.context->device);
 }
 
 static void rnic_qp_set_send_ops(struct rnic_qp *qp, uint64_t ops)
@@ -951,6 +965,8 @@ int rnic_destroy_qp(struct ibv_qp *ibqp)
 	if (!qp->srq)
 		rnic_wq_fini(&qp->rq);
 	rnic_wq_fini(&qp->sq);
+	rnic_map_areas_free(qp);
+	free(qp->undo);
 	free(qp);
 	return 0;
 }

@@ -18,12 +18,14 @@
 #      add_subdirectory(providers/rnic) added to its CMakeLists.txt (once);
 #   4. cmake -GNinja -DNO_PYVERBS=1 -DNO_MAN_PAGES=1 (once), ninja builds the
 #      provider target only (incremental);
-#   5. the guest files in build/provider/root: the library in
-#      /usr/lib/x86_64-linux-gnu/libibverbs/ and /etc/libibverbs.d/rnic.driver,
-#      after checking that every private symbol the library needs is exported
-#      by the guest's libibverbs (trixie's .deb), and the guest test helpers
-#      (tests/guest/provider/*.c, linked against the tree's libibverbs) in
-#      /usr/bin.
+#   5. the guest files in build/provider/root: the library librnic.so.1
+#      (the provider, with the public rnicdv_* calls, as libmlx5.so.1) in
+#      /usr/lib/x86_64-linux-gnu/, its plugin link
+#      libibverbs/librnic-rdmav<N>.so, /etc/libibverbs.d/rnic.driver and
+#      <infiniband/rnicdv.h>, after checking that every private symbol the
+#      library needs is exported by the guest's libibverbs (trixie's .deb),
+#      and the guest test helpers (tests/guest/provider/*.c, linked against
+#      the tree's libibverbs) in /usr/bin.
 #
 # Usage: scripts/guest/build-provider.sh [options]
 #   --image             also build the guest image with the provider:
@@ -42,7 +44,7 @@
 #   -h, --help
 #
 # Outputs:
-#   build/provider/librnic-rdmav<N>.so, build/provider/rnic.driver
+#   build/provider/librnic-rdmav<N>.so (a copy of librnic.so.1), rnic.driver
 #   build/provider/root/   tree for scripts/guest/build-image.sh -e
 #   build/provider/ibverbs-provider-rnic_<version>+rdma<56.1>_amd64.deb  the
 #                          provider (its two files) for a trixie system
@@ -176,6 +178,8 @@ fi
 pabi=$(sed -n 's/^set(IBVERBS_PABI_VERSION "\([0-9]*\)")/\1/p' "$src/CMakeLists.txt")
 [ -n "$pabi" ] || die "no IBVERBS_PABI_VERSION in $src/CMakeLists.txt"
 lib=librnic-rdmav$pabi.so
+# the library itself (rdma_shared_provider): librnic.so.1.0.<rdma-core version>
+solib=librnic.so.1
 
 # --- 4. configure once, build the provider ----------------------------------
 bld=$rc/build
@@ -193,7 +197,7 @@ if [ ! -f "$bld/build.ninja" ] || [ "$(cat "$bld/.cmake-args" 2>/dev/null)" != "
     log "configured in $(since "$t") s"
 fi
 t=$(now)
-ninja_args=(-C "$bld" "rnic-rdmav$pabi")
+ninja_args=(-C "$bld" rnic)
 [ $verbose = 1 ] && ninja_args+=(-v)
 if ! ninja "${ninja_args[@]}" >"$rc/build.log" 2>&1; then
     cat "$rc/build.log" >&2
@@ -207,6 +211,14 @@ log "built $lib (rdma-core $ver, IBVERBS_PRIVATE_$pabi) in $(since "$t") s"
 # --- 5. check against the guest's libibverbs, install into the root ---------
 built=$bld/lib/$lib
 [ -f "$built" ] || die "$built missing after the build"
+soreal=$(readlink -f "$bld/lib/$solib")
+[ -f "$soreal" ] || die "$bld/lib/$solib missing after the build"
+sofile=$(basename "$soreal")
+public=$(nm -D --defined-only "$soreal" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
+case "$public" in
+*rnicdv_create_mkey*) ;;
+*) die "$solib exports no rnicdv_* calls: $public" ;;
+esac
 guest_verbs=$(ls "$dl"/trixie/libibverbs1_"$debver"_amd64.deb 2>/dev/null | head -1 || true)
 if [ -n "$guest_verbs" ]; then
     chk=$rc/guest-libibverbs
@@ -226,15 +238,23 @@ if [ -n "$guest_verbs" ]; then
 else
     log "note: build/dl/trixie/libibverbs1_${debver}_amd64.deb not there yet, symbols not checked"
 fi
-cp "$built" "$out/$lib"
+cp -L "$built" "$out/$lib"
 echo "driver rnic" >"$out/rnic.driver"
 rm -rf "$root"
-install -D -m 0644 "$out/$lib" "$root/usr/lib/$multiarch/libibverbs/$lib"
+# as libmlx5: the library with its soname and development links, the
+# provider plugin a link to it (one copy loaded, whoever opens it first)
+install -D -m 0644 "$soreal" "$root/usr/lib/$multiarch/$sofile"
+ln -s "$sofile" "$root/usr/lib/$multiarch/$solib"
+ln -s "$solib" "$root/usr/lib/$multiarch/librnic.so"
+mkdir -p "$root/usr/lib/$multiarch/libibverbs"
+ln -s "../$sofile" "$root/usr/lib/$multiarch/libibverbs/$lib"
 install -D -m 0644 "$out/rnic.driver" "$root/etc/libibverbs.d/rnic.driver"
+install -D -m 0644 "$top/guest-driver/provider/rnicdv.h" "$root/usr/include/infiniband/rnicdv.h"
 
 # The provider as a Debian package for a trixie system (apt install ./FILE):
-# the two files of the root tree, nothing else; the provider tests boot
-# those same files (the image overlay below is this tree).
+# the files of the root tree (library, links, driver file, rnicdv.h),
+# nothing else; the provider tests boot those same files (the image
+# overlay below is this tree).
 pkg_version=$(sed -n "s/^ *version: '\([^']*\)',.*/\1/p" "$top/meson.build" | head -1)+rdma$ver
 deb=$out/ibverbs-provider-rnic_${pkg_version}_amd64.deb
 pkg=$out/deb
@@ -251,8 +271,10 @@ Section: net
 Priority: optional
 Installed-Size: $(du -sk "$root" | cut -f1)
 Description: libibverbs provider of the qemu-rnic emulated RoCEv2 RNIC
- $lib and its rnic.driver entry: kernel-bypass verbs on a QEMU
- guest's -device rnic (rnic.ko in the guest kernel). Built inside
+ $solib (provider plugin $lib and its rnic.driver entry) and
+ <infiniband/rnicdv.h>: kernel-bypass verbs on a QEMU guest's
+ -device rnic (rnic.ko in the guest kernel) and the rnicdv_* direct
+ verbs (mapped STags, as mlx5dv's mkeys). Built inside
  rdma-core $ver's tree: it uses libibverbs' private provider ABI, so it
  works with that release series of libibverbs1 only.
 EOF
