@@ -128,6 +128,7 @@ struct rnic_caps {
 	u32 max_inline;
 	u32 max_qp_rd_atom;
 	u32 max_fast_reg_pages;
+	u32 max_map_segs;		/* RNIC_CAP_MAPPED: segments of a mapped STag */
 	u32 max_gid;
 	u32 max_uctx;
 	u32 db_pages;
@@ -305,9 +306,14 @@ struct rnic_mr {
 	struct ib_umem *umem;
 	struct rnic_net_ctx *ctx;	/* NULL: of a multi-network PD */
 	u32 uctx;
-	struct rnic_dma_buf pbl;	/* fast-reg MRs: the page list */
-	u32 npages;
-	u32 max_pages;			/* fast-reg MRs: > 0 */
+	/*
+	 * fast-reg MRs: the page list; kernel mapped STags: the segment
+	 * table (struct rnic_map_seg), which their REG_MR work requests name
+	 */
+	struct rnic_dma_buf pbl;
+	u32 npages;			/* pages, or segments of a mapped STag */
+	u32 max_pages;			/* fast-reg MRs, mapped STags: > 0 */
+	bool mapped;			/* a mapped STag (RNIC_MR_KIND_MAPPED) */
 	int access;			/* user MRs: the IB access flags */
 	u8 dev_key;			/* key of the STag in the device */
 	u8 prev_key;			/* before the last REG_MR work request */
@@ -529,6 +535,19 @@ enum ib_port_state rnic_port_state(struct rnic_dev *rdev);
 int rnic_ib_register(struct rnic_dev *rdev);
 void rnic_ib_unregister(struct rnic_dev *rdev);
 int rnic_net_ctx_init(struct rnic_dev *rdev);
+/*
+ * Mapped STags (RNIC_CAP_MAPPED): IB_MR_TYPE_SG_GAPS MRs and the user-space
+ * mkeys of rnicdv_create_mkey; with fast registration (their REG_MR work
+ * request) and DEREG_MR of any key (user space changes their key).
+ */
+static inline bool rnic_has_mapped(const struct rnic_dev *rdev)
+{
+	const u64 need = RNIC_CAP_MAPPED | RNIC_CAP_FAST_REG |
+			 RNIC_CAP_DEREG_ANY_KEY;
+
+	return (rdev->caps.caps & need) == need && rdev->caps.max_map_segs;
+}
+
 /* Does this device get multi-network PDs (RNIC_CAP_PD_MULTI_NET)? */
 bool rnic_multi_net_pds(struct rnic_dev *rdev);
 void rnic_net_ctx_fini(struct rnic_dev *rdev);

@@ -335,6 +335,7 @@ int rnic_cmd_query_device(struct rnic_dev *rdev)
 	c->max_inline = le32_to_cpu(a.max_inline);
 	c->max_qp_rd_atom = le32_to_cpu(a.max_qp_rd_atom);
 	c->max_fast_reg_pages = le32_to_cpu(a.max_fast_reg_pages);
+	c->max_map_segs = le32_to_cpu(a.max_map_segs);
 	c->max_gid = le32_to_cpu(a.max_gid);
 	c->max_uctx = le32_to_cpu(a.max_uctx);
 	c->max_mw = le32_to_cpu(a.max_mw);

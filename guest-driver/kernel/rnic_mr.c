@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rnic memory regions: the DMA MR (identity map of the DMA address space),
- * user MRs (ib_umem, page list handed to REG_MR) and fast-register MRs
+ * user MRs (ib_umem, page list handed to REG_MR), fast-register MRs
  * (ALLOC_MR, then REG_MR work requests with the page list map_mr_sg
- * built).
+ * built) and mapped STags (RNIC_CAP_MAPPED: IB_MR_TYPE_SG_GAPS MRs, whose
+ * REG_MR work requests name a table of segments map_mr_sg built, one per
+ * scatterlist element, each a range of the PD's DMA MR; and the user
+ * space's rnicdv_create_mkey, an ALLOC_MR of kind MAPPED only).
  *
  * Page lists (include/rnic/rnic-abi.h): level 1 is one contiguous array of
  * u64 page addresses, level 2 a directory of 4 KiB leaves of 512 entries.
@@ -11,6 +14,8 @@
  * driver frees it afterwards; a fast-reg page list is read when the work
  * request executes and lives as long as the MR.
  */
+#include <linux/random.h>
+
 #include "rnic.h"
 
 /* Level-1 lists up to this size are one allocation; beyond, level 2. */
@@ -207,11 +212,83 @@ static int rnic_reg_window_mr(struct rnic_dev *rdev, struct rnic_mr *mr,
 	return ret;
 }
 
+/*
+ * A mapped STag (RNIC_MR_KIND_MAPPED) with room for 'max_segs' segments,
+ * invalid until a REG_MR work request registers it; a random key (the
+ * key of every later registration is the consumer's).
+ */
+static int rnic_alloc_mapped_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
+				 struct rnic_pd *pd, u32 max_segs)
+{
+	struct rnic_admin_cmd cmd;
+	int ret;
+
+	rnic_mr_cmd_init(&cmd, pd, RNIC_CMD_ALLOC_MR, 0, 0, 0);
+	cmd.mr.npages = cpu_to_le32(max_segs);
+	cmd.mr.kind = RNIC_MR_KIND_MAPPED;
+	cmd.mr.key = get_random_u8();
+	ret = rnic_mr_cmd_exec(rdev, mr, pd, &cmd, 0);
+	if (ret)
+		return ret;
+	mr->mapped = true;
+	mr->max_pages = max_segs;
+	return 0;
+}
+
+/*
+ * ibv_reg_mr()'s udata (struct rnic_reg_mr): none from a provider before
+ * ABI 1.6 (flags 0); a longer one from a newer provider only with its
+ * extra bytes zero.
+ */
+static int rnic_reg_mr_udata(struct ib_udata *udata, struct rnic_reg_mr *ureq)
+{
+	memset(ureq, 0, sizeof(*ureq));
+	if (!udata || !udata->inlen)
+		return 0;
+	if (udata->inlen > sizeof(*ureq) &&
+	    !ib_is_udata_cleared(udata, sizeof(*ureq),
+				 udata->inlen - sizeof(*ureq)))
+		return -EOPNOTSUPP;
+	if (ib_copy_from_udata(ureq, udata, min(udata->inlen, sizeof(*ureq))))
+		return -EFAULT;
+	if (ureq->flags & ~RNIC_UREG_MR_MAPPED)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/*
+ * rnicdv_create_mkey (RNIC_UREG_MR_MAPPED): a mapped STag of the user
+ * context, no memory pinned; its REG_MR work requests come from the
+ * context's QPs, the key it has then is unknown here (DEREG_MR of any key).
+ */
+static struct ib_mr *rnic_alloc_user_mapped(struct ib_pd *ibpd, u32 max_segs)
+{
+	struct rnic_dev *rdev = to_rdev(ibpd->device);
+	struct rnic_mr *mr;
+	int ret;
+
+	if (!rnic_has_mapped(rdev))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_segs || max_segs > rdev->caps.max_map_segs)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	ret = rnic_alloc_mapped_cmd(rdev, mr, to_rpd(ibpd), max_segs);
+	if (ret) {
+		kfree(mr);
+		return ERR_PTR(ret);
+	}
+	rnic_dbg_mr(mr, "user mapped STag, up to %u segments\n", max_segs);
+	return &mr->ibmr;
+}
+
 struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 virt_addr, int access,
 			       struct ib_udata *udata)
 {
 	struct rnic_dev *rdev = to_rdev(ibpd->device);
+	struct rnic_reg_mr ureq;
 	struct rnic_pbl pbl;
 	struct rnic_mr *mr;
 	unsigned long pgsz;
@@ -219,6 +296,11 @@ struct ib_mr *rnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	u32 npages;
 	int ret;
 
+	ret = rnic_reg_mr_udata(udata, &ureq);
+	if (ret)
+		return ERR_PTR(ret);
+	if (ureq.flags & RNIC_UREG_MR_MAPPED)
+		return rnic_alloc_user_mapped(ibpd, ureq.max_segs);
 	/*
 	 * FLUSH placement types: the device refuses what it cannot give
 	 * (persistence on guest RAM: NOT_SUPPORTED, -EOPNOTSUPP), as does
@@ -281,29 +363,42 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/*
+ * IB_MR_TYPE_MEM_REG: a fast-register MR and its page list;
+ * IB_MR_TYPE_SG_GAPS: a mapped STag of up to 'max_num_sg' segments and its
+ * segment table. map_mr_sg fills either, REG_MR work requests name it.
+ */
 struct ib_mr *rnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			    u32 max_num_sg)
 {
 	struct rnic_dev *rdev = to_rdev(ibpd->device);
+	bool mapped = type == IB_MR_TYPE_SG_GAPS;
 	struct rnic_mr *mr;
 	int ret;
 
-	if (type != IB_MR_TYPE_MEM_REG || !(rdev->caps.caps & RNIC_CAP_FAST_REG))
+	if (mapped ? !rnic_has_mapped(rdev) :
+	    type != IB_MR_TYPE_MEM_REG || !(rdev->caps.caps & RNIC_CAP_FAST_REG))
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!max_num_sg || max_num_sg > rdev->caps.max_fast_reg_pages)
+	if (!max_num_sg || max_num_sg > (mapped ? rdev->caps.max_map_segs :
+					 rdev->caps.max_fast_reg_pages))
 		return ERR_PTR(-EINVAL);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->max_pages = max_num_sg;
-	ret = rnic_dma_buf_alloc(rdev, &mr->pbl, (size_t)max_num_sg * 8);
+	ret = rnic_dma_buf_alloc(rdev, &mr->pbl, (size_t)max_num_sg *
+				 (mapped ? sizeof(struct rnic_map_seg) : 8));
 	if (ret)
 		goto err_free;
-	ret = rnic_reg_mr_cmd(rdev, mr, to_rpd(ibpd), RNIC_CMD_ALLOC_MR, 0, 0,
-			      0, max_num_sg, 0, 0, 0);
+	if (mapped)
+		ret = rnic_alloc_mapped_cmd(rdev, mr, to_rpd(ibpd), max_num_sg);
+	else
+		ret = rnic_reg_mr_cmd(rdev, mr, to_rpd(ibpd), RNIC_CMD_ALLOC_MR,
+				      0, 0, 0, max_num_sg, 0, 0, 0);
 	if (ret)
 		goto err_pbl;
-	rnic_dbg_mr(mr, "fast-reg MR, up to %u pages\n", max_num_sg);
+	rnic_dbg_mr(mr, "%s MR, up to %u %s\n", mapped ? "SG_GAPS" : "fast-reg",
+		    max_num_sg, mapped ? "segments" : "pages");
 	return &mr->ibmr;
 
 err_pbl:
@@ -323,11 +418,57 @@ static int rnic_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
+/*
+ * A mapped STag's segment table from any scatterlist: each element one
+ * segment of the PD's DMA MR (its iova is the DMA address), the first from
+ * *sg_offset on. As ib_sg_to_pages(): the number of elements mapped (fewer
+ * when the table is full), mr->iova and mr->length what they cover,
+ * *sg_offset 0 after.
+ */
+static int rnic_map_segs(struct rnic_mr *mr, struct scatterlist *sgl,
+			 int sg_nents, unsigned int *sg_offset_p)
+{
+	struct rnic_map_seg *seg = mr->pbl.va;
+	u32 lkey = mr->ibmr.pd->local_dma_lkey;
+	unsigned int offset = sg_offset_p ? *sg_offset_p : 0;
+	struct scatterlist *sg;
+	u64 length = 0;
+	int i;
+
+	if (unlikely(sg_nents <= 0 || offset > sg_dma_len(sgl)))
+		return -EINVAL;
+	mr->npages = 0;
+	mr->ibmr.iova = sg_dma_address(sgl) + offset;
+	for_each_sg(sgl, sg, sg_nents, i) {
+		u32 len = sg_dma_len(sg) - offset;
+
+		if (len) {
+			if (mr->npages == mr->max_pages)
+				break;
+			seg[mr->npages].addr =
+				cpu_to_le64(sg_dma_address(sg) + offset);
+			seg[mr->npages].length = cpu_to_le32(len);
+			seg[mr->npages].lkey = cpu_to_le32(lkey);
+			seg[mr->npages].skip = 0;
+			seg[mr->npages].rsvd = 0;
+			mr->npages++;
+			length += len;
+		}
+		offset = 0;
+	}
+	mr->ibmr.length = length;
+	if (sg_offset_p)
+		*sg_offset_p = 0;
+	return i;
+}
+
 int rnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset)
 {
 	struct rnic_mr *mr = to_rmr(ibmr);
 
+	if (mr->mapped)
+		return rnic_map_segs(mr, sg, sg_nents, sg_offset);
 	mr->npages = 0;
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, rnic_set_page);
 }

@@ -633,10 +633,31 @@ static bool rnic_qp_op_ok(const struct rnic_qp *qp, int op)
 	}
 }
 
+/*
+ * REG_MR of a mapped STag (IB_MR_TYPE_SG_GAPS): the list form (repeat 1)
+ * of the segments map_mr_sg wrote into the MR's table, which the WQE's
+ * one SGE names (through the PD's DMA MR); no page list.
+ */
+static int rnic_build_reg_mapped(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
+				 struct rnic_mr *mr)
+{
+	struct rnic_sge *sge = (struct rnic_sge *)(wqe + 1);
+
+	if (!mr->npages || qp->sq.max_sge < 1)
+		return -EINVAL;
+	wqe->imm_or_inv = cpu_to_le32(1);
+	wqe->num_sge = 1;
+	sge->addr = cpu_to_le64(mr->pbl.dma);
+	sge->length = cpu_to_le32(mr->npages * sizeof(struct rnic_map_seg));
+	sge->lkey = cpu_to_le32(mr->ibmr.pd->local_dma_lkey);
+	return 0;
+}
+
 static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 			       const struct ib_send_wr *wr, u32 idx)
 {
 	int op = rnic_wr_opcode(wr->opcode);
+	int ret;
 
 	if (op < 0)
 		return op;
@@ -702,11 +723,17 @@ static int rnic_build_send_wqe(struct rnic_qp *qp, struct rnic_sq_wqe *wqe,
 			return access;
 		wqe->reg.iova = cpu_to_le64(mr->ibmr.iova);
 		wqe->reg.length = cpu_to_le64(mr->ibmr.length);
-		wqe->reg.pbl_addr = cpu_to_le64(mr->pbl.dma);
 		wqe->reg.stag = cpu_to_le32(reg->key);
 		wqe->reg.access = cpu_to_le32(access);
 		wqe->reg.npages = cpu_to_le32(mr->npages);
-		wqe->reg.page_shift = ilog2(mr->ibmr.page_size);
+		if (mr->mapped) {
+			ret = rnic_build_reg_mapped(qp, wqe, mr);
+			if (ret)
+				return ret;
+		} else {
+			wqe->reg.pbl_addr = cpu_to_le64(mr->pbl.dma);
+			wqe->reg.page_shift = ilog2(mr->ibmr.page_size);
+		}
 		rnic_mr_posted_key(mr, reg->key);
 		return 0;
 	}

@@ -187,6 +187,15 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 	}
 	if (c->caps & RNIC_CAP_FAST_REG)
 		a->max_fast_reg_page_list_len = c->max_fast_reg_pages;
+	if (rnic_has_mapped(rdev)) {
+		/*
+		 * ib_alloc_mr(IB_MR_TYPE_SG_GAPS) for the storage ULPs (NFS/RDMA,
+		 * iSER, SRP), which size those MRs by the page list length
+		 */
+		a->kernel_cap_flags |= IBK_SG_GAPS_REG;
+		a->max_fast_reg_page_list_len =
+			min(a->max_fast_reg_page_list_len, c->max_map_segs);
+	}
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->max_pi_fast_reg_page_list_len = 0;

@@ -208,7 +208,7 @@ dmesg | grep rnic_ktest
 
 KTEST_TESTS = ["connect", "send_recv", "send_imm", "write", "write_imm", "read",
                "atomic", "placement", "fastreg_inv", "bad_cmd", "ud_cq_resize",
-               "inv_enforced"]
+               "map_read", "map_write", "map_inv", "map_bounds", "inv_enforced"]
 
 
 def check_ktest(out: str) -> None:

@@ -35,6 +35,22 @@
  *   ud_cq_resize two UD QPs of the client exchange datagrams through the
  *                device (GRH, source QPN checked); the CQ is resized while
  *                it holds completions
+ *   map_read     (IBK_SG_GAPS_REG) an IB_MR_TYPE_SG_GAPS MR over five
+ *                gapped, unaligned buffers of the client (the first after
+ *                an sg_offset, two crossing a page) is the local key of
+ *                RDMA READs, whole and in part: the response lands exactly
+ *                in the buffers, every byte checked, the gaps untouched
+ *   map_write    the server WRITEs through that MR's rkey: the whole set
+ *                and ranges crossing buffers, checked the same way
+ *   map_inv      after LOCAL_INV a WRITE through the rkey fails with a
+ *                remote access error (on a loopback pair of the client's
+ *                QPs), nothing placed; registered again with the next key
+ *                (ib_inc_rkey) over the buffers in reverse order, the
+ *                server's WRITE lands, the old key fails
+ *   map_bounds   WRITEs one byte past the set (a byte at its end, the set
+ *                and one more) fail with a remote access error, a READ
+ *                into the set and one byte more fails locally; nothing
+ *                placed outside the buffers
  *   inv_enforced a WRITE to the invalidated rkey fails with a remote access
  *                error (last: it moves the QP to the error state)
  */
@@ -102,6 +118,8 @@ enum kt_op {
 	KT_OP_HELLO,		/* server -> client: the region's addr/rkey/len,
 				 * value: its access flags */
 	KT_OP_LAST,		/* a bad WRITE follows: the QP error ends it */
+	KT_OP_MAP_WRITE,	/* WRITE pattern(seed) from region[addr..+len]
+				 * to the client's (value, rkey) */
 	KT_OP_REPLY = 0x100,
 };
 
@@ -157,6 +175,7 @@ struct kt_side {
 	u64 region_dma;
 	struct ib_mr *region_mr;	/* fast-reg MR over the region */
 	struct ib_mr *fr_mr;		/* server: fastreg_inv MR */
+	struct ib_mr *map_mr;		/* client: the map_* tests' SG_GAPS MR */
 	u8 fr_key;
 	int failures;
 };
@@ -382,12 +401,27 @@ static int kt_request(struct kt_side *s, struct kt_msg *req,
 	return le32_to_cpu(reply->status) ? -EIO : 0;
 }
 
+/* Post a REG_MR work request of 'mr' with its rkey, wait for it. */
+static int kt_reg_mr(struct kt_side *s, struct ib_mr *mr, int access)
+{
+	struct ib_reg_wr wr = {};
+	int ret;
+
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr.wr_id = 0xfa57;
+	wr.mr = mr;
+	wr.key = mr->rkey;
+	wr.access = access;
+	ret = kt_post_send(s, &wr.wr);
+	return ret ?: kt_wait_wc(s, IB_WC_REG_MR, NULL);
+}
+
 /* Fast-register 'len' bytes of the region at 'offset' with MR 'mr'. */
 static int kt_fast_reg(struct kt_side *s, struct ib_mr *mr, u32 offset,
 		       u32 len, int access, u8 *key)
 {
 	struct scatterlist sg;
-	struct ib_reg_wr wr = {};
 	int n;
 
 	sg_init_table(&sg, 1);
@@ -399,14 +433,7 @@ static int kt_fast_reg(struct kt_side *s, struct ib_mr *mr, u32 offset,
 		return n < 0 ? n : -EIO;
 	}
 	ib_update_fast_reg_key(mr, ++*key);
-	wr.wr.opcode = IB_WR_REG_MR;
-	wr.wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr.wr_id = 0xfa57;
-	wr.mr = mr;
-	wr.key = mr->rkey;
-	wr.access = access;
-	n = kt_post_send(s, &wr.wr);
-	return n ?: kt_wait_wc(s, IB_WC_REG_MR, NULL);
+	return kt_reg_mr(s, mr, access);
 }
 
 /*
@@ -439,6 +466,109 @@ static int kt_self_ah(struct kt_side *s, struct rdma_ah_attr *ah)
 	return ret;
 }
 
+/* Post one work request on 'qp' (whose CQ is s->cq), wait for 'want'. */
+static int kt_post_wait(struct kt_side *s, struct ib_qp *qp,
+			const struct ib_send_wr *wr, enum ib_wc_opcode want,
+			struct ib_wc *wc)
+{
+	int ret = ib_post_send(qp, wr, NULL);
+
+	if (ret) {
+		kt_err("%s: post_send opcode %d failed (%d)\n", s->name,
+		       wr->opcode, ret);
+		return ret;
+	}
+	return kt_wait_wc(s, want, wc);
+}
+
+/*
+ * Two RC QPs of this side on s->cq, connected to each other through the
+ * device's loopback, letting in the remote operations of 'access'.
+ */
+static int kt_rc_pair(struct kt_side *s, struct ib_qp *qp[2], int access)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr a;
+	struct rdma_ah_attr self;
+	int i, ret;
+
+	ret = kt_self_ah(s, &self);
+	if (ret)
+		return ret;
+	for (i = 0; i < 2; i++) {
+		qp[i] = ib_create_qp(s->pd, &init);
+		if (IS_ERR(qp[i])) {
+			ret = PTR_ERR(qp[i]);
+			qp[i] = NULL;
+			return ret;
+		}
+	}
+	for (i = 0; i < 2 && !ret; i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IB_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = access;
+		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+				   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+		if (ret)
+			break;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IB_QPS_RTR;
+		a.ah_attr = self;
+		a.path_mtu = IB_MTU_1024;
+		a.dest_qp_num = qp[!i]->qp_num;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_AV |
+				   IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+				   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+				   IB_QP_MIN_RNR_TIMER);
+		if (ret)
+			break;
+		a.qp_state = IB_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_TIMEOUT |
+				   IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+				   IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+	}
+	return ret;
+}
+
+/*
+ * One RDMA WRITE or READ on 'qp' between [laddr, laddr + len) of 'lkey'
+ * and [raddr, raddr + len) of 'rkey'; its completion in *wc.
+ */
+static int kt_rdma_on(struct kt_side *s, struct ib_qp *qp, enum ib_wr_opcode op,
+		      u64 laddr, u32 lkey, u64 raddr, u32 rkey, u32 len,
+		      struct ib_wc *wc)
+{
+	struct ib_sge sge = { .addr = laddr, .length = len, .lkey = lkey };
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_id = 0x3a9,
+			.opcode = op,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+
+	return kt_post_wait(s, qp, &wr.wr, op == IB_WR_RDMA_READ ?
+			    IB_WC_RDMA_READ : IB_WC_RDMA_WRITE, wc);
+}
+
 /* ---------------------------------------------------------------------- */
 /* resources                                                              */
 /* ---------------------------------------------------------------------- */
@@ -453,6 +583,9 @@ static void kt_free(struct kt_side *s)
 	if (s->fr_mr)
 		ib_dereg_mr(s->fr_mr);
 	s->fr_mr = NULL;
+	if (s->map_mr)
+		ib_dereg_mr(s->map_mr);
+	s->map_mr = NULL;
 	if (s->region_mr)
 		ib_dereg_mr(s->region_mr);
 	s->region_mr = NULL;
@@ -756,6 +889,17 @@ static int kt_serve_one(struct kt_side *s, int i, struct ib_wc *wc,
 			break;
 		case KT_OP_LAST:
 			s->expect_qp_error = true;
+			break;
+		case KT_OP_MAP_WRITE:
+			kt_pattern(s->region + addr, len, seed);
+			ib_dma_sync_single_for_device(s->dev, s->region_dma,
+						      KT_REGION_SIZE,
+						      DMA_BIDIRECTIONAL);
+			ok = !kt_rdma_on(s, s->qp, IB_WR_RDMA_WRITE,
+					 s->region_dma + addr,
+					 s->pd->local_dma_lkey,
+					 le64_to_cpu(req->value),
+					 le32_to_cpu(req->rkey), len, NULL);
 			break;
 		default:
 			ok = false;
@@ -1287,21 +1431,6 @@ static int kt_test_atomic(struct kt_side *s, u32 *ops)
 
 #if RNIC_IB_PLACEMENT
 
-/* Post one work request on 'qp' (whose CQ is s->cq), wait for 'want'. */
-static int kt_post_wait(struct kt_side *s, struct ib_qp *qp,
-			const struct ib_send_wr *wr, enum ib_wc_opcode want,
-			struct ib_wc *wc)
-{
-	int ret = ib_post_send(qp, wr, NULL);
-
-	if (ret) {
-		kt_err("%s: post_send opcode %d failed (%d)\n", s->name,
-		       wr->opcode, ret);
-		return ret;
-	}
-	return kt_wait_wc(s, want, wc);
-}
-
 /* ATOMIC WRITE of 'value' at the server region's offset 'roff'. */
 static int kt_atomic_write(struct kt_side *s, u64 roff, u64 value)
 {
@@ -1408,67 +1537,6 @@ static int kt_placement_refusals(struct kt_side *s, u32 *ops)
 	return 0;
 }
 
-/* Two RC QPs of this side on s->cq, connected to each other. */
-static int kt_rc_pair(struct kt_side *s, struct ib_qp *qp[2])
-{
-	struct ib_qp_init_attr init = {
-		.send_cq = s->cq,
-		.recv_cq = s->cq,
-		.qp_type = IB_QPT_RC,
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ib_qp_attr a;
-	struct rdma_ah_attr self;
-	int i, ret;
-
-	ret = kt_self_ah(s, &self);
-	if (ret)
-		return ret;
-	for (i = 0; i < 2; i++) {
-		qp[i] = ib_create_qp(s->pd, &init);
-		if (IS_ERR(qp[i])) {
-			ret = PTR_ERR(qp[i]);
-			qp[i] = NULL;
-			return ret;
-		}
-	}
-	for (i = 0; i < 2 && !ret; i++) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IB_QPS_INIT;
-		a.port_num = 1;
-		a.qp_access_flags = IB_ACCESS_REMOTE_WRITE |
-				    IB_ACCESS_FLUSH_GLOBAL;
-		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
-				   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
-		if (ret)
-			break;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IB_QPS_RTR;
-		a.ah_attr = self;
-		a.path_mtu = IB_MTU_1024;
-		a.dest_qp_num = qp[!i]->qp_num;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
-		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_AV |
-				   IB_QP_PATH_MTU | IB_QP_DEST_QPN |
-				   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
-				   IB_QP_MIN_RNR_TIMER);
-		if (ret)
-			break;
-		a.qp_state = IB_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		ret = ib_modify_qp(qp[i], &a, IB_QP_STATE | IB_QP_TIMEOUT |
-				   IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
-				   IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
-	}
-	return ret;
-}
-
 /*
  * A FLUSH asking for persistence of a region registered for global
  * visibility only: the responder answers with a remote access error
@@ -1487,7 +1555,8 @@ static int kt_flush_persist_refused(struct kt_side *s, u32 *ops)
 			  IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 			  IB_ACCESS_FLUSH_GLOBAL, &key);
 	if (!ret)
-		ret = kt_rc_pair(s, qp);
+		ret = kt_rc_pair(s, qp, IB_ACCESS_REMOTE_WRITE |
+				 IB_ACCESS_FLUSH_GLOBAL);
 	if (ret) {
 		kt_err("placement: loopback QP pair: %d\n", ret);
 		goto out;
@@ -1709,36 +1778,452 @@ static int kt_test_fastreg_inv(struct kt_side *s, u32 *ops)
 /* A WRITE to the rkey the server's SEND_WITH_INV invalidated must fail. */
 static int kt_test_inv_enforced(struct kt_side *s, u32 *ops)
 {
-	struct ib_sge sge = {
-		.addr = s->region_dma,
-		.length = 64,
-		.lkey = s->pd->local_dma_lkey,
-	};
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.opcode = IB_WR_RDMA_WRITE,
-			.send_flags = IB_SEND_SIGNALED,
-			.sg_list = &sge,
-			.num_sge = 1,
-		},
-		.remote_addr = kt_fr_addr,
-		.rkey = kt_fr_rkey,
-	};
 	struct ib_wc wc = {};
 	int ret;
 
 	if (!kt_fr_rkey)
 		return 0;
-	ret = kt_post_send(s, &wr.wr);
-	if (ret)
-		return ret;
-	ret = kt_wait_wc(s, IB_WC_RDMA_WRITE, &wc);
+	ret = kt_rdma_on(s, s->qp, IB_WR_RDMA_WRITE, s->region_dma,
+			 s->pd->local_dma_lkey, kt_fr_addr, kt_fr_rkey, 64, &wc);
 	if (ret != -EIO || wc.status != IB_WC_REM_ACCESS_ERR) {
 		kt_err("inv_enforced: WRITE to an invalidated rkey: %s\n",
 		       ret ? ib_wc_status_msg(wc.status) : "succeeded");
 		return -EIO;
 	}
 	(*ops)++;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* mapped STags: IB_MR_TYPE_SG_GAPS (IBK_SG_GAPS_REG)                      */
+/* ---------------------------------------------------------------------- */
+
+#define KT_MAP_OFFSET	(640 * 1024)	/* client region: the buffers' area */
+#define KT_MAP_AREA	(24 * 1024)
+#define KT_MAP_ROFF	(600 * 1024 + 3)	/* server region: READ source */
+#define KT_MAP_SRC	(704 * 1024)	/* server region: its WRITEs' source */
+#define KT_MAP_GAP	0xa5		/* what the area holds outside the set */
+#define KT_MAP_SG_OFFSET 5		/* the first element's sg_offset */
+#define KT_MAP_NBUFS	5
+#define KT_MAP_MAX_SG	8
+#define KT_MAP_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | \
+			 IB_ACCESS_REMOTE_WRITE)
+
+/* The buffers in the area: odd offsets and lengths, gaps, 2 and 4 cross a page */
+static const struct {
+	u32 off, len;
+} kt_map_bufs[KT_MAP_NBUFS] = {
+	{ 5, 1001 }, { 3000, 2221 }, { 8193, 17 }, { 12389, 4099 },
+	{ 20000, 777 },
+};
+
+/*
+ * What the map_* tests share: the order the MR maps the buffers in (the
+ * scatterlist's), the set's length, the area as it should be, the keys.
+ */
+static struct {
+	int state;		/* 0: not run (no SG_GAPS), 1: ready, < 0: failed */
+	bool reversed;		/* buffer 4 first, ..., buffer 0 last */
+	u32 len;
+	u32 old_rkey;		/* of the registration before LOCAL_INV */
+	u8 *model;		/* KT_MAP_AREA bytes */
+	u8 *pattern;		/* scratch: pattern(seed) */
+} kt_map;
+
+static bool kt_has_sg_gaps(struct kt_side *s)
+{
+	return s->dev->attrs.kernel_cap_flags & IBK_SG_GAPS_REG;
+}
+
+static u8 *kt_map_area(struct kt_side *s)
+{
+	return s->region + KT_MAP_OFFSET;
+}
+
+static u32 kt_map_buf(u32 i)
+{
+	return kt_map.reversed ? KT_MAP_NBUFS - 1 - i : i;
+}
+
+/* Area and model back to the gap byte, the area handed to the device. */
+static void kt_map_clear(struct kt_side *s)
+{
+	memset(kt_map_area(s), KT_MAP_GAP, KT_MAP_AREA);
+	memset(kt_map.model, KT_MAP_GAP, KT_MAP_AREA);
+	ib_dma_sync_single_for_device(s->dev, s->region_dma, KT_REGION_SIZE,
+				      DMA_BIDIRECTIONAL);
+}
+
+/* The model after pattern(seed) went to bytes [pos, pos + len) of the set. */
+static void kt_map_model_put(u32 pos, u32 len, u32 seed)
+{
+	u32 i, start = 0, done = 0;
+
+	kt_pattern(kt_map.pattern, len, seed);
+	for (i = 0; i < KT_MAP_NBUFS && done < len; i++) {
+		u32 b = kt_map_buf(i);
+		u32 blen = kt_map_bufs[b].len;
+		u32 from, n;
+
+		if (pos + done < start + blen) {
+			from = pos + done - start;
+			n = min(blen - from, len - done);
+			memcpy(kt_map.model + kt_map_bufs[b].off + from,
+			       kt_map.pattern + done, n);
+			done += n;
+		}
+		start += blen;
+	}
+}
+
+/* Is byte 'off' of the area in a buffer? */
+static bool kt_map_in_set(u32 off)
+{
+	u32 i;
+
+	for (i = 0; i < KT_MAP_NBUFS; i++)
+		if (off >= kt_map_bufs[i].off &&
+		    off < kt_map_bufs[i].off + kt_map_bufs[i].len)
+			return true;
+	return false;
+}
+
+/*
+ * Does the area hold what the model says, every byte (or only the gaps'
+ * bytes: gaps_only)?
+ */
+static int kt_map_check(struct kt_side *s, const char *test, const char *what,
+			bool gaps_only)
+{
+	const u8 *area = kt_map_area(s);
+	u32 off;
+
+	ib_dma_sync_single_for_cpu(s->dev, s->region_dma, KT_REGION_SIZE,
+				   DMA_BIDIRECTIONAL);
+	for (off = 0; off < KT_MAP_AREA; off++) {
+		bool in_set = kt_map_in_set(off);
+
+		if (gaps_only && in_set)
+			continue;
+		if (area[off] != kt_map.model[off]) {
+			kt_err("%s: %s: area byte %u (%s) is 0x%02x, expected 0x%02x\n",
+			       test, what, off, in_set ? "in a buffer" : "in a gap",
+			       area[off], kt_map.model[off]);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Map the buffers (in kt_map.reversed order; forward, the first element
+ * starts KT_MAP_SG_OFFSET bytes early and an sg_offset skips them) and
+ * post the REG_MR work request with the MR's next key.
+ */
+static int kt_map_register(struct kt_side *s, const char *test)
+{
+	struct ib_mr *mr = s->map_mr;
+	struct scatterlist sg[KT_MAP_NBUFS];
+	unsigned int sg_offset = kt_map.reversed ? 0 : KT_MAP_SG_OFFSET;
+	u64 first = 0;
+	u32 i, len = 0;
+	int n;
+
+	sg_init_table(sg, KT_MAP_NBUFS);
+	for (i = 0; i < KT_MAP_NBUFS; i++) {
+		u32 b = kt_map_buf(i);
+		u64 addr = s->region_dma + KT_MAP_OFFSET + kt_map_bufs[b].off;
+
+		if (!i) {
+			first = addr;
+			addr -= sg_offset;
+		}
+		sg_dma_address(&sg[i]) = addr;
+		sg_dma_len(&sg[i]) = kt_map_bufs[b].len + (i ? 0 : sg_offset);
+		len += kt_map_bufs[b].len;
+	}
+	n = ib_map_mr_sg(mr, sg, KT_MAP_NBUFS, &sg_offset, PAGE_SIZE);
+	if (n != KT_MAP_NBUFS || mr->iova != first || mr->length != len ||
+	    sg_offset) {
+		kt_err("%s: ib_map_mr_sg: %d of %u elements, iova 0x%llx length %llu (expected 0x%llx, %u), sg_offset %u\n",
+		       test, n, KT_MAP_NBUFS, mr->iova, mr->length, first, len,
+		       sg_offset);
+		return n < 0 ? n : -EIO;
+	}
+	kt_map.len = len;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	return kt_reg_mr(s, mr, KT_MAP_ACCESS);
+}
+
+/* The server WRITEs pattern(seed) to bytes [pos, pos + len) of the set. */
+static int kt_map_server_write(struct kt_side *s, u32 pos, u32 len, u32 seed)
+{
+	struct kt_msg req = {
+		.op = cpu_to_le32(KT_OP_MAP_WRITE),
+		.addr = cpu_to_le64(KT_MAP_SRC),
+		.len = cpu_to_le32(len),
+		.seed = cpu_to_le32(seed),
+		.value = cpu_to_le64(s->map_mr->iova + pos),
+		.rkey = cpu_to_le32(s->map_mr->rkey),
+	}, reply;
+
+	return kt_request(s, &req, &reply);
+}
+
+/*
+ * An RDMA operation that must fail, with 'want', on a fresh loopback
+ * pair of the client's QPs (the failure moves them to the error state):
+ * qp[0] WRITEs [laddr, +len) of the DMA MR to (raddr, rkey), or READs
+ * (raddr, rkey) into (laddr, lkey).
+ */
+static int kt_map_must_fail(struct kt_side *s, const char *test,
+			    const char *what, enum ib_wr_opcode op, u64 laddr,
+			    u32 lkey, u64 raddr, u32 rkey, u32 len,
+			    enum ib_wc_status want)
+{
+	struct ib_qp *qp[2] = {};
+	struct ib_wc wc = {};
+	int i, ret;
+
+	ret = kt_rc_pair(s, qp, IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ);
+	if (ret) {
+		kt_err("%s: loopback QP pair: %d\n", test, ret);
+		goto out;
+	}
+	ret = kt_rdma_on(s, qp[0], op, laddr, lkey, raddr, rkey, len, &wc);
+	if (ret != -EIO || wc.status != want || wc.wr_id != 0x3a9) {
+		kt_err("%s: %s: %s (%d), expected %s\n", test, what,
+		       ret ? ib_wc_status_msg(wc.status) : "succeeded", ret,
+		       ib_wc_status_msg(want));
+		ret = -EIO;
+		goto out;
+	}
+	kt_info("%s: %s: %s, as expected\n", test, what,
+		ib_wc_status_msg(wc.status));
+	ret = 0;
+out:
+	for (i = 0; i < 2; i++)
+		if (qp[i])
+			ib_destroy_qp(qp[i]);
+	return ret;
+}
+
+/* Whether map_read made the MR (0: skipped, 1: ready, < 0: failed). */
+static int kt_map_ready(struct kt_side *s, const char *test)
+{
+	if (!kt_map.state)
+		kt_info("%s: no SG_GAPS MR (map_read skipped), skipped\n", test);
+	else if (kt_map.state < 0 || !s->map_mr)
+		kt_err("%s: no SG_GAPS MR: map_read failed\n", test);
+	return kt_map.state > 0 && s->map_mr ? 1 : kt_map.state ? -EIO : 0;
+}
+
+static int kt_test_map_read(struct kt_side *s, u32 *ops)
+{
+	struct kt_msg req = {}, reply;
+	struct ib_wc wc;
+	u32 it, seed, pos, len;
+	int ret;
+
+	if (!kt_has_sg_gaps(s)) {
+		kt_info("map_read: %s has no SG_GAPS registration (IBK_SG_GAPS_REG), skipped\n",
+			dev_name(&s->dev->dev));
+		return 0;
+	}
+	kt_map.state = -1;
+	kt_map.model = kmalloc(KT_MAP_AREA, GFP_KERNEL);
+	kt_map.pattern = kmalloc(KT_MAP_AREA, GFP_KERNEL);
+	if (!kt_map.model || !kt_map.pattern)
+		return -ENOMEM;
+	s->map_mr = ib_alloc_mr(s->pd, IB_MR_TYPE_SG_GAPS, KT_MAP_MAX_SG);
+	if (IS_ERR(s->map_mr)) {
+		ret = PTR_ERR(s->map_mr);
+		s->map_mr = NULL;
+		kt_err("map_read: ib_alloc_mr(SG_GAPS, %u): %d\n", KT_MAP_MAX_SG,
+		       ret);
+		return ret;
+	}
+	kt_map.reversed = false;
+	kt_map_clear(s);
+	ret = kt_map_register(s, "map_read");
+	if (ret)
+		return ret;
+	(*ops)++;
+	for (it = 0; it < iters; it++) {
+		/* the whole set, then a part crossing buffers 0, 1 */
+		for (pos = 0, len = kt_map.len; len; ) {
+			seed = 6000 + it * 10 + (pos ? 1 : 0);
+			req.op = cpu_to_le32(KT_OP_FILL);
+			req.addr = cpu_to_le64(KT_MAP_ROFF);
+			req.len = cpu_to_le32(len);
+			req.seed = cpu_to_le32(seed);
+			ret = kt_request(s, &req, &reply);
+			if (ret)
+				return ret;
+			ret = kt_rdma_on(s, s->qp, IB_WR_RDMA_READ,
+					 s->map_mr->iova + pos, s->map_mr->lkey,
+					 le64_to_cpu(s->peer_info.addr) +
+					 KT_MAP_ROFF,
+					 le32_to_cpu(s->peer_info.rkey), len, &wc);
+			if (ret)
+				return ret;
+			kt_map_model_put(pos, len, seed);
+			ret = kt_map_check(s, "map_read", pos ? "a READ of part of the set" :
+					   "a READ of the set", false);
+			if (ret)
+				return ret;
+			(*ops)++;
+			if (pos)
+				break;
+			pos = 990 + it;
+			len = 300;
+		}
+	}
+	kt_map.state = 1;
+	return 0;
+}
+
+static int kt_test_map_write(struct kt_side *s, u32 *ops)
+{
+	/* the set; across buffers 0-1; buffer 2 (17 bytes) into 3 */
+	const u32 parts[][2] = {
+		{ 0, kt_map.len }, { 900, 2300 }, { 1001 + 2221 + 10, 20 },
+	};
+	u32 it, k;
+	int ret = kt_map_ready(s, "map_write");
+
+	if (ret <= 0)
+		return ret;
+	kt_map_clear(s);
+	for (it = 0; it < iters; it++) {
+		for (k = 0; k < ARRAY_SIZE(parts); k++) {
+			u32 seed = 7000 + it * 10 + k;
+
+			ret = kt_map_server_write(s, parts[k][0], parts[k][1],
+						  seed);
+			if (ret) {
+				kt_err("map_write: the server's WRITE of %u bytes at %u failed\n",
+				       parts[k][1], parts[k][0]);
+				return ret;
+			}
+			kt_map_model_put(parts[k][0], parts[k][1], seed);
+			ret = kt_map_check(s, "map_write", "the server's WRITE",
+					   false);
+			if (ret)
+				return ret;
+			(*ops)++;
+		}
+	}
+	return 0;
+}
+
+static int kt_test_map_inv(struct kt_side *s, u32 *ops)
+{
+	struct ib_send_wr inv = {
+		.opcode = IB_WR_LOCAL_INV,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	u64 src = s->region_dma;	/* the loopback WRITEs' source */
+	u32 lkey = s->pd->local_dma_lkey, seed = 8000;
+	int ret = kt_map_ready(s, "map_inv");
+
+	if (ret <= 0)
+		return ret;
+	kt_map.state = -1;
+	inv.ex.invalidate_rkey = s->map_mr->rkey;
+	ret = kt_post_wait(s, s->qp, &inv, IB_WC_LOCAL_INV, NULL);
+	if (ret)
+		return ret;
+	kt_map.old_rkey = s->map_mr->rkey;
+	kt_map_clear(s);
+	ret = kt_map_must_fail(s, "map_inv", "WRITE through the invalidated rkey",
+			       IB_WR_RDMA_WRITE, src, lkey, s->map_mr->iova,
+			       kt_map.old_rkey, 64, IB_WC_REM_ACCESS_ERR) ?:
+	      kt_map_check(s, "map_inv", "after the refused WRITE", false);
+	if (ret)
+		return ret;
+	*ops += 2;
+	/* the next key, the buffers in reverse order */
+	kt_map.reversed = true;
+	ret = kt_map_register(s, "map_inv");
+	if (ret)
+		return ret;
+	if (s->map_mr->rkey == kt_map.old_rkey) {
+		kt_err("map_inv: the new registration has the old rkey 0x%x\n",
+		       kt_map.old_rkey);
+		return -EIO;
+	}
+	ret = kt_map_server_write(s, 0, kt_map.len, seed);
+	if (ret) {
+		kt_err("map_inv: the server's WRITE through the new rkey 0x%x failed\n",
+		       s->map_mr->rkey);
+		return ret;
+	}
+	kt_map_model_put(0, kt_map.len, seed);
+	ret = kt_map_check(s, "map_inv", "the server's WRITE, buffers reversed",
+			   false);
+	if (ret)
+		return ret;
+	*ops += 2;
+	ret = kt_map_must_fail(s, "map_inv", "WRITE through the old rkey",
+			       IB_WR_RDMA_WRITE, src, lkey, s->map_mr->iova,
+			       kt_map.old_rkey, 64, IB_WC_REM_ACCESS_ERR) ?:
+	      kt_map_check(s, "map_inv", "after the old rkey's WRITE", false);
+	if (ret)
+		return ret;
+	(*ops)++;
+	kt_map.state = 1;
+	return 0;
+}
+
+static int kt_test_map_bounds(struct kt_side *s, u32 *ops)
+{
+	struct ib_mr *mr = s->map_mr, *src_mr = NULL;
+	u32 lkey = s->pd->local_dma_lkey;
+	u64 src = s->region_dma;
+	u8 key = 0x90;
+	int ret = kt_map_ready(s, "map_bounds");
+
+	if (ret <= 0)
+		return ret;
+	kt_map.state = -1;
+	kt_map_clear(s);
+	ret = kt_map_must_fail(s, "map_bounds", "WRITE of the byte after the set",
+			       IB_WR_RDMA_WRITE, src, lkey,
+			       mr->iova + kt_map.len, mr->rkey, 1,
+			       IB_WC_REM_ACCESS_ERR) ?:
+	      kt_map_check(s, "map_bounds", "after the WRITE past the set", false) ?:
+	      kt_map_must_fail(s, "map_bounds", "WRITE of the set and one byte",
+			       IB_WR_RDMA_WRITE, src, lkey, mr->iova, mr->rkey,
+			       kt_map.len + 1, IB_WC_REM_ACCESS_ERR) ?:
+	      kt_map_check(s, "map_bounds", "after the WRITE one byte too long",
+			   false);
+	if (ret)
+		return ret;
+	*ops += 2;
+	/* a READ of 64 KiB of the client's region, registered for it */
+	src_mr = ib_alloc_mr(s->pd, IB_MR_TYPE_MEM_REG, 16);
+	if (IS_ERR(src_mr))
+		return PTR_ERR(src_mr);
+	ret = kt_fast_reg(s, src_mr, 0, 64 * 1024, IB_ACCESS_LOCAL_WRITE |
+			  IB_ACCESS_REMOTE_READ, &key) ?:
+	      kt_map_must_fail(s, "map_bounds", "READ into the set and one byte",
+			       IB_WR_RDMA_READ, mr->iova, mr->lkey, src_mr->iova,
+			       src_mr->rkey, kt_map.len + 1,
+			       IB_WC_LOC_PROT_ERR) ?:
+	      kt_map_check(s, "map_bounds", "after the READ one byte too long",
+			   true);
+	ib_dereg_mr(src_mr);
+	if (ret)
+		return ret;
+	(*ops)++;
+	ret = ib_dereg_mr(s->map_mr);
+	s->map_mr = NULL;
+	if (ret) {
+		kt_err("map_bounds: ib_dereg_mr of the SG_GAPS MR: %d\n", ret);
+		return ret;
+	}
+	kt_map.state = 1;
 	return 0;
 }
 
@@ -2061,6 +2546,10 @@ static const struct kt_test kt_tests[] = {
 	{ "fastreg_inv", kt_test_fastreg_inv },
 	{ "bad_cmd", kt_test_bad_cmd },
 	{ "ud_cq_resize", kt_test_ud_cq_resize },
+	{ "map_read", kt_test_map_read },
+	{ "map_write", kt_test_map_write },
+	{ "map_inv", kt_test_map_inv },
+	{ "map_bounds", kt_test_map_bounds },
 };
 
 static int kt_client(const char *dst)
@@ -2174,6 +2663,10 @@ out_disconnect:
 	rdma_disconnect(s->id);
 out_free_res:
 	kt_free(s);
+	kfree(kt_map.model);
+	kfree(kt_map.pattern);
+	kt_map.model = NULL;
+	kt_map.pattern = NULL;
 out_id:
 	rdma_destroy_id(s->id);
 out_free:
