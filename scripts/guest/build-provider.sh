@@ -34,7 +34,8 @@
 #   --pyverbs           also build build/guest/initramfs-pyverbs.cpio.gz: the
 #                       image of --image plus python3, trixie's python3-pyverbs
 #                       and rdma-core's own tests (tests/ of the source, in
-#                       /opt/rdma-core-tests); implies --image
+#                       /opt/rdma-core-tests, with tests/guest/pyverbs/*.py
+#                       added to them); implies --image
 #   --middleware        also build build/guest/initramfs-middleware.cpio.gz:
 #                       the image of --image plus trixie's UCX (ucx-utils),
 #                       Open MPI (openmpi-bin) and libfabric (libfabric-bin);
@@ -373,14 +374,19 @@ extra_image() {
     log "image $ximage (${#extra[@]} more packages) in $(since "$t") s"
 }
 
-# python3, pyverbs and rdma-core's own tests
+# python3, pyverbs and rdma-core's own tests, with ours among them
+# (tests/guest/pyverbs: rnicdv's ctypes bindings and test_mlx5_mkey.py
+# ported to them, test_rnicdv_mkey.py)
 if [ $pyverbs = 1 ]; then
     extra_files() {
         mkdir -p "$1/opt/rdma-core-tests"
         cp -r "$src/tests" "$1/opt/rdma-core-tests/tests"
+        cp "$top"/tests/guest/pyverbs/*.py "$1/opt/rdma-core-tests/tests/"
     }
+    extra_stamp=$(cat "$top"/tests/guest/pyverbs/*.py | sha256sum | cut -d' ' -f1)
     extra_image pyverbs python3-pyverbs
     unset -f extra_files
+    extra_stamp=
 fi
 
 # the middleware: UCX, Open MPI, libfabric; not the GPU runtimes their

@@ -61,7 +61,15 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
   provider-pyverbs         rdma-core's own test suite (tests/ of the 56.1
                            source, on trixie's python3-pyverbs): no failure,
                            the FLUSH and ATOMIC WRITE tests of test_qpex
-                           pass; what is skipped is reported by reason
+                           pass; what is skipped is reported by reason. Our
+                           tests/guest/pyverbs/test_rnicdv_mkey.py runs
+                           among them (rdma-core's test_mlx5_mkey.py ported
+                           to rnicdv's mapped STags); not on rxe
+  provider-rnicdv-mkey     that module alone, every test passing (none
+                           skipped): mkeys over lists and interleaved
+                           layouts, SEND/RECV, RDMA WRITE/READ through them,
+                           re-registration with a fresh key, invalidation,
+                           bad registrations failing
 """
 
 import json
@@ -472,7 +480,7 @@ PYVERBS_ARGS = ["-object", "memory-backend-ram,id=scm0,size=64M", "-device", "rn
 # the guest's 120 s starting python); when it dies, the module it died in
 # runs again alone and a new process goes on with the modules after it.
 # The vendor modules (mlx5, EFA) skip everything on both devices and are
-# left out.
+# left out, as is rnicdv's (it skips on rxe).
 PYVERBS_RXE_SCRIPT = NET_UP["rxe"].format(me=1, mtu=1500) + WAIT_GID.format(dev="rxe0") + """
 cd /opt/rdma-core-tests || exit 1
 run() {  # NAME MODULE...: one process for the MODULEs, in that order
@@ -489,7 +497,7 @@ alone=
 for m in tests/test_*.py; do
     m=${m#tests/}; m=${m%.py}
     case $m in
-    test_mlx5_*|test_efa*) ;;
+    test_mlx5_*|test_efa*|test_rnicdv_*) ;;
     test_flow|test_parent_domain) alone="$alone $m" ;;
     *) left="$left $m" ;;
     esac
@@ -573,6 +581,36 @@ def pyverbs(qemu: str) -> None:
     check_pyverbs(rnic)
     check_pyverbs_differential(pyverbs_results(lines_of(rnic.output, "pyverbs")),
                                rxe.output)
+
+
+RNICDV_MODULE = TOP / "tests/guest/pyverbs/test_rnicdv_mkey.py"
+RNICDV_SCRIPT = ONE_GUEST + """
+cd /opt/rdma-core-tests || exit 1
+timeout 600 python3 -W ignore tests/run_tests.py --dev rnic0 --gid 1 -v \\
+    tests.test_rnicdv_mkey >/tmp/rnicdv.log 2>&1
+echo "rc=rnicdv:$?"
+sed 's/^/rnicdv: /' /tmp/rnicdv.log
+""" + DMESG_CHECK
+
+
+def check_rnicdv(result: GuestResult) -> None:
+    """Every test of test_rnicdv_mkey.py ran and passed (none skipped: the
+    device has mapped STags)."""
+    out = result.output
+    assert_clean_dmesg(out)
+    text = lines_of(out, "rnicdv")
+    results = pyverbs_results(text)
+    names = re.findall(r"^    def (test_\w+)\(", RNICDV_MODULE.read_text(), re.MULTILINE)
+    expected = {f"tests.test_rnicdv_mkey.RnicMkeyTest.{name}" for name in names}
+    assert set(results) == expected, \
+        f"ran {sorted(results)}, expected {sorted(expected)}:\n{text[-5000:]}"
+    bad = {name: status for name, status in results.items() if status != "ok"}
+    assert not bad, f"not passed: {bad}\n{text[-8000:]}"
+    print(f"# rnicdv: {len(results)} tests of test_rnicdv_mkey passed", flush=True)
+
+
+case("provider-rnicdv-mkey", ["-device", "rnic", "-m", "1024"], lambda: RNICDV_SCRIPT,
+     check_rnicdv, requires=["rnic"], initrd=pyverbs_image, timeout=900)
 
 
 case("provider-loopback-apps", ["-device", "rnic", "-smp", "2"], lambda: LOOPBACK_SCRIPT,
