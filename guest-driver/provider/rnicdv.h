@@ -27,7 +27,9 @@
  * random key byte, never the one it had), as the registration work
  * request is posted: a failed ibv_wr_complete() (or ibv_wr_abort())
  * restores the keys it had; a registration that completes in error
- * leaves the device with the old one. Members are plain memory regions
+ * leaves the device with the old one. An mkey is registered only while
+ * invalid (new, or after LOCAL_INV / SEND with invalidate): registering a
+ * valid one completes in error. Members are plain memory regions
  * of the mkey's PD (not another mkey, a memory window or device memory);
  * the device resolves them on every access with their current key,
  * rights and bounds, so an access through a member deregistered since
