@@ -258,10 +258,10 @@ static void test_bad_registrations(TvFixture *f, gconstpointer cfg)
     /* page lists longer than the device takes */
     EXPECT_REG(RNIC_ST_BAD_PARAM, c.mr.npages = RNIC_MR_MAX_PAGES + 1;
                c.mr.length = (uint64_t)(RNIC_MR_MAX_PAGES + 1) * 4096);
-    /* a reserved kind; a window this device does not have */
+    /* a mapped STag with a page list; a window this device does not have */
     c = reg_cmd(p->pd, 0x10000, 4 * 4096, pbl, 4, 1, TV_ACCESS_ALL);
     c.mr.kind = RNIC_MR_KIND_MAPPED;
-    g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
+    g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_BAD_PARAM);
     c.mr.kind = RNIC_MR_KIND_SCM;
     g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_NOT_SUPPORTED);
     /* storage semantics are for the window only */

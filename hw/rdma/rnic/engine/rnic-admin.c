@@ -236,6 +236,7 @@ static void rnic_cmd_query_device(RnicEngine *e,
     a.max_mw = GUINT32_TO_LE(cfg->max_mr);
     a.max_mcast_grp = GUINT32_TO_LE(RNIC_MCAST_GROUPS);
     a.max_mcast_qp_attach = GUINT32_TO_LE(RNIC_MCAST_QPS);
+    a.max_map_segs = GUINT32_TO_LE(RNIC_MAP_MAX_SEGS);
     rnic_admin_write_result(e, cmd, &a, sizeof(a), res);
 }
 

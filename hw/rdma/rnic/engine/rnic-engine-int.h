@@ -272,6 +272,29 @@ typedef struct RnicPbl {
     uint64_t pages[];
 } RnicPbl;
 
+/*
+ * A mapped STag's segment table (kind RNIC_MR_KIND_MAPPED, rnic-mapped.c):
+ * byte o of the entry is in repetition o / unit, segment i where
+ * start <= o % unit < start + length, at member byte addr + repetition *
+ * stride + (o % unit - start). Immutable once built and reference counted,
+ * shared with the registration log as a page list is.
+ */
+typedef struct RnicMapSeg {
+    uint64_t addr;              /* the member's byte of repetition 0 */
+    uint64_t start;             /* offset of its first byte in a repetition */
+    uint64_t stride;            /* member bytes from repetition to repetition */
+    uint32_t length;
+    uint32_t lkey;              /* the member's STag */
+} RnicMapSeg;
+
+typedef struct RnicMap {
+    uint32_t refs;
+    uint32_t nsegs;
+    uint32_t repeat;            /* 1: list form */
+    uint64_t unit;              /* bytes of one repetition */
+    RnicMapSeg segs[];
+} RnicMap;
+
 enum rnic_mr_state {
     RNIC_MR_INVALID = 0,        /* fast-reg MR not (or no longer) registered */
     RNIC_MR_VALID = 1,
@@ -295,6 +318,13 @@ struct RnicMr {
     uint64_t length;
     uint32_t max_pages;         /* fast-reg: page list capacity */
     RnicPbl *pbl;               /* NULL while a fast-reg MR is unregistered */
+    /*
+     * A mapped STag (kind RNIC_MR_KIND_MAPPED): its segments (NULL while
+     * unregistered; max_pages: the most a fast-register may give it) and
+     * the table its members' STags resolve in (its PD's local keys)
+     */
+    RnicMap *map;
+    const RnicMrTable *members;
     struct rnic_scm_status *scm_status; /* SCM: after its first MGMT write */
     /*
      * A memory window (kind RNIC_MR_KIND_MW, rnic-mw.c): [iova, iova +
@@ -356,6 +386,7 @@ typedef struct RnicRegLogRec {
     uint64_t iova;
     uint64_t length;
     RnicPbl *pbl;               /* REG, FAST_REG: shared with the entry */
+    RnicMap *map;               /* ... of a mapped STag */
 } RnicRegLogRec;
 
 /* refs: the CQs that signal it; owner: RNIC_UCTX_KERNEL */
@@ -983,6 +1014,7 @@ typedef enum RnicXlateErr {
     RNIC_XLATE_WINDOW,          /* a memory window as a local key */
     RNIC_XLATE_UNBOUND,         /* window unbound, or its MR changed */
     RNIC_XLATE_QP,              /* type 2B window of another QP */
+    RNIC_XLATE_MEMBER,          /* mapped STag: a member fails its checks */
 } RnicXlateErr;
 
 const char *rnic_xlate_err_str(RnicXlateErr err);
@@ -1051,8 +1083,7 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
                   const RnicPayload *pl, uint32_t off, uint32_t len);
 
 /* Work-request side of MRs: status is an enum rnic_wc_status. */
-uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
-                         const struct rnic_sq_wqe *wqe);
+uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp, const RnicSendWqe *wqe);
 /*
  * LOCAL_INV (remote false: the STag in the QP's PD's local-key table) or
  * SEND with invalidate (remote: in its network's table) of a fast-reg MR
@@ -1061,6 +1092,45 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
 uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
                            const RnicQp *qp, uint32_t stag, bool remote);
 
+/*
+ * rnic-mapped.c: mapped STags over a set of buffers (patent f). REG_MR of
+ * kind MAPPED (rnic-admin.h), the REG_MR work request of a mapped entry
+ * (an rnic_wc_status), the checks of an access through one (its members',
+ * for the rights 'access' asks of the mapped STag) and the member byte
+ * behind entry byte 'va': the member, *mva and the bytes of the segment
+ * from there (at most 'max'), or NULL when the member no longer passes
+ * (write: the access writes).
+ */
+uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
+                          const RnicSendWqe *wqe);
+RnicXlateErr rnic_map_check(const RnicMr *mr, uint64_t va, uint64_t len,
+                            uint32_t access);
+const RnicMr *rnic_map_locate(const RnicMr *mr, uint64_t va, uint64_t max,
+                              bool write, uint64_t *mva, uint64_t *avail);
+/*
+ * The segment table 'in' (little endian, as the guest wrote it) checked
+ * for a mapped entry of 'length' bytes and made an RnicMap (charged to the
+ * host memory account); NULL with *why when it is malformed or over budget.
+ */
+RnicMap *rnic_map_new(RnicEngine *e, const struct rnic_map_seg *in,
+                      uint32_t nsegs, uint32_t repeat, uint64_t length,
+                      const char **why);
+RnicMap *rnic_map_ref(RnicMap *map);
+void rnic_map_unref(RnicEngine *e, RnicMap *map);
+/* The table back in its guest form (state save), n = map->nsegs. */
+void rnic_map_export(const RnicMap *map, struct rnic_map_seg *out);
+/* Rights a mapped STag may have (REG_MR, fast-register, replay). */
+const char *rnic_map_check_access(uint32_t access);
+
+/*
+ * A fast-register's (or its replay's) new translation in place: 'mr' is
+ * valid as 'stag' over [iova, iova + length) with 'access', its version
+ * renewed, the log told.
+ */
+void rnic_mr_fast_reg_done(RnicEngine *e, RnicMr *mr, uint32_t stag,
+                           uint64_t iova, uint64_t length, uint32_t access);
+/* Registration log: append a record of 'mr' as it is now. */
+void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr);
 /* Registration log: replay one record (state load). */
 bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err);
 /* Drop records that no longer describe live state, when worth it. */
@@ -1154,6 +1224,9 @@ int rnic_sges_place(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
 bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
                     uint32_t len, RnicDmaSeg *segs, uint32_t *nsegs,
                     uint32_t max);
+/* ... or their bytes copied into 'buf' (more pieces than segs can hold). */
+int rnic_sges_gather(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
+                     uint32_t off, uint8_t *buf, uint32_t len);
 bool rnic_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next,
                            uint32_t mask);
 uint8_t rnic_wc_opcode(uint8_t wr_opcode);

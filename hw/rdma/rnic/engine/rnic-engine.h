@@ -175,6 +175,9 @@ typedef struct RnicEngineConfig {
 #define RNIC_MR_MAX_SIZE            (1ull << 40)    /* bytes per region */
 #define RNIC_MR_MAX_PAGES           (1u << 20)      /* page-list entries per region */
 #define RNIC_MR_MAX_FAST_REG_PAGES  (RNIC_PBL_LEAF_ENTRIES * 64)
+/* Mapped STags: segments of one, of the interleaved form (pairwise checked) */
+#define RNIC_MAP_MAX_SEGS           4096
+#define RNIC_MAP_MAX_INTERLEAVED    64
 #define RNIC_PBL_BUDGET             (1u << 24)      /* page-list entries, device-wide */
 #define RNIC_MAX_MSG_SIZE           (1u << 31)      /* bytes per message */
 

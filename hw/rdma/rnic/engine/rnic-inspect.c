@@ -80,6 +80,10 @@ static void rnic_describe_mr(RnicEngine *e, RnicMr *mr, void *opaque)
     if (mr->fast_reg) {
         g_string_append_printf(out, " max-pages=%u", mr->max_pages);
     }
+    if (mr->map) {
+        g_string_append_printf(out, " mapped-segments=%u repeat=%u",
+                               mr->map->nsegs, mr->map->repeat);
+    }
     if (mr->ctx != a->ctx) {
         g_string_append(out, " replica");
     }

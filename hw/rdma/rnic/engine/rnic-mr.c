@@ -409,6 +409,7 @@ static void rnic_mr_free(RnicEngine *e, RnicMr *mr)
         g_free(mr->scm_status);
     }
     rnic_pbl_unref(e, mr->pbl);
+    rnic_map_unref(e, mr->map);
     rnic_mem_release(e, sizeof(*mr));
     g_free(mr);
 }
@@ -517,7 +518,7 @@ static void rnic_reglog_account(RnicEngine *e)
     e->reglog_charged = want;
 }
 
-static void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
+void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
 {
     RnicRegLogRec rec = {
         .op = op,
@@ -534,6 +535,7 @@ static void rnic_reglog_append(RnicEngine *e, uint8_t op, const RnicMr *mr)
 
     if (op == RNIC_REGLOG_REG || op == RNIC_REGLOG_FAST_REG) {
         rec.pbl = rnic_pbl_ref(mr->pbl);
+        rec.map = rnic_map_ref(mr->map);
     }
     g_array_append_val(e->reglog, rec);
     e->reglog_appended++;
@@ -545,7 +547,10 @@ static void rnic_reglog_clear(RnicEngine *e)
     guint i;
 
     for (i = 0; i < e->reglog->len; i++) {
-        rnic_pbl_unref(e, g_array_index(e->reglog, RnicRegLogRec, i).pbl);
+        RnicRegLogRec *r = &g_array_index(e->reglog, RnicRegLogRec, i);
+
+        rnic_pbl_unref(e, r->pbl);
+        rnic_map_unref(e, r->map);
     }
     g_array_set_size(e->reglog, 0);
     rnic_reglog_account(e);
@@ -572,21 +577,24 @@ static void rnic_reglog_snapshot_one(RnicEngine *e, RnicMr *mr, void *opaque)
     }
     if (!mr->fast_reg) {
         rec.pbl = rnic_pbl_ref(mr->pbl);
+        rec.map = rnic_map_ref(mr->map);
         g_array_append_val(log, rec);
         return;
     }
     g_array_append_val(log, rec);
-    if (mr->pbl) {
+    if (mr->pbl || mr->map) {
         /*
          * registered at least once: its last fast-register, then maybe
          * the invalidation that followed
          */
         rec.op = RNIC_REGLOG_FAST_REG;
         rec.pbl = rnic_pbl_ref(mr->pbl);
+        rec.map = rnic_map_ref(mr->map);
         g_array_append_val(log, rec);
         if (mr->state != RNIC_MR_VALID) {
             rec.op = RNIC_REGLOG_INVALIDATE;
             rec.pbl = NULL;
+            rec.map = NULL;
             g_array_append_val(log, rec);
         }
     }
@@ -792,6 +800,7 @@ RnicMr *rnic_mr_insert(RnicEngine *e, RnicPd *pd, uint32_t owner,
     mr->owner = owner;
     mr->ctx = pd->ctx;
     mr->pd = pd;
+    mr->members = t;
     rnic_mr_changed(e, mr);
     rnic_mrt_set(e, t, index, mr);
     t->count++;
@@ -819,15 +828,17 @@ static RnicPd *rnic_mr_cmd_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!pd) {
         return NULL;
     }
-    if (cmd->mr.kind == RNIC_MR_KIND_MAPPED ||
-        (cmd->mr.kind == RNIC_MR_KIND_SCM &&
-         cmd->opcode != RNIC_CMD_REG_MR)) {
+    if ((cmd->mr.kind == RNIC_MR_KIND_SCM &&
+         cmd->opcode != RNIC_CMD_REG_MR) ||
+        (cmd->mr.kind == RNIC_MR_KIND_MAPPED &&
+         cmd->opcode == RNIC_CMD_REREG_MR)) {
         rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
-                        "%s: MR kind %u is reserved",
+                        "%s: not for MR kind %u",
                         rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
         return NULL;
     }
-    if (cmd->mr.kind != RNIC_MR_KIND_MEM && cmd->mr.kind != RNIC_MR_KIND_SCM) {
+    if (cmd->mr.kind != RNIC_MR_KIND_MEM && cmd->mr.kind != RNIC_MR_KIND_SCM &&
+        cmd->mr.kind != RNIC_MR_KIND_MAPPED) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "%s: unknown MR kind %u",
                         rnic_admin_opcode_name(cmd->opcode), cmd->mr.kind);
         return NULL;
@@ -889,6 +900,16 @@ void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         rnic_reg_mr_insert(e, cmd, res, pd, pbl, access);
         return;
     }
+    if (cmd->mr.kind == RNIC_MR_KIND_MAPPED) {
+        if (!rnic_mr_room(e, pd)) {
+            rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                            "REG_MR: mapping table of PD %u (or of a context "
+                            "it is bound to) full", pd->handle);
+            return;
+        }
+        rnic_cmd_reg_mapped(e, cmd, res, pd);
+        return;
+    }
     why = cmd->mr.sems ? "storage semantics on a region of guest memory" :
         rnic_mr_check_region(iova, length, access, shift, npages);
     if (why) {
@@ -919,24 +940,27 @@ void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res)
 {
     uint32_t npages = GUINT32_FROM_LE(cmd->mr.npages);
+    bool mapped = cmd->mr.kind == RNIC_MR_KIND_MAPPED;
+    uint32_t max = mapped ? RNIC_MAP_MAX_SEGS : RNIC_MR_MAX_FAST_REG_PAGES;
     RnicPd *pd;
     RnicMr *mr;
 
     /*
      * Fast registration names guest-physical pages: only the kernel may
-     * (docs/spec.md, "Security"), as with ib_alloc_mr on real hardware.
+     * (docs/spec.md, "Security"), as with ib_alloc_mr on real hardware. A
+     * mapped STag's names STags of its PD: any owner may.
      */
-    if (!rnic_admin_check_uctx(e, cmd, res, true)) {
+    if (!rnic_admin_check_uctx(e, cmd, res, !mapped)) {
         return;
     }
     pd = rnic_mr_cmd_pd(e, cmd, res);
     if (!pd) {
         return;
     }
-    if (!npages || npages > RNIC_MR_MAX_FAST_REG_PAGES) {
+    if (!npages || npages > max) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "ALLOC_MR: %u pages (1..%u)", npages,
-                        RNIC_MR_MAX_FAST_REG_PAGES);
+                        "ALLOC_MR: %u %s (1..%u)", npages,
+                        mapped ? "segments" : "pages", max);
         return;
     }
     mr = rnic_mr_insert(e, pd, pd->owner, 0, cmd->mr.key);
@@ -1116,6 +1140,7 @@ void rnic_cmd_rereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         "of guest memory", mr->stag,
                         mr->kind == RNIC_MR_KIND_MW ? "a memory window" :
                         mr->kind == RNIC_MR_KIND_SCM ? "a persistent region" :
+                        mr->kind == RNIC_MR_KIND_MAPPED ? "a mapped STag" :
                         "a fast-register MR");
         return;
     }
@@ -1184,9 +1209,9 @@ void rnic_cmd_rereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 /* Fast register and invalidate (work requests)                           */
 /* ---------------------------------------------------------------------- */
 
-uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
-                         const struct rnic_sq_wqe *wqe)
+uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp, const RnicSendWqe *sw)
 {
+    const struct rnic_sq_wqe *wqe = &sw->hdr;
     uint32_t stag = GUINT32_FROM_LE(wqe->reg.stag);
     uint64_t iova = GUINT64_FROM_LE(wqe->reg.iova);
     uint64_t length = GUINT64_FROM_LE(wqe->reg.length);
@@ -1209,6 +1234,15 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
                    "first)", qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
+    if (mr->kind == RNIC_MR_KIND_MAPPED) {
+        return rnic_map_fast_reg(e, qp, mr, sw);
+    }
+    if (qp->owner != RNIC_UCTX_KERNEL || (wqe->flags & RNIC_WQE_INLINE) ||
+        sw->nsge) {
+        rnic_event(e, UB_MR, "fast-register: a page list from a user QP, "
+                   "or with a segment table", qp->qpn, stag);
+        return RNIC_WC_LOC_QP_OP_ERR;
+    }
     why = rnic_mr_check_region(iova, length, access, shift, npages);
     if (!why && npages > mr->max_pages) {
         why = "more pages than the MR was allocated for";
@@ -1225,6 +1259,13 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
     }
     rnic_pbl_unref(e, mr->pbl);
     mr->pbl = pbl;
+    rnic_mr_fast_reg_done(e, mr, stag, iova, length, access);
+    return RNIC_WC_SUCCESS;
+}
+
+void rnic_mr_fast_reg_done(RnicEngine *e, RnicMr *mr, uint32_t stag,
+                           uint64_t iova, uint64_t length, uint32_t access)
+{
     mr->stag = stag;
     mr->iova = iova;
     mr->length = length;
@@ -1233,7 +1274,6 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp,
     rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_FAST_REG, mr);
     rnic_reglog_compact(e, false);
-    return RNIC_WC_SUCCESS;
 }
 
 uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
@@ -1292,6 +1332,8 @@ const char *rnic_xlate_err_str(RnicXlateErr err)
         return "memory window not bound, or its MR changed since";
     case RNIC_XLATE_QP:
         return "memory window bound to another QP";
+    case RNIC_XLATE_MEMBER:
+        return "a member of the mapped STag fails its checks";
     }
     return "?";
 }
@@ -1390,20 +1432,39 @@ RnicXlateErr rnic_mr_check(const RnicMr *mr, uint32_t stag, const RnicPd *pd,
     if (!rnic_mr_range_ok(mr, va, len)) {
         return RNIC_XLATE_BOUNDS;
     }
+    if (mr->kind == RNIC_MR_KIND_MAPPED) {
+        return rnic_map_check(mr, va, len, access);
+    }
     return RNIC_XLATE_OK;
 }
 
 /*
  * Guest address of region byte 'va' and the length of the DMA-contiguous run
- * from there, at most 'max' (pages that follow each other are merged).
+ * from there, at most 'max' (pages that follow each other are merged); a
+ * mapped entry's runs end at its segments' ends. *run 0: a mapped entry's
+ * member no longer passes its checks ('write': for a write).
  */
 static uint64_t rnic_mr_run(const RnicMr *mr, uint64_t va, uint64_t max,
-                            uint64_t *run)
+                            bool write, uint64_t *run)
 {
-    const RnicPbl *p = mr->pbl;
-    uint64_t pgsz = 1ull << p->page_shift;
-    uint64_t off = va - mr->iova + (mr->iova & (pgsz - 1));
-    uint64_t idx, in, addr, len;
+    const RnicPbl *p;
+    uint64_t pgsz, off, idx, in, addr, len;
+
+    if (mr->kind == RNIC_MR_KIND_MAPPED) {
+        uint64_t mva, avail;
+
+        mr = mr->map ? rnic_map_locate(mr, va, max, write, &mva, &avail) :
+                       NULL;
+        if (!mr) {
+            *run = 0;
+            return 0;
+        }
+        va = mva;
+        max = avail;
+    }
+    p = mr->pbl;
+    pgsz = 1ull << p->page_shift;
+    off = va - mr->iova + (mr->iova & (pgsz - 1));
 
     if (p->contiguous) {
         *run = max;
@@ -1427,9 +1488,12 @@ bool rnic_mr_segs(const RnicMr *mr, uint64_t va, uint64_t len,
 {
     while (len) {
         uint64_t run;
-        uint64_t addr = rnic_mr_run(mr, va, len, &run);
+        uint64_t addr = rnic_mr_run(mr, va, len, false, &run);
         RnicDmaSeg *prev = *nsegs ? &segs[*nsegs - 1] : NULL;
 
+        if (!run) {
+            return false;
+        }
         if (prev && prev->addr + prev->len == addr) {
             prev->len += run;
         } else {
@@ -1453,9 +1517,9 @@ int rnic_mr_write(RnicEngine *e, const RnicMr *mr, uint64_t va,
 
     while (len) {
         uint64_t run;
-        uint64_t addr = rnic_mr_run(mr, va, len, &run);
+        uint64_t addr = rnic_mr_run(mr, va, len, true, &run);
 
-        if (rnic_dma_write(e, addr, p, run)) {
+        if (!run || rnic_dma_write(e, addr, p, run)) {
             return -1;
         }
         p += run;
@@ -1472,9 +1536,9 @@ int rnic_mr_read(RnicEngine *e, const RnicMr *mr, uint64_t va,
 
     while (len) {
         uint64_t run;
-        uint64_t addr = rnic_mr_run(mr, va, len, &run);
+        uint64_t addr = rnic_mr_run(mr, va, len, false, &run);
 
-        if (rnic_dma_read(e, addr, p, run)) {
+        if (!run || rnic_dma_read(e, addr, p, run)) {
             return -1;
         }
         p += run;
@@ -1500,8 +1564,11 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
     soff = off;
     while (len) {
         uint64_t run;
-        uint64_t dst = rnic_mr_run(mr, va, len, &run);
+        uint64_t dst = rnic_mr_run(mr, va, len, true, &run);
 
+        if (!run) {
+            return -1;
+        }
         while (run) {
             uint64_t n;
 
@@ -1529,6 +1596,27 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
 /* ---------------------------------------------------------------------- */
 /* Replay (state load)                                                    */
 /* ---------------------------------------------------------------------- */
+
+/*
+ * A record of a mapped STag's registration: its table (checked when it was
+ * loaded, rnic_map_new) fits the entry. Its members are not looked for:
+ * they are resolved at each access, whatever the order of the log.
+ */
+static const char *rnic_reglog_map_check(const RnicRegLogRec *rec,
+                                         uint32_t max_segs)
+{
+    if (!rec->map || rec->pbl) {
+        return "registration without its segment table";
+    }
+    if (rec->map->nsegs > max_segs) {
+        return "more segments than the entry holds";
+    }
+    if (rec->length != rec->map->unit * rec->map->repeat ||
+        rec->iova + rec->length < rec->iova) {
+        return "length does not match the segments, or iova wraps";
+    }
+    return rnic_map_check_access(rec->access);
+}
 
 bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
 {
@@ -1560,11 +1648,27 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
                                    rec->pd);
             return false;
         }
+        if (rec->map && rec->kind != RNIC_MR_KIND_MAPPED) {
+            *err = g_strdup_printf("registration log: STag 0x%x of kind %u "
+                                   "with a segment table", rec->stag,
+                                   rec->kind);
+            return false;
+        }
         if (rec->kind == RNIC_MR_KIND_SCM) {
             why = rnic_scm_check_replay(e, rec);
             if (why) {
                 *err = g_strdup_printf("registration log: SCM STag 0x%x: %s",
                                        rec->stag, why);
+                return false;
+            }
+        } else if (rec->kind == RNIC_MR_KIND_MAPPED) {
+            why = rec->op == RNIC_REGLOG_REG ?
+                rnic_reglog_map_check(rec, RNIC_MAP_MAX_SEGS) :
+                (!rec->max_pages || rec->max_pages > RNIC_MAP_MAX_SEGS) ?
+                "bad segment capacity" : NULL;
+            if (why) {
+                *err = g_strdup_printf("registration log: mapped STag 0x%x: "
+                                       "%s", rec->stag, why);
                 return false;
             }
         } else if (rec->kind != RNIC_MR_KIND_MEM) {
@@ -1619,6 +1723,7 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
             mr->iova = rec->iova;
             mr->length = rec->length;
             mr->pbl = rnic_pbl_ref(rec->pbl);
+            mr->map = rnic_map_ref(rec->map);
         } else {
             mr->state = RNIC_MR_INVALID;
             mr->fast_reg = true;
@@ -1626,7 +1731,20 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
         }
         break;
     case RNIC_REGLOG_FAST_REG:
-        if (!mr || !mr->fast_reg || !rec->pbl) {
+        if (mr && mr->fast_reg && mr->kind == RNIC_MR_KIND_MAPPED) {
+            why = rnic_reglog_map_check(rec, mr->max_pages);
+            if (why) {
+                *err = g_strdup_printf("registration log: mapped STag 0x%x: "
+                                       "%s", rec->stag, why);
+                return false;
+            }
+            rnic_map_unref(e, mr->map);
+            mr->map = rnic_map_ref(rec->map);
+            rnic_mr_fast_reg_done(e, mr, rec->stag, rec->iova, rec->length,
+                                  rec->access);
+            return true;
+        }
+        if (!mr || !mr->fast_reg || !rec->pbl || rec->map) {
             *err = g_strdup_printf("registration log: fast-register of "
                                    "unknown STag 0x%x", rec->stag);
             return false;
@@ -1647,12 +1765,9 @@ bool rnic_reglog_replay(RnicEngine *e, const RnicRegLogRec *rec, char **err)
         }
         rnic_pbl_unref(e, mr->pbl);
         mr->pbl = rnic_pbl_ref(rec->pbl);
-        mr->stag = rec->stag;
-        mr->iova = rec->iova;
-        mr->length = rec->length;
-        mr->access = rec->access;
-        mr->state = RNIC_MR_VALID;
-        break;
+        rnic_mr_fast_reg_done(e, mr, rec->stag, rec->iova, rec->length,
+                              rec->access);
+        return true;
     case RNIC_REGLOG_INVALIDATE:
         if (!mr || !mr->fast_reg) {
             *err = g_strdup_printf("registration log: invalidate of unknown "

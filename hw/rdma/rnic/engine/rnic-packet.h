@@ -57,6 +57,8 @@ typedef struct RnicDmaSeg {
  * of it spans at most two pages.
  */
 #define RNIC_PKT_MAX_SEGS       (2 * 32 + 2)
+/* The payload of one packet at most: the largest path MTU. */
+#define RNIC_MTU_MAX            4096
 
 typedef struct RnicPayload {
     uint32_t len;               /* bytes */

@@ -1332,6 +1332,33 @@ bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
     return true;
 }
 
+int rnic_sges_gather(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
+                     uint32_t off, uint8_t *buf, uint32_t len)
+{
+    uint32_t i = 0;
+
+    while (i < nsge && off >= sge[i].length) {
+        off -= sge[i].length;
+        i++;
+    }
+    while (len) {
+        uint32_t n;
+
+        if (i >= nsge) {
+            return -1;
+        }
+        n = MIN(len, sge[i].length - off);
+        if (rnic_mr_read(e, sge[i].mr, sge[i].addr + off, buf, n)) {
+            return -1;
+        }
+        buf += n;
+        len -= n;
+        off = 0;
+        i++;
+    }
+    return 0;
+}
+
 /* State load: attach a QP rebuilt from the image. */
 bool rnic_qp_load_attach(RnicEngine *e, RnicQp *qp)
 {

@@ -18,7 +18,7 @@ static uint64_t rnic_caps(const RnicEngine *e)
            RNIC_CAP_FLUSH_GLOBAL | RNIC_CAP_ATOMIC_WRITE | RNIC_CAP_UC |
            RNIC_CAP_MW | RNIC_CAP_SRQ_RESIZE | RNIC_CAP_MCAST |
            RNIC_CAP_REREG_MR | RNIC_CAP_CQE_TIMESTAMP |
-           RNIC_CAP_QP_STATS | rnic_scm_caps(e);
+           RNIC_CAP_QP_STATS | RNIC_CAP_MAPPED | rnic_scm_caps(e);
 }
 
 void rnic_regs_reset(RnicEngine *e)

@@ -116,6 +116,49 @@ static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
 }
 
 /*
+ * A REG_MR work request: a page list (kernel QPs only: its addresses are
+ * guest-physical) or a mapped STag's segment table, inline (kept in
+ * wqe->inline_data) or through one SGE (kept unresolved in wqe->sge[0]:
+ * rnic_map_fast_reg resolves it when the request executes).
+ */
+G_STATIC_ASSERT(RNIC_MAP_INLINE_SEGS * sizeof(struct rnic_map_seg) <=
+                RNIC_CFG_MAX_INLINE);
+
+static uint8_t rnic_req_decode_reg(RnicEngine *e, RnicQp *qp, uint32_t index,
+                                   RnicSendWqe *wqe, const uint8_t *buf,
+                                   uint32_t ilimit)
+{
+    const struct rnic_sq_wqe *w = &wqe->hdr;
+    const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
+    bool table = (w->flags & RNIC_WQE_INLINE) || w->num_sge;
+
+    if (!table && qp->owner != RNIC_UCTX_KERNEL) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "page-list registration on a user QP");
+    }
+    if (w->flags & RNIC_WQE_INLINE) {
+        uint32_t ilen = GUINT32_FROM_LE(w->inline_len);
+
+        if (ilen > ilimit) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "inline segment table beyond the WQE");
+        }
+        memcpy(wqe->inline_data, buf + 64, ilen);
+    } else if (w->num_sge) {
+        if (w->num_sge != 1 || qp->sq_max_sge < 1) {
+            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                    "a segment table takes one SGE");
+        }
+        wqe->sge[0].addr = GUINT64_FROM_LE(sg->addr);
+        wqe->sge[0].length = GUINT32_FROM_LE(sg->length);
+        wqe->sge[0].lkey = GUINT32_FROM_LE(sg->lkey);
+        wqe->sge[0].mr = NULL;
+        wqe->nsge = 1;
+    }
+    return RNIC_WC_SUCCESS;
+}
+
+/*
  * Read and validate the send WQE at free-running index 'index' into 'c'.
  * Returns an rnic_wc_status; c->hdr is filled whenever the WQE was read.
  */
@@ -133,7 +176,7 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     struct rnic_sq_wqe *w = &wqe->hdr;
     RnicWqcProbe probe;
     uint64_t total = 0;
-    uint32_t access = 0, i;
+    uint32_t access = 0, i, ilimit;
 
     wqe->valid = false;
     if (rnic_dma_read(e, addr, buf, len)) {
@@ -142,8 +185,11 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
                                 "send queue ring not readable");
     }
     memcpy(w, buf, sizeof(*w));
+    /* a registration's inline segment table: what the stride holds */
+    ilimit = w->opcode == RNIC_WR_REG_MR ?
+             MIN(stride - 64, RNIC_MAP_INLINE_SEGS * 24) : qp->max_inline;
     need = 64 + ((w->flags & RNIC_WQE_INLINE) ?
-                 MIN(GUINT32_FROM_LE(w->inline_len), qp->max_inline) :
+                 MIN(GUINT32_FROM_LE(w->inline_len), ilimit) :
                  MIN(w->num_sge, qp->sq_max_sge) * 16);
     if (need > len && rnic_dma_read(e, addr + len, buf + len, need - len)) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
@@ -169,10 +215,12 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
                                 "opcode not valid on a UC QP" :
                                 "opcode not valid on a UD QP");
     }
-    if (w->opcode == RNIC_WR_REG_MR && qp->owner != RNIC_UCTX_KERNEL) {
-        /* a page list is guest-physical addresses: the kernel's only */
-        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                "registration work request on a user QP");
+    if (w->opcode == RNIC_WR_REG_MR) {
+        uint8_t status = rnic_req_decode_reg(e, qp, index, wqe, buf, ilimit);
+
+        if (status != RNIC_WC_SUCCESS) {
+            return status;
+        }
     }
     if (rnic_wr_is_local(w->opcode)) {
         return RNIC_WC_SUCCESS;
@@ -467,8 +515,9 @@ static uint8_t rnic_req_rc_opcode(uint8_t wr, bool first, bool last)
 }
 
 /* Payload [off, off + len) of a WQE: inline bytes or guest segments. */
-static bool rnic_req_payload(const RnicSendWqe *wqe, uint32_t off, uint32_t len,
-                             RnicPacket *pkt, RnicDmaSeg *segs)
+static bool rnic_req_payload(RnicEngine *e, const RnicSendWqe *wqe,
+                             uint32_t off, uint32_t len, RnicPacket *pkt,
+                             RnicDmaSeg *segs, uint8_t *bounce)
 {
     pkt->payload.len = len;
     if (wqe->hdr.flags & RNIC_WQE_INLINE) {
@@ -485,8 +534,16 @@ static bool rnic_req_payload(const RnicSendWqe *wqe, uint32_t off, uint32_t len,
     }
     pkt->payload.segs = segs;
     pkt->payload.nsegs = 0;
-    return rnic_sges_segs(wqe->sge, wqe->nsge, off, len, segs,
-                          &pkt->payload.nsegs, RNIC_PKT_MAX_SEGS);
+    if (rnic_sges_segs(wqe->sge, wqe->nsge, off, len, segs,
+                       &pkt->payload.nsegs, RNIC_PKT_MAX_SEGS)) {
+        return true;
+    }
+    /* more pieces than a packet references (a mapped STag's small ones) */
+    pkt->payload.segs = NULL;
+    pkt->payload.nsegs = 0;
+    pkt->payload.data = bounce;
+    return len <= RNIC_MTU_MAX &&
+           !rnic_sges_gather(e, wqe->sge, wqe->nsge, off, bounce, len);
 }
 
 /* Build and send packet k of an RC or UC WQE. false: the payload did not fit. */
@@ -498,6 +555,7 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     bool first = k == 0;
     bool last = k + 1 >= s->npsn;
     RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+    RNIC_UNINIT uint8_t bounce[RNIC_MTU_MAX];
     RNIC_UNINIT RnicPacket pkt;
     uint32_t off;
     bool resend;
@@ -564,8 +622,8 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
         break;
     default:
         off = k * pmtu;
-        if (!rnic_req_payload(wqe, off, MIN(pmtu, wqe->length - off), &pkt,
-                              segs)) {
+        if (!rnic_req_payload(e, wqe, off, MIN(pmtu, wqe->length - off), &pkt,
+                              segs, bounce)) {
             return false;
         }
         if (pkt.ext & RNIC_ROCE_EXT_RETH) {
@@ -593,6 +651,7 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
 static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *wqe)
 {
     RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+    RNIC_UNINIT uint8_t bounce[RNIC_MTU_MAX];
     uint32_t qkey = GUINT32_FROM_LE(wqe->hdr.ud.remote_qkey);
     RNIC_UNINIT RnicPacket pkt;
 
@@ -616,7 +675,7 @@ static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *wqe)
     pkt.deth.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
     pkt.deth.src_qp = qp->qpn;
     pkt.immdt = GUINT32_FROM_BE(wqe->hdr.imm_or_inv);
-    if (!rnic_req_payload(wqe, 0, wqe->length, &pkt, segs)) {
+    if (!rnic_req_payload(e, wqe, 0, wqe->length, &pkt, segs, bounce)) {
         return false;
     }
     rnic_xmit(e, qp, &pkt);
@@ -666,7 +725,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
                wqe->length);
     if (rnic_wr_is_local(wqe->hdr.opcode)) {
         if (wqe->hdr.opcode == RNIC_WR_REG_MR) {
-            status = rnic_mr_fast_reg(e, qp, &wqe->hdr);
+            status = rnic_mr_fast_reg(e, qp, wqe);
         } else if (wqe->hdr.opcode == RNIC_WR_BIND_MW) {
             status = rnic_mw_bind(e, qp, &wqe->hdr);
         } else {

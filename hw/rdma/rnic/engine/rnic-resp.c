@@ -106,6 +106,7 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
     while (resp->res_pending && sent < budget) {
         RnicRespRes *res = &resp->res[resp->res_send % resp->nres];
         RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
+        RNIC_UNINIT uint8_t bounce[RNIC_MTU_MAX];
         RNIC_UNINIT RnicPacket pkt;
 
         if (res->kind == RNIC_RES_ATOMIC) {
@@ -134,9 +135,19 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
                     /* a management key reads the region's status */
                     pkt.payload.data = rnic_scm_status_bytes(mr,
                                                              res->va + off);
-                } else if (err || !rnic_mr_segs(mr, res->va + off, len, segs,
-                                                &pkt.payload.nsegs,
-                                                RNIC_PKT_MAX_SEGS)) {
+                } else if (!err && !rnic_mr_segs(mr, res->va + off, len, segs,
+                                                 &pkt.payload.nsegs,
+                                                 RNIC_PKT_MAX_SEGS)) {
+                    /* more pieces than a packet references: copied */
+                    pkt.payload.segs = NULL;
+                    pkt.payload.nsegs = 0;
+                    pkt.payload.data = bounce;
+                    if (len > RNIC_MTU_MAX ||
+                        rnic_mr_read(e, mr, res->va + off, bounce, len)) {
+                        err = RNIC_XLATE_MEMBER;
+                    }
+                }
+                if (err) {
                     rnic_event(e, UB_READ_SOURCE, rnic_xlate_err_str(err),
                                qp->qpn, res->psn + k);
                     resp->res_pending = 0;

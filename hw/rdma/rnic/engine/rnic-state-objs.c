@@ -613,7 +613,16 @@ static const RnicImageField rnic_reglog_fields[] = {
     RNIC_IMG_END
 };
 
-/* A record's page list: a u8 "has one", this head, then its pages. */
+/*
+ * What follows a record: a u8 saying what, then a page list (this head,
+ * then its pages) or a mapped STag's segment table (its count and repeat,
+ * then each segment as struct rnic_map_seg has it).
+ */
+enum {
+    RNIC_MRLOG_NONE = 0,
+    RNIC_MRLOG_PBL = 1,
+    RNIC_MRLOG_MAP = 2,
+};
 static const RnicImageField rnic_pbl_fields[] = {
     RNIC_IMG_U32(RnicPbl, npages),
     RNIC_IMG_U8(RnicPbl, page_shift),
@@ -625,6 +634,23 @@ static const RnicImageField rnic_pbl_fields[] = {
 static uint32_t rnic_pbl_saved_pages(const RnicPbl *p)
 {
     return p->contiguous ? 1 : p->npages;
+}
+
+static void rnic_map_save(RnicImageWriter *w, const RnicMap *map)
+{
+    g_autofree struct rnic_map_seg *t = g_new(struct rnic_map_seg,
+                                              map->nsegs);
+    uint32_t j;
+
+    rnic_map_export(map, t);
+    rnic_image_put_u32(w, map->nsegs);
+    rnic_image_put_u32(w, map->repeat);
+    for (j = 0; j < map->nsegs; j++) {
+        rnic_image_put_u64(w, GUINT64_FROM_LE(t[j].addr));
+        rnic_image_put_u32(w, GUINT32_FROM_LE(t[j].length));
+        rnic_image_put_u32(w, GUINT32_FROM_LE(t[j].lkey));
+        rnic_image_put_u32(w, GUINT32_FROM_LE(t[j].skip));
+    }
 }
 
 void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
@@ -645,14 +671,46 @@ void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
         uint32_t j;
 
         rnic_image_put_fields(w, rnic_reglog_fields, r);
-        rnic_image_put_u8(w, p != NULL);
+        rnic_image_put_u8(w, p ? RNIC_MRLOG_PBL :
+                             r->map ? RNIC_MRLOG_MAP : RNIC_MRLOG_NONE);
         if (p) {
             rnic_image_put_fields(w, rnic_pbl_fields, p);
             for (j = 0; j < rnic_pbl_saved_pages(p); j++) {
                 rnic_image_put_u64(w, p->pages[j]);
             }
+        } else if (r->map) {
+            rnic_map_save(w, r->map);
         }
     }
+}
+
+/* A segment table: checked as a guest's (rnic_map_new), never trusted. */
+static bool rnic_map_load(RnicEngine *e, RnicImageReader *rd,
+                          const RnicRegLogRec *r, RnicMap **map, char **err)
+{
+    g_autofree struct rnic_map_seg *t = NULL;
+    uint32_t n = rnic_image_get_u32(rd), repeat = rnic_image_get_u32(rd);
+    const char *why;
+    uint32_t j;
+
+    LOAD_END(rd, "registration log");
+    /* never allocate more than the stream can hold */
+    LOAD_CHECK(n && n <= RNIC_MAP_MAX_SEGS &&
+               (uint64_t)n * 20 <= rd->len - rd->pos,
+               "registration log: segment table of %u segments truncated "
+               "or too long", n);
+    t = g_new0(struct rnic_map_seg, n);
+    for (j = 0; j < n; j++) {
+        t[j].addr = GUINT64_TO_LE(rnic_image_get_u64(rd));
+        t[j].length = GUINT32_TO_LE(rnic_image_get_u32(rd));
+        t[j].lkey = GUINT32_TO_LE(rnic_image_get_u32(rd));
+        t[j].skip = GUINT32_TO_LE(rnic_image_get_u32(rd));
+    }
+    LOAD_END(rd, "registration log");
+    *map = rnic_map_new(e, t, n, repeat, r->length, &why);
+    LOAD_CHECK(*map, "registration log: STag 0x%x: segment table: %s",
+               r->stag, why);
+    return true;
 }
 
 static bool rnic_pbl_load(RnicEngine *e, RnicImageReader *rd, RnicPbl **pbl,
@@ -684,12 +742,22 @@ static bool rnic_mrlog_load_one(RnicEngine *e, RnicImageReader *rd,
     RnicRegLogRec r = { 0 };
     bool ok;
 
+    uint8_t what;
+
     rnic_image_get_fields(rd, rnic_reglog_fields, &r, NULL);
-    if (rnic_image_get_u8(rd) && !rnic_pbl_load(e, rd, &r.pbl, err)) {
+    what = rnic_image_get_u8(rd);
+    LOAD_END(rd, "registration log");
+    LOAD_CHECK(what <= RNIC_MRLOG_MAP, "registration log: STag 0x%x: "
+               "unknown translation %u", r.stag, what);
+    if (what == RNIC_MRLOG_PBL && !rnic_pbl_load(e, rd, &r.pbl, err)) {
+        return false;
+    }
+    if (what == RNIC_MRLOG_MAP && !rnic_map_load(e, rd, &r, &r.map, err)) {
         return false;
     }
     ok = !rd->overrun && rnic_reglog_replay(e, &r, err);
     rnic_pbl_unref(e, r.pbl);
+    rnic_map_unref(e, r.map);
     LOAD_END(rd, "registration log");
     if (!ok) {
         return false;
@@ -730,6 +798,28 @@ static void rnic_pages_dump(RnicImageReader *rd, GString *out,
     }
 }
 
+/* A segment table, a segment a line. */
+static void rnic_map_dump(RnicImageReader *rd, GString *out, const char *key)
+{
+    uint32_t n = rnic_image_get_u32(rd), repeat = rnic_image_get_u32(rd);
+    uint32_t i;
+
+    g_string_append_printf(out, "  %s.map.nsegs = %u\n  %s.map.repeat = %u\n",
+                           key, n, key, repeat);
+    for (i = 0; i < n && !rd->overrun; i++) {
+        uint64_t addr = rnic_image_get_u64(rd);
+        uint32_t len = rnic_image_get_u32(rd), lkey = rnic_image_get_u32(rd);
+        uint32_t skip = rnic_image_get_u32(rd);
+
+        if (rd->overrun) {
+            break;
+        }
+        g_string_append_printf(out, "  %s.map.segs[%u] = addr 0x%"
+                               G_GINT64_MODIFIER "x length %u lkey 0x%x "
+                               "skip %u\n", key, i, addr, len, lkey, skip);
+    }
+}
+
 void rnic_mrlog_dump(RnicImageReader *rd, GString *out)
 {
     uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
@@ -740,8 +830,15 @@ void rnic_mrlog_dump(RnicImageReader *rd, GString *out)
         g_autofree char *pbl = g_strdup_printf("mr_log[%u].pbl", i);
         RnicPbl in = { 0 };
 
+        uint8_t what;
+
         rnic_image_dump_fields(rd, out, key, rnic_reglog_fields, NULL);
-        if (!rnic_image_get_u8(rd)) {
+        what = rnic_image_get_u8(rd);
+        if (what == RNIC_MRLOG_MAP) {
+            rnic_map_dump(rd, out, key);
+            continue;
+        }
+        if (what != RNIC_MRLOG_PBL) {
             continue;
         }
         rnic_image_dump_fields(rd, out, pbl, rnic_pbl_fields, &in);

@@ -239,6 +239,15 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     RnicWqcEntry *c;
     uint32_t w, v, i;
 
+    /*
+     * a mapped STag's translation depends on its members' entries too,
+     * whose versions an entry does not record: such lists are not kept
+     */
+    for (i = 0; i < nsge; i++) {
+        if (res->sge[i].mr && res->sge[i].mr->kind == RNIC_MR_KIND_MAPPED) {
+            return;
+        }
+    }
     if (!probe->fp || !(wqc = rnic_wqc_get(e, qp))) {
         return;
     }
