@@ -14,7 +14,7 @@
  *
  * Not a test: build with 'meson compile -C build/project', run
  * build/project/tests/bench/bench-engine [--no-map] [--time=ms] [--mtu=N]
- * [--wqe-cache] [--profile=sges,on|off]
+ * [--wqe-cache] [--profile=sges,on|off] [--gather]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -283,6 +283,217 @@ static void bench_wqe_profile(uint64_t budget, uint32_t nsge, bool on)
     bench_fini(&b);
 }
 
+/*
+ * Gather (issue 20): 64 scattered buffers of 512 B filled by one 32 KiB
+ * READ, as
+ *   mapped:   one READ whose local key is a mapped STag over the 64
+ *             buffers (registered once);
+ *   mapped+reg: the same, the mapped STag registered again for every I/O
+ *             (LOCAL_INV, REG_MR with the table through an SGE, READ), as
+ *             storage ULPs register per I/O;
+ *   8 WQEs:   the form an SGE limit of 8 forces: 8 READs of 4 KiB, each
+ *             scattered over 8 buffers by its SGEs;
+ *   contiguous: one READ into one 32 KiB buffer (the reference).
+ * One gather = one signaled completion; GATHER_BATCH gathers a doorbell;
+ * the forms in alternating rounds, the median of 'rounds'.
+ */
+#define GATHER_BUFS     64
+#define GATHER_PIECE    512
+#define GATHER_BATCH    16
+#define GATHER_MAP_IOVA 0x5000000000ull
+
+enum { G_MAPPED, G_MAPPED_REG, G_MULTI, G_CONTIG, G_FORMS };
+
+static uint64_t gather_buf(const Bench *b, uint32_t k)
+{
+    /* apart and at odd page offsets, as an I/O's pages */
+    return b->bufa + (uint64_t)k * 12288 + (k * 1088) % 4096;
+}
+
+static uint64_t gather_run(Bench *b, int form, uint32_t mk, uint64_t table,
+                          uint32_t table_key, uint64_t budget,
+                          uint64_t *elapsed)
+{
+    TestHost *h = b->h;
+    uint32_t size = GATHER_BUFS * GATHER_PIECE;
+    uint64_t ops = 0, t0 = now_ns(), t;
+    struct rnic_cqe c[GATHER_BATCH];
+    uint32_t i, k, j;
+    int got;
+
+    do {
+        for (i = 0; i < GATHER_BATCH; i++) {
+            uint64_t remote = b->bufb + (uint64_t)((ops + i) % 64) * size;
+            struct rnic_sge s[8];
+            struct rnic_sq_wqe w;
+
+            memset(&w, 0, sizeof(w));
+            w.opcode = RNIC_WR_RDMA_READ;
+            w.rdma.rkey = b->mrb;
+            if (form == G_MULTI) {
+                for (j = 0; j < 8; j++) {
+                    for (k = 0; k < 8; k++) {
+                        s[k] = tv_sge(gather_buf(b, j * 8 + k), GATHER_PIECE,
+                                      b->mra);
+                    }
+                    w.num_sge = 8;
+                    w.flags = j == 7 ? RNIC_WQE_SIGNALED : 0;
+                    w.rdma.remote_addr = remote + j * 8 * GATHER_PIECE;
+                    tv_write_send(h, b->a, &w, s, NULL);
+                }
+                continue;
+            }
+            if (form == G_MAPPED_REG) {
+                struct rnic_sq_wqe r;
+
+                memset(&r, 0, sizeof(r));
+                r.opcode = RNIC_WR_LOCAL_INV;
+                r.imm_or_inv = mk;
+                tv_write_send(h, b->a, &r, NULL, NULL);
+                mk = (mk & ~0xffu) | ((mk + 1) & 0xffu);   /* a fresh key */
+                r.opcode = RNIC_WR_REG_MR;
+                r.imm_or_inv = 1;
+                r.num_sge = 1;
+                r.reg.stag = mk;
+                r.reg.iova = GATHER_MAP_IOVA;
+                r.reg.length = size;
+                r.reg.access = RNIC_ACCESS_LOCAL_WRITE;
+                r.reg.npages = GATHER_BUFS;
+                s[0] = tv_sge(table, GATHER_BUFS * sizeof(struct rnic_map_seg),
+                              table_key);
+                tv_write_send(h, b->a, &r, s, NULL);
+            }
+            s[0] = form == G_CONTIG ? tv_sge(b->bufa + (64u << 20) - size,
+                                             size, b->mra) :
+                                      tv_sge(GATHER_MAP_IOVA, size, mk);
+            w.num_sge = 1;
+            w.flags = RNIC_WQE_SIGNALED;
+            w.rdma.remote_addr = remote;
+            tv_write_send(h, b->a, &w, s, NULL);
+        }
+        tv_ring_sq(h, b->a);
+        test_host_run(h);
+        got = tv_poll(h, b->cqa, c, GATHER_BATCH);
+        if (got != GATHER_BATCH || c[got - 1].status != RNIC_WC_SUCCESS) {
+            fprintf(stderr, "gather: unexpected completions: %d (status %u)\n",
+                    got, got ? c[got - 1].status : 0);
+            exit(1);
+        }
+        ops += GATHER_BATCH;
+        t = now_ns();
+    } while (t - t0 < budget);
+    *elapsed = t - t0;
+    /* the last gather's bytes, where each form put them */
+    for (k = 0; k < GATHER_BUFS; k++) {
+        uint64_t src = b->bufb + (uint64_t)((ops - 1) % 64) * size +
+                       k * GATHER_PIECE;
+        uint64_t dst = form == G_CONTIG ?
+                       b->bufa + (64u << 20) - size + k * GATHER_PIECE :
+                       gather_buf(b, k);
+
+        if (memcmp(test_ptr(h, src), test_ptr(h, dst), GATHER_PIECE)) {
+            fprintf(stderr, "gather: data mismatch (form %d, buffer %u)\n",
+                    form, k);
+            exit(1);
+        }
+    }
+    return ops;
+}
+
+static void bench_gather(uint64_t budget, int rounds)
+{
+    static const char *const names[G_FORMS] = {
+        "mapped lkey, 1 READ", "mapped, registered per I/O",
+        "8 WQEs x 8 SGEs", "contiguous, 1 READ",
+    };
+    struct rnic_map_seg *t;
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
+    double rate[G_FORMS][64];
+    uint32_t mk, mk2, tkey, k;
+    uint64_t table;
+    Bench b;
+    int r, f;
+
+    bench_init(&b, RNIC_MTU_4096, true, 8);
+    for (k = 0; k < 64u * GATHER_BUFS * GATHER_PIECE / 4096; k++) {
+        memset(test_ptr(b.h, b.bufb + (uint64_t)k * 4096), k, 4096);
+    }
+    /* the table, in registered memory: both forms of registration use it */
+    table = test_alloc(b.h, GATHER_BUFS * sizeof(*t), 64);
+    tkey = tv_reg_mr(b.h, b.pd, table, GATHER_BUFS * sizeof(*t),
+                     TV_ACCESS_ALL, 0, NULL);
+    t = test_ptr(b.h, table);
+    for (k = 0; k < GATHER_BUFS; k++) {
+        memset(&t[k], 0, sizeof(t[k]));
+        t[k].addr = gather_buf(&b, k);
+        t[k].length = GATHER_PIECE;
+        t[k].lkey = b.mra;
+    }
+    c.mr.kind = RNIC_MR_KIND_MAPPED;
+    c.mr.pd = b.pd;
+    c.mr.npages = GATHER_BUFS;
+    c.mr.key = 1;
+    mk2 = tv_cmd_ok(b.h, &c);           /* invalid: the first I/O's LOCAL_INV */
+    c.opcode = RNIC_CMD_REG_MR;
+    c.mr.iova = GATHER_MAP_IOVA;
+    c.mr.length = GATHER_BUFS * GATHER_PIECE;
+    c.mr.pbl_addr = table;
+    c.mr.access = RNIC_ACCESS_LOCAL_WRITE;
+    mk = tv_cmd_ok(b.h, &c);
+    /* the per-I/O one starts registered, so that each I/O invalidates it */
+    {
+        struct rnic_sq_wqe r;
+        struct rnic_sge s = tv_sge(table, GATHER_BUFS * sizeof(*t), tkey);
+        struct rnic_cqe done;
+
+        memset(&r, 0, sizeof(r));
+        r.opcode = RNIC_WR_REG_MR;
+        r.flags = RNIC_WQE_SIGNALED;
+        r.num_sge = 1;
+        r.reg.stag = mk2;
+        r.reg.iova = GATHER_MAP_IOVA;
+        r.reg.length = GATHER_BUFS * GATHER_PIECE;
+        r.reg.access = RNIC_ACCESS_LOCAL_WRITE;
+        r.reg.npages = GATHER_BUFS;
+        tv_post_send(b.h, b.a, &r, &s, NULL);
+        done = tv_poll_one(b.h, b.cqa);
+        if (done.status != RNIC_WC_SUCCESS) {
+            fprintf(stderr, "gather: registration failed (%u)\n", done.status);
+            exit(1);
+        }
+    }
+    printf("rnic engine benchmark: gather 64 x 512 B scattered buffers by "
+           "one 32 KiB READ,\nloopback, path MTU 4096, %d gathers per "
+           "doorbell, each signaled;\nmedian of %d alternating rounds of %"
+           PRIu64 " ms\n\n", GATHER_BATCH, rounds, budget / 1000000);
+    for (r = 0; r < rounds; r++) {
+        for (f = 0; f < G_FORMS; f++) {
+            uint64_t elapsed, n;
+
+            n = gather_run(&b, f, f == G_MAPPED_REG ? mk2 : mk, table, tkey,
+                           budget, &elapsed);
+            if (f == G_MAPPED_REG) {
+                /* its key moved on with every I/O */
+                mk2 = (mk2 & ~0xffu) | ((mk2 + n) & 0xffu);
+            }
+            rate[f][r] = n * 1e9 / elapsed;
+        }
+    }
+    printf("%-28s %12s %9s %10s %10s\n", "form", "gathers/s", "GB/s",
+           "/ 8 WQEs", "/ contig");
+    for (f = 0; f < G_FORMS; f++) {
+        qsort(rate[f], rounds, sizeof(double), cmp_double);
+    }
+    for (f = 0; f < G_FORMS; f++) {
+        double m = rate[f][rounds / 2];
+
+        printf("%-28s %12.0f %9.2f %9.2fx %9.2fx\n", names[f], m,
+               m * GATHER_BUFS * GATHER_PIECE / 1e9,
+               m / rate[G_MULTI][rounds / 2], m / rate[G_CONTIG][rounds / 2]);
+    }
+    bench_fini(&b);
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 64, 4096, 65536, 1u << 20 };
@@ -296,7 +507,7 @@ int main(int argc, char **argv)
     };
     uint64_t budget = 400 * 1000000ull;
     uint8_t mtu = RNIC_MTU_4096;
-    bool map = true, wqe_cache = false, profile_on = false;
+    bool map = true, wqe_cache = false, profile_on = false, gather = false;
     uint32_t profile_sge = 0;
     uint8_t *hs, *hd, *hs_mem, *hd_mem;
     double big;
@@ -309,6 +520,8 @@ int main(int argc, char **argv)
             map = false;
         } else if (!strcmp(argv[a], "--wqe-cache")) {
             wqe_cache = true;
+        } else if (!strcmp(argv[a], "--gather")) {
+            gather = true;
         } else if (!strncmp(argv[a], "--profile=", 10)) {
             profile_sge = strtoul(argv[a] + 10, NULL, 0);
             profile_on = !!strstr(argv[a], ",on");
@@ -322,7 +535,8 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--no-map] [--time=ms] [--mtu=bytes] "
-                    "[--wqe-cache] [--profile=sges,on|off]\n", argv[0]);
+                    "[--wqe-cache] [--profile=sges,on|off] [--gather]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -332,6 +546,10 @@ int main(int argc, char **argv)
     }
     if (wqe_cache) {
         bench_wqe_cache(budget / 2, 7);
+        return 0;
+    }
+    if (gather) {
+        bench_gather(budget / 4, 7);
         return 0;
     }
     /* host buffers laid out as the engine's: page aligned, skewed */

@@ -1099,14 +1099,16 @@ uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
  * for the rights 'access' asks of the mapped STag) and the member byte
  * behind entry byte 'va': the member, *mva and the bytes of the segment
  * from there (at most 'max'), or NULL when the member no longer passes
- * (write: the access writes).
+ * (write: the access writes). *hint: the segment of the caller's last run
+ * (0 to start), updated.
  */
 uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
                           const RnicSendWqe *wqe);
 RnicXlateErr rnic_map_check(const RnicMr *mr, uint64_t va, uint64_t len,
                             uint32_t access);
 const RnicMr *rnic_map_locate(const RnicMr *mr, uint64_t va, uint64_t max,
-                              bool write, uint64_t *mva, uint64_t *avail);
+                              bool write, uint32_t *hint, uint64_t *mva,
+                              uint64_t *avail);
 /*
  * The segment table 'in' (little endian, as the guest wrote it) checked
  * for a mapped entry of 'length' bytes and made an RnicMap (charged to the

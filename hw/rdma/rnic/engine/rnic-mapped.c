@@ -329,13 +329,28 @@ RnicXlateErr rnic_map_check(const RnicMr *mr, uint64_t va, uint64_t len,
 }
 
 const RnicMr *rnic_map_locate(const RnicMr *mr, uint64_t va, uint64_t max,
-                              bool write, uint64_t *mva, uint64_t *avail)
+                              bool write, uint32_t *hint, uint64_t *mva,
+                              uint64_t *avail)
 {
     const RnicMap *map = mr->map;
-    uint64_t o = va - mr->iova;
-    uint64_t rep = o / map->unit, w = o % map->unit;
-    const RnicMapSeg *s = &map->segs[rnic_map_find(map, w)];
-    uint64_t in = w - s->start;
+    uint64_t o = va - mr->iova, rep = 0, w = o, in;
+    uint32_t i = *hint;
+    const RnicMapSeg *s;
+
+    if (map->repeat > 1) {
+        rep = o / map->unit;
+        w = o % map->unit;
+    }
+    /* runs walk forward: the hinted segment or the next, else a search */
+    if (i >= map->nsegs || w < map->segs[i].start) {
+        i = rnic_map_find(map, w);
+    } else if (w - map->segs[i].start >= map->segs[i].length) {
+        i = i + 1 < map->nsegs && w - map->segs[i + 1].start <
+            map->segs[i + 1].length ? i + 1 : rnic_map_find(map, w);
+    }
+    *hint = i;
+    s = &map->segs[i];
+    in = w - s->start;
 
     *avail = MIN(max, (uint64_t)s->length - in);
     *mva = s->addr + rep * s->stride + in;

@@ -1445,7 +1445,7 @@ RnicXlateErr rnic_mr_check(const RnicMr *mr, uint32_t stag, const RnicPd *pd,
  * member no longer passes its checks ('write': for a write).
  */
 static uint64_t rnic_mr_run(const RnicMr *mr, uint64_t va, uint64_t max,
-                            bool write, uint64_t *run)
+                            bool write, uint32_t *hint, uint64_t *run)
 {
     const RnicPbl *p;
     uint64_t pgsz, off, idx, in, addr, len;
@@ -1453,8 +1453,8 @@ static uint64_t rnic_mr_run(const RnicMr *mr, uint64_t va, uint64_t max,
     if (mr->kind == RNIC_MR_KIND_MAPPED) {
         uint64_t mva, avail;
 
-        mr = mr->map ? rnic_map_locate(mr, va, max, write, &mva, &avail) :
-                       NULL;
+        mr = mr->map ? rnic_map_locate(mr, va, max, write, hint, &mva,
+                                       &avail) : NULL;
         if (!mr) {
             *run = 0;
             return 0;
@@ -1486,9 +1486,11 @@ static uint64_t rnic_mr_run(const RnicMr *mr, uint64_t va, uint64_t max,
 bool rnic_mr_segs(const RnicMr *mr, uint64_t va, uint64_t len,
                   RnicDmaSeg *segs, uint32_t *nsegs, uint32_t max)
 {
+    uint32_t hint = 0;
+
     while (len) {
         uint64_t run;
-        uint64_t addr = rnic_mr_run(mr, va, len, false, &run);
+        uint64_t addr = rnic_mr_run(mr, va, len, false, &hint, &run);
         RnicDmaSeg *prev = *nsegs ? &segs[*nsegs - 1] : NULL;
 
         if (!run) {
@@ -1514,10 +1516,11 @@ int rnic_mr_write(RnicEngine *e, const RnicMr *mr, uint64_t va,
                   const void *buf, uint64_t len)
 {
     const uint8_t *p = buf;
+    uint32_t hint = 0;
 
     while (len) {
         uint64_t run;
-        uint64_t addr = rnic_mr_run(mr, va, len, true, &run);
+        uint64_t addr = rnic_mr_run(mr, va, len, true, &hint, &run);
 
         if (!run || rnic_dma_write(e, addr, p, run)) {
             return -1;
@@ -1533,10 +1536,11 @@ int rnic_mr_read(RnicEngine *e, const RnicMr *mr, uint64_t va,
                  void *buf, uint64_t len)
 {
     uint8_t *p = buf;
+    uint32_t hint = 0;
 
     while (len) {
         uint64_t run;
-        uint64_t addr = rnic_mr_run(mr, va, len, false, &run);
+        uint64_t addr = rnic_mr_run(mr, va, len, false, &hint, &run);
 
         if (!run || rnic_dma_read(e, addr, p, run)) {
             return -1;
@@ -1551,7 +1555,7 @@ int rnic_mr_read(RnicEngine *e, const RnicMr *mr, uint64_t va,
 int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
                   const RnicPayload *pl, uint32_t off, uint32_t len)
 {
-    uint32_t si = 0, soff;
+    uint32_t si = 0, soff, hint = 0;
 
     if (pl->data) {
         return rnic_mr_write(e, mr, va, pl->data + off, len);
@@ -1564,7 +1568,7 @@ int rnic_mr_place(RnicEngine *e, const RnicMr *mr, uint64_t va,
     soff = off;
     while (len) {
         uint64_t run;
-        uint64_t dst = rnic_mr_run(mr, va, len, true, &run);
+        uint64_t dst = rnic_mr_run(mr, va, len, true, &hint, &run);
 
         if (!run) {
             return -1;
