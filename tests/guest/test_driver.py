@@ -16,7 +16,9 @@ userspace); the first test that needs it builds it.
                            context of the device, which goes with them
   driver-uverbs            the user-space path without a provider: context,
                            doorbell page and rings mmapped, user MRs, a QP
-                           driven from user space (WRITE, SEND/RECV)
+                           driven from user space (WRITE, SEND/RECV), a
+                           mapped STag (ibv_reg_mr's RNIC_UREG_MR_MAPPED)
+                           registered by a user REG_MR work request
   driver-ktest-loopback    every kernel verb of rnic_ktest, RDMA-CM loopback
   driver-ktest-loopback-ipv6  the same over a global IPv6 address (GID)
   driver-ktest-two-guests  rnic_ktest server/client between two guests
@@ -225,6 +227,9 @@ def check_ktest(out: str) -> None:
     else:
         assert not re.search(r"rnic_ktest: placement: .*skipped", out), out
         assert not re.search(r"rnic_ktest: placement: PASS \(0 operations", out), out
+    # the device has mapped STags (ABI 1.6): the map_* tests ran
+    assert "has no SG_GAPS registration" not in out, out
+    assert not re.search(r"rnic_ktest: map_\w+: PASS \(0 operations", out), out
     assert "FAIL" not in out, out
     assert values(out, "ktest_status")[0] == "0", out
 
@@ -385,6 +390,11 @@ def check_uverbs(result: GuestResult) -> None:
     assert_clean_dmesg(out)
     assert "uverbs: RDMA WRITE of 65536 bytes: PASS" in out, out
     assert "uverbs: SEND/RECV of 5000 bytes: PASS" in out, out
+    # a mapped STag from user space (RNIC_UREG_MR_MAPPED): allocated, mapped
+    # by a REG_MR work request, written through, freed
+    assert re.search(r"uverbs: mapped STag 0x[0-9a-f]+ \(allocated as 0x[0-9a-f]+\): "
+                     r"WRITE of 4230 bytes over 3 segments: PASS", out), out
+    assert "uverbs: mapped STag freed" in out, out
     assert values(out, "uverbs_status")[0] == "0", out
     assert values(out, "rmmod_status")[0] == "0", out
     assert float(values(out, "rmmod_seconds")[0]) < 10, out

@@ -171,6 +171,89 @@ static void post_send(void *ring, unsigned int shift, uint32_t idx,
 	*(volatile uint64_t *)(db + RNIC_DB_SQ) = rnic_db_value(qp_handle, 0, idx + 1);
 }
 
+/*
+ * A mapped STag from user space (RNIC_UREG_MR_MAPPED, ABI 1.6): REG_MR with
+ * the udata allocates it, a REG_MR work request at SQ slot 'idx' maps three
+ * ranges of dst onto it with a new key (the table in src, named by the
+ * WQE's one SGE), an RDMA WRITE through it scatters src over those ranges,
+ * DEREG_MR frees it whatever its key is now.
+ */
+static void mapped_stag(uint32_t pd_handle, void *sq, unsigned int shift,
+			uint32_t idx, uint8_t *src, uint32_t src_lkey,
+			uint8_t *dst, uint32_t dst_lkey, volatile uint8_t *db,
+			uint32_t qp_handle, struct rnic_cqe *cqring,
+			uint32_t cq_log, uint32_t *cq_cons, uint32_t cq_handle)
+{
+	static const uint32_t off[3] = { 3, 5000, 9501 };
+	static const uint32_t len[3] = { 100, 4097, 33 };
+	struct { struct ib_uverbs_reg_mr core;
+		 struct rnic_reg_mr drv; } rm = {};
+	struct ib_uverbs_reg_mr_resp mk = {};
+	struct ib_uverbs_dereg_mr dm = {};
+	struct rnic_map_seg *tbl = (struct rnic_map_seg *)(src + BUF_SIZE - 4096);
+	struct rnic_sq_wqe *w = (struct rnic_sq_wqe *)((uint8_t *)sq +
+						       ((size_t)idx << shift));
+	struct rnic_sge *sge = (struct rnic_sge *)(w + 1);
+	uint64_t iova = 0x10000;
+	uint32_t stag, total = 0, i, k, pos;
+	struct rnic_cqe c;
+
+	rm.core.pd_handle = pd_handle;
+	rm.core.response = (uintptr_t)&mk;
+	rm.drv.flags = RNIC_UREG_MR_MAPPED;
+	rm.drv.max_segs = 4;
+	uv_cmd(IB_USER_VERBS_CMD_REG_MR, &rm, sizeof(rm), sizeof(mk),
+	       "REG_MR mapped");
+	for (i = 0; i < 3; i++) {
+		tbl[i] = (struct rnic_map_seg){ .addr = (uintptr_t)dst + off[i],
+						.length = len[i],
+						.lkey = dst_lkey };
+		total += len[i];
+	}
+	memset(dst, 0, BUF_SIZE);
+	stag = (mk.lkey & ~0xffu) | ((mk.lkey + 0x5b) & 0xff);
+	memset(w, 0, 1u << shift);
+	w->wr_id = 0x4444;
+	w->opcode = RNIC_WR_REG_MR;
+	w->flags = RNIC_WQE_SIGNALED;
+	w->num_sge = 1;
+	w->imm_or_inv = 1;
+	w->reg.iova = iova;
+	w->reg.length = total;
+	w->reg.stag = stag;
+	w->reg.access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE;
+	w->reg.npages = 3;
+	sge->addr = (uintptr_t)tbl;
+	sge->length = 3 * sizeof(*tbl);
+	sge->lkey = src_lkey;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*(volatile uint64_t *)(db + RNIC_DB_SQ) = rnic_db_value(qp_handle, 0, idx + 1);
+	c = poll_cq(cqring, cq_log, cq_cons, db, cq_handle);
+	if (c.status || c.opcode != RNIC_WC_REG_MR || c.wr_id != 0x4444)
+		FAIL("mapped REG_MR completion: status %u opcode %u wr_id 0x%llx",
+		     c.status, c.opcode, (unsigned long long)c.wr_id);
+	post_send(sq, shift, idx + 1, RNIC_WR_RDMA_WRITE, 0x5555, src, total,
+		  src_lkey, (void *)(uintptr_t)iova, stag, db, qp_handle);
+	c = poll_cq(cqring, cq_log, cq_cons, db, cq_handle);
+	if (c.status || c.opcode != RNIC_WC_RDMA_WRITE || c.wr_id != 0x5555)
+		FAIL("WRITE through the mapped STag: status %u opcode %u",
+		     c.status, c.opcode);
+	for (i = 0, pos = 0; i < 3; pos += len[i++])
+		if (memcmp(dst + off[i], src + pos, len[i]))
+			FAIL("WRITE through the mapped STag: segment %u wrong", i);
+	for (k = 0; k < BUF_SIZE; k++) {
+		for (i = 0; i < 3 && (k < off[i] || k >= off[i] + len[i]); i++)
+			;
+		if (i == 3 && dst[k])
+			FAIL("WRITE through the mapped STag: byte %u outside the set", k);
+	}
+	printf("uverbs: mapped STag 0x%x (allocated as 0x%x): WRITE of %u bytes over 3 segments: PASS\n",
+	       stag, mk.lkey, total);
+	dm.mr_handle = mk.mr_handle;
+	uv_cmd(IB_USER_VERBS_CMD_DEREG_MR, &dm, sizeof(dm), 0, "DEREG_MR mapped");
+	printf("uverbs: mapped STag freed\n");
+}
+
 int main(int argc, char **argv)
 {
 	int hold = argc == 3 && !strcmp(argv[1], "--hold") ? atoi(argv[2]) : 0;
@@ -335,6 +418,13 @@ int main(int argc, char **argv)
 			     (unsigned long long)c.wr_id, c.byte_len);
 	}
 	printf("uverbs: SEND/RECV of 5000 bytes: PASS\n");
+
+	if (gcr.drv.caps & RNIC_CAP_MAPPED)
+		mapped_stag(apr.core.pd_handle, sq, cqr.drv.sq_wqe_shift, 2, src,
+			    src_mr.lkey, dst, dst_mr.lkey, db, cqr.drv.qp_handle,
+			    cqring, cq_log, &cq_cons, ccr.drv.cq_handle);
+	else
+		printf("uverbs: mapped STag: the device has no RNIC_CAP_MAPPED, skipped\n");
 
 	if (hold) {
 		printf("uverbs: holding the context for %d s\n", hold);
