@@ -8,6 +8,7 @@
  *  stopped-timers   retransmission timers stand still while the VM does
  *  back-and-forth   A -> A' -> A'', a WRITE posted right before each hop
  *  reset            a RESET just before the migration
+ *  mapped           a READ into a mapped STag across the switchover
  *  bench            (-m perf) the RDMA state's share of the downtime
  *
  * Plain GTest cases registered from the rnic-qos-test binary: they boot
@@ -131,6 +132,85 @@ static void test_pending_wqes(void)
     tv_assert_same(d, p.bufa, p.bufb + 20000, 4096);
     tv_assert_same(d, p.bufa, p.bufb, 19000);
     tv_assert_same(d, p.bufa + 45000, p.bufb + 45000, 6000);
+    tv_pair_fini(&p);
+    mig_done(vm);
+}
+
+/*
+ * Mapped STags across a switchover: a READ posted while the source is
+ * stopped, its response to be scattered through a mapped lkey over five
+ * pieces of a's buffer, completes on the destination with every byte in
+ * place; b's interleaved mapped rkey, fast-registered before, takes a
+ * WRITE there.
+ */
+static void test_mapped(void)
+{
+    MigVm *vm = mig_boot(MIG_DEVICE);
+    QRnic *d = &vm->d;
+    uint64_t iova = 0x6000000000ull;
+    struct rnic_map_seg sa[5] = { { 0 } }, sb[2] = { { 0 } };
+    uint32_t lens[5] = { 700, 1, 2500, 33, 1862 };
+    uint32_t ma, mb, i;
+    struct rnic_sq_wqe x;
+    struct rnic_sge sg;
+    uint64_t off = 0;
+    TvPair p;
+
+    mig_pair_init(d, &p);
+    for (i = 0; i < 5; i++) {
+        sa[i].addr = p.bufa + 30000 - 6000 * i + 7 * i;
+        sa[i].length = lens[i];
+        sa[i].lkey = p.mra;
+    }
+    ma = tv_reg_mapped(d, p.pd, iova, 5096, sa, 5, 1,
+                       RNIC_ACCESS_LOCAL_WRITE, 0x41, NULL);
+    for (i = 0; i < 2; i++) {
+        sb[i].addr = p.bufb + 40000 + 16 * (1 - i);
+        sb[i].length = 16;
+        sb[i].skip = 16;
+        sb[i].lkey = p.mrb;
+    }
+    mb = tv_alloc_mapped(d, p.pd, 2, 0x42);
+    x = tv_map_reg_wqe(10, mb, iova, 32 * 64, 2, 64,
+                       RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE);
+    x.flags |= RNIC_WQE_INLINE;
+    x.inline_len = sizeof(sb);
+    tv_post_send(d, p.b, &x, NULL, sb);
+    tv_expect_cqe(d, p.cqb, 10, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
+    tv_fill(d, p.bufb, 5096, 3);
+
+    qtest_qmp_assert_success(vm->qts, "{ 'execute': 'stop' }");
+    qtest_qmp_eventwait(vm->qts, "STOP");
+    sg = tv_sge(iova, 5096, ma);
+    x = tv_wqe(11, RNIC_WR_RDMA_READ, 1);
+    x.rdma.remote_addr = p.bufb;
+    x.rdma.rkey = p.mrb;
+    tv_post_send(d, p.a, &x, &sg, NULL);
+    expect_no_cqe(d, p.cqa);
+
+    vm = mig_migrate(vm, NULL, false);
+    d = &vm->d;
+    qtest_qmp_assert_success(vm->qts, "{ 'execute': 'cont' }");
+    qtest_qmp_eventwait(vm->qts, "RESUME");
+    tv_expect_cqe(d, p.cqa, 11, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    for (i = 0; i < 5; i++) {
+        tv_assert_same(d, p.bufb + off, sa[i].addr, lens[i]);
+        off += lens[i];
+    }
+    /* the interleaved rkey, registered on the source, works here */
+    tv_fill(d, p.bufa + 50000, 32 * 64, 4);
+    sg = tv_sge(p.bufa + 50000, 32 * 64, p.mra);
+    x = tv_wqe(12, RNIC_WR_RDMA_WRITE, 1);
+    x.rdma.remote_addr = iova;
+    x.rdma.rkey = mb;
+    tv_post_send(d, p.a, &x, &sg, NULL);
+    tv_expect_cqe(d, p.cqa, 12, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    for (i = 0; i < 64; i++) {
+        tv_assert_same(d, p.bufa + 50000 + 32 * i, p.bufb + 40000 + 32 * i +
+                       16, 16);
+        tv_assert_same(d, p.bufa + 50000 + 32 * i + 16,
+                       p.bufb + 40000 + 32 * i, 16);
+    }
     tv_pair_fini(&p);
     mig_done(vm);
 }
@@ -366,6 +446,7 @@ static void rnic_migration_work_register_tests(void)
     qtest_add_func("rnic-migration/stopped-timers", test_stopped_timers);
     qtest_add_func("rnic-migration/back-and-forth", test_back_and_forth);
     qtest_add_func("rnic-migration/reset", test_reset);
+    qtest_add_func("rnic-migration/mapped", test_mapped);
     if (g_test_perf()) {
         qtest_add_func("rnic-migration/bench", test_bench);
     }

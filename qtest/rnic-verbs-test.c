@@ -3,7 +3,7 @@
  * qtests of the verbs engine through the real device: every admin command,
  * every opcode on loopback with the data checked byte for byte, CQ/EQ
  * interrupts, SRQ, fast registration, isolation between network contexts,
- * UD and UC, error flush and bad guest input.
+ * UD and UC, memory windows, mapped STags, error flush and bad guest input.
  */
 #include "qemu/osdep.h"
 #include "libqtest.h"
@@ -835,6 +835,107 @@ static void test_mw(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * Mapped STags through the real device (kind MAPPED): b maps three pieces
+ * of its buffer onto one rkey, a WRITEs through it (the bytes land in the
+ * pieces, the gaps untouched) and READs it back into a mapped lkey over
+ * pieces of its own buffer; a fast-registered one (table inline) dies by
+ * SEND with invalidate; a bad table is refused; a member deregistered
+ * under a mapped STag makes the WRITE through it a remote access error.
+ */
+static void test_mapped(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_auto(TvPair) l = { 0 };
+    struct rnic_map_seg sb[3] = {
+        { .length = 1000 }, { .length = 24 }, { .length = 2000 },
+    };
+    struct rnic_map_seg sa[3] = {
+        { .length = 2000 }, { .length = 1000 }, { .length = 24 },
+    };
+    uint64_t iova = 0x6000000000ull;
+    uint32_t rw = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
+                  RNIC_ACCESS_REMOTE_READ;
+    uint32_t mb, ma, fr, member;
+    struct rnic_admin_cmd c;
+    struct rnic_sq_wqe w;
+    struct rnic_sge sg;
+    struct rnic_cqe e;
+    uint8_t st, zero[64];
+    int i;
+
+    loop_init(&l, obj);
+    g_assert_true(rnic_reg_read(l.d, RNIC_REG_CAPS_LO) & RNIC_CAP_MAPPED);
+    for (i = 0; i < 3; i++) {
+        sb[i].addr = l.bufb + 4096 * (2 - i) + 100 * i + 3;
+        sb[i].lkey = l.mrb;
+        sa[i].addr = l.bufa + 32768 + 5000 * i + 11;
+        sa[i].lkey = l.mra;
+    }
+    qtest_memset(rnic_qts(l.d), l.bufb, 0, 16384);
+    mb = tv_reg_mapped(l.d, l.pd, iova, 3024, sb, 3, 1, rw, 0x61, NULL);
+    tv_fill(l.d, l.bufa, 3024, 6);
+    sg = tv_sge(l.bufa, 3024, l.mra);
+    w = tv_wqe(40, RNIC_WR_RDMA_WRITE, 1);
+    w.rdma.remote_addr = iova;
+    w.rdma.rkey = mb;
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 40, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa, sb[0].addr, 1000);
+    tv_assert_same(l.d, l.bufa + 1000, sb[1].addr, 24);
+    tv_assert_same(l.d, l.bufa + 1024, sb[2].addr, 2000);
+    memset(zero, 0, sizeof(zero));
+    qtest_memread(rnic_qts(l.d), sb[2].addr + 2000, zero + 32, 32);
+    g_assert_cmpmem(zero, 32, zero + 32, 32);
+    /* READ back into a's mapped lkey */
+    ma = tv_reg_mapped(l.d, l.pd, iova, 3024, sa, 3, 1,
+                       RNIC_ACCESS_LOCAL_WRITE, 0x62, NULL);
+    sg = tv_sge(iova, 3024, ma);
+    w = tv_wqe(41, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = iova;
+    w.rdma.rkey = mb;
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 41, RNIC_WC_RDMA_READ, RNIC_WC_SUCCESS);
+    tv_assert_same(l.d, l.bufa, sa[0].addr, 2000);
+    tv_assert_same(l.d, l.bufa + 2000, sa[1].addr, 1000);
+    tv_assert_same(l.d, l.bufa + 3000, sa[2].addr, 24);
+    /* fast registration (inline table), then SEND with invalidate */
+    fr = tv_alloc_mapped(l.d, l.pd, 4, 0x70);
+    w = tv_map_reg_wqe(42, fr, iova, 3024, 3, 1, rw);
+    w.flags |= RNIC_WQE_INLINE;
+    w.inline_len = sizeof(sb);
+    tv_post_send(l.d, l.b, &w, NULL, sb);
+    tv_expect_cqe(l.d, l.cqb, 42, RNIC_WC_REG_MR, RNIC_WC_SUCCESS);
+    tv_post_recv(l.d, l.b, 43, NULL, 0);
+    w = tv_wqe(44, RNIC_WR_SEND_INV, 0);
+    w.imm_or_inv = fr;
+    tv_post_send(l.d, l.a, &w, NULL, NULL);
+    tv_expect_cqe(l.d, l.cqa, 44, RNIC_WC_SEND, RNIC_WC_SUCCESS);
+    e = tv_wait_cqe(l.d, l.cqb);
+    g_assert_cmpuint(e.status, ==, RNIC_WC_SUCCESS);
+    g_assert_cmphex(e.imm_or_inv, ==, fr);
+    /* a table whose segments overlap: refused */
+    sb[1].addr = sb[0].addr + 10;
+    g_assert_cmpuint(tv_reg_mapped(l.d, l.pd, iova, 3024, sb, 3, 1, rw, 0x63,
+                                   &st), ==, 0);
+    g_assert_cmpuint(st, ==, RNIC_ST_BAD_PARAM);
+    /* a member deregistered under a mapped STag */
+    member = tv_reg_mr(l.d, l.pd, l.bufb + 16384, 4096, ALL_RIGHTS, 0, NULL);
+    sb[0].addr = l.bufb + 16384;
+    sb[0].lkey = member;
+    mb = tv_reg_mapped(l.d, l.pd, iova, 1000, sb, 1, 1, rw, 0x64, NULL);
+    memset(&c, 0, sizeof(c));
+    c.opcode = RNIC_CMD_DEREG_MR;
+    c.destroy.handle = member;
+    c.destroy.net_ctx = l.ctx;
+    tv_cmd_ok(l.d, &c);
+    sg = tv_sge(l.bufa, 100, l.mra);
+    w = tv_wqe(45, RNIC_WR_RDMA_WRITE, 1);
+    w.rdma.remote_addr = iova;
+    w.rdma.rkey = mb;
+    tv_post_send(l.d, l.a, &w, &sg, NULL);
+    tv_expect_cqe(l.d, l.cqa, 45, 0, RNIC_WC_REM_ACCESS_ERR);
+}
+
+/*
  * REREG_MR through the real device: b's MR moves to a new buffer with
  * read rights only, keeping its STag; a READ through the old rkey gets
  * the new buffer's bytes, a WRITE is a remote access error.
@@ -1086,6 +1187,7 @@ static void rnic_register_verbs_tests(void)
     qos_add_test("verbs/uc", "rnic", test_uc, NULL);
     qos_add_test("verbs/mw", "rnic", test_mw, NULL);
     qos_add_test("verbs/rereg", "rnic", test_rereg, NULL);
+    qos_add_test("verbs/mapped", "rnic", test_mapped, NULL);
     qos_add_test("verbs/cqe-timestamp", "rnic", test_cqe_timestamp, NULL);
     qos_add_test("verbs/msix-at-bar0", "rnic", test_msix_at_bar0, NULL);
     qos_add_test("verbs/trace", "rnic", test_trace, &trace_opts);

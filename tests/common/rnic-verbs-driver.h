@@ -169,6 +169,29 @@ struct rnic_sq_wqe tv_fast_reg_wqe(RvDev *d, uint64_t wr_id, uint32_t stag,
                                    uint64_t iova, uint64_t base,
                                    uint32_t npages, uint32_t access);
 
+/*
+ * REG_MR of a mapped STag (kind MAPPED) of 'length' bytes seen at 'iova':
+ * 'nsegs' segments 'segs' (written into a new table in guest memory),
+ * 'repeat' (1: the list form), rights 'access', key 'key'; its STag, or 0
+ * with *status (status NULL: failure asserts).
+ */
+uint32_t tv_reg_mapped(RvDev *d, uint32_t pd, uint64_t iova, uint64_t length,
+                       const struct rnic_map_seg *segs, uint32_t nsegs,
+                       uint32_t repeat, uint32_t access, uint8_t key,
+                       uint8_t *status);
+/* ALLOC_MR of kind MAPPED: room for 'max_segs' segments; its STag. */
+uint32_t tv_alloc_mapped(RvDev *d, uint32_t pd, uint32_t max_segs,
+                         uint8_t key);
+/*
+ * A signaled REG_MR work request making mapped 'stag' 'length' bytes at
+ * 'iova' over 'nsegs' segments, 'repeat' times, with 'access': the header
+ * only. The caller adds the table: inline (RNIC_WQE_INLINE, inline_len
+ * nsegs * 24, the segments as tv_post_send's inline data) or one SGE.
+ */
+struct rnic_sq_wqe tv_map_reg_wqe(uint64_t wr_id, uint32_t stag, uint64_t iova,
+                                  uint64_t length, uint32_t nsegs,
+                                  uint32_t repeat, uint32_t access);
+
 /* ALLOC_MW: a window of 'type' (enum rnic_mw_type) in 'pd'; its rkey. */
 uint32_t tv_alloc_mw(RvDev *d, uint32_t pd, uint8_t type, uint8_t key);
 /*

@@ -21,8 +21,8 @@
  *
  * Seeds (fuzz-common.h), written in LLVMFuzzerInitialize: the images and
  * the configuration record of devices with objects of every kind (QPs in
- * each state with work outstanding, MRs, fast-reg MRs, SRQs, EQs, CQs,
- * multi-network PDs with bound RC QPs):
+ * each state with work outstanding, MRs, fast-reg MRs, mapped STags, SRQs,
+ * EQs, CQs, multi-network PDs with bound RC QPs):
  *   ./fuzz-state-load corpus -max_total_time=60
  */
 #include "fuzz-common.h"
@@ -128,6 +128,43 @@ static void post_outstanding(TestHost *h, TvQp *qp, uint64_t buf, uint32_t mr)
 }
 
 /*
+ * Mapped STags (kind MAPPED): one registered by REG_MR over three pieces
+ * of bufa, one fast-registered in the interleaved form (table inline), one
+ * allocated and never registered.
+ */
+static void write_mapped(TestHost *h, TvPair *p)
+{
+    struct rnic_map_seg seg[3] = { 0 };
+    struct rnic_sq_wqe w;
+    uint32_t i, mk;
+
+    for (i = 0; i < 3; i++) {
+        seg[i].addr = p->bufa + 5000 * i + 17;
+        seg[i].length = 300 + i;
+        seg[i].lkey = p->mra;
+    }
+    tv_reg_mapped(h, p->pd, 0x9000000, 903, seg, 3, 1,
+                  TV_ACCESS_ALL & ~RNIC_ACCESS_MW_BIND, 0x51, NULL);
+    mk = tv_alloc_mapped(h, p->pd, 4, 0x52);
+    tv_alloc_mapped(h, p->pd, 4, 0x53);
+    /* two 8-byte words interleaved, 16 times */
+    memset(seg, 0, sizeof(seg));
+    seg[0].addr = p->bufa + 65536 + 8;
+    seg[0].length = 8;
+    seg[0].skip = 8;
+    seg[0].lkey = p->mra;
+    seg[1].addr = p->bufa + 65536;
+    seg[1].length = 8;
+    seg[1].skip = 8;
+    seg[1].lkey = p->mra;
+    w = tv_map_reg_wqe(90, mk, 0xa000000, 256, 2, 16,
+                       RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_READ);
+    w.flags |= RNIC_WQE_INLINE;
+    w.inline_len = 2 * sizeof(*seg);
+    tv_post_send(h, p->a, &w, NULL, seg);
+}
+
+/*
  * On top of everything: a second EQ with an armed CQ, an SRQ with
  * receives, RC QPs toward a remote peer in every state (RTS and SQD with
  * requests outstanding, one on the SRQ), a UD QP with receives, a valid
@@ -209,6 +246,7 @@ static void write_zoo_seed(const char *dir, TvPair *p, GByteArray *b)
     w.reg.npages = 4;
     w.reg.page_shift = 12;
     tv_post_send(h, p->a, &w, NULL, NULL);
+    write_mapped(h, p);
     test_host_run(h);
     g_byte_array_set_size(b, 0);
     rnic_engine_save(h->engine, b);

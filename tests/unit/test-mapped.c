@@ -41,44 +41,13 @@ static uint64_t segs_bytes(const struct rnic_map_seg *s, uint32_t n)
     return t;
 }
 
-/* REG_MR of kind MAPPED: the STag, or 0 with the status in *st. */
+/* REG_MR of kind MAPPED at MAP_IOVA: the STag, or 0 with *st. */
 static uint32_t reg_mapped(TestHost *h, uint32_t pd, const struct rnic_map_seg *s,
                            uint32_t n, uint32_t repeat, uint64_t length,
                            uint32_t access, uint8_t *st)
 {
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_REG_MR };
-    uint64_t t = test_alloc(h, MAX(n, 1) * sizeof(*s), 8);
-    struct rnic_admin_cqe r;
-
-    memcpy(test_ptr(h, t), s, n * sizeof(*s));
-    c.mr.kind = RNIC_MR_KIND_MAPPED;
-    c.mr.pd = pd;
-    c.mr.iova = MAP_IOVA;
-    c.mr.length = length;
-    c.mr.pbl_addr = t;
-    c.mr.npages = n;
-    c.mr.repeat = repeat;
-    c.mr.access = access;
-    c.mr.key = 0x3c;
-    r = tv_cmd(h, &c);
-    if (st) {
-        *st = r.status;
-    } else {
-        g_assert_cmpuint(r.status, ==, RNIC_ST_OK);
-    }
-    return r.status == RNIC_ST_OK ? r.result0 : 0;
-}
-
-static uint32_t alloc_mapped(TestHost *h, uint32_t pd, uint32_t max,
-                             uint8_t key)
-{
-    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_ALLOC_MR };
-
-    c.mr.kind = RNIC_MR_KIND_MAPPED;
-    c.mr.pd = pd;
-    c.mr.npages = max;
-    c.mr.key = key;
-    return tv_cmd_ok(h, &c);
+    return tv_reg_mapped(h, pd, MAP_IOVA, length, s, n, repeat, access, 0x3c,
+                         st);
 }
 
 /*
@@ -92,16 +61,11 @@ static uint8_t fast_reg(TvPair *p, TvQp *qp, TvCq *cq, uint32_t stag,
                         bool inl)
 {
     TestHost *h = p->d;
-    struct rnic_sq_wqe w = tv_wqe(9, RNIC_WR_REG_MR, 0);
+    struct rnic_sq_wqe w = tv_map_reg_wqe(9, stag, MAP_IOVA, length, n, repeat,
+                                          access);
     struct rnic_sge sge;
     struct rnic_cqe c;
 
-    w.reg.stag = stag;
-    w.reg.iova = MAP_IOVA;
-    w.reg.length = length;
-    w.reg.access = access;
-    w.reg.npages = n;
-    w.imm_or_inv = repeat;
     if (inl) {
         w.flags |= RNIC_WQE_INLINE;
         w.inline_len = n * sizeof(*s);
@@ -479,7 +443,7 @@ static void test_fast_reg(void)
     struct rnic_map_seg s[5];
     uint32_t n = gapped(p, p->bufb, p->mrb, s);
     uint64_t len = segs_bytes(s, n);
-    uint32_t mk = alloc_mapped(h, p->pd, 8, 0x10), k2;
+    uint32_t mk = tv_alloc_mapped(h, p->pd, 8, 0x10), k2;
 
     /* allocated: not valid yet */
     g_assert_cmpuint(rdma(p, RNIC_WR_RDMA_WRITE, p->bufa, p->mra, MAP_IOVA,
@@ -489,7 +453,7 @@ static void test_fast_reg(void)
     p = tv_pair_new(NULL);
     h = p->d;
     n = gapped(p, p->bufb, p->mrb, s);
-    mk = alloc_mapped(h, p->pd, 8, 0x10);
+    mk = tv_alloc_mapped(h, p->pd, 8, 0x10);
     g_assert_cmpuint(fast_reg(p, p->b, p->cqb, mk, s, n, 1, len, RW_ALL, true),
                      ==, RNIC_WC_SUCCESS);
     tv_fill(h, p->bufa, len, 8);
@@ -505,7 +469,7 @@ static void test_fast_reg(void)
     p = tv_pair_new(NULL);
     h = p->d;
     n = gapped(p, p->bufb, p->mrb, s);
-    mk = alloc_mapped(h, p->pd, 8, 0x10);
+    mk = tv_alloc_mapped(h, p->pd, 8, 0x10);
     g_assert_cmpuint(fast_reg(p, p->b, p->cqb, mk, s, n, 1, len, RW_ALL, true),
                      ==, RNIC_WC_SUCCESS);
     {
@@ -536,7 +500,7 @@ static void test_send_inv(void)
     struct rnic_map_seg s[5];
     uint32_t n = gapped(p, p->bufb, p->mrb, s);
     uint64_t len = segs_bytes(s, n);
-    uint32_t mk = alloc_mapped(h, p->pd, 8, 0x20);
+    uint32_t mk = tv_alloc_mapped(h, p->pd, 8, 0x20);
     struct rnic_sge rs = tv_sge(p->bufb + 512 * 1024, 64, p->mrb);
     struct rnic_sge ss = tv_sge(p->bufa, 64, p->mra);
     struct rnic_sq_wqe w = tv_wqe(41, RNIC_WR_SEND_INV, 1);
@@ -619,7 +583,7 @@ static void test_bad_wqes(void)
         TestHost *h = p->d;
         uint32_t n = gapped(p, p->bufb, p->mrb, s);
         uint64_t len = segs_bytes(s, n);
-        uint32_t mk = alloc_mapped(h, p->pd, 4, 0x10);
+        uint32_t mk = tv_alloc_mapped(h, p->pd, 4, 0x10);
         uint8_t st;
 
         switch (i) {
@@ -668,8 +632,8 @@ static void test_migrate(void)
     struct rnic_map_seg g[1] = { seg(m, 64, mem, 0) };
     struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DEREG_MR };
     uint32_t reg = reg_mapped(h, p->pd, s, n, 1, len, RW_ALL, NULL);
-    uint32_t fr = alloc_mapped(h, p->pd, 8, 0x11);
-    uint32_t inv = alloc_mapped(h, p->pd, 8, 0x12);
+    uint32_t fr = tv_alloc_mapped(h, p->pd, 8, 0x11);
+    uint32_t inv = tv_alloc_mapped(h, p->pd, 8, 0x12);
     uint32_t gone = reg_mapped(h, p->pd, g, 1, 1, 64, RW_ALL, NULL);
 
     il[0] = seg(p->bufb + 700 * 1024 + 8, 8, p->mrb, 8);
