@@ -284,7 +284,9 @@ dpkg-deb --root-owner-group --build "$pkg" "$deb" >/dev/null || die "dpkg-deb fa
 rm -rf "$pkg"
 log "package $(basename "$deb")"
 
-# Test helpers: small verbs programs linked against the guest's libibverbs.
+# Test helpers: small verbs programs linked against the guest's libibverbs
+# (and librnic.so.1 for those that call rnicdv_*: <infiniband/rnicdv.h> is
+# in the tree's include/ too).
 if ls "$top"/tests/guest/provider/*.c >/dev/null 2>&1; then
     t=$(now)
     ninja -C "$bld" ibverbs >>"$rc/build.log" 2>&1 || die "libibverbs build failed"
@@ -294,7 +296,7 @@ if ls "$top"/tests/guest/provider/*.c >/dev/null 2>&1; then
         name=$(basename "$c" .c)
         gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$bld/include" \
             -I"$top/include" -o "$root/usr/bin/$name" "$c" \
-            -L"$bld/lib" -libverbs -lpthread ||
+            -L"$bld/lib" -libverbs -Wl,--as-needed -lrnic -Wl,--no-as-needed -lpthread ||
             die "$c: build failed"
     done
     log "built the test helpers in $(since "$t") s"
