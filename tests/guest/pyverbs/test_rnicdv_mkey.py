@@ -390,11 +390,12 @@ class RnicMkeyTest(RDMATestCase):
 
     def test_mkey_list_inline_table(self):
         """
-        30 segments inline in the registration WQE (a QP whose WQE stride
-        holds them: max_inline_data 512), traffic over all of them.
+        16 segments inline in the registration WQE (a QP whose WQE stride
+        holds them: max_inline_data 256, the device's default limit, makes it
+        512 bytes, room for 18), traffic over all of them.
         """
-        self.create_players(RnicMkeyResources, max_entries=30, max_inline_data=512)
-        self.reg_spread_list(30)
+        self.create_players(RnicMkeyResources, max_entries=16, max_inline_data=256)
+        self.reg_spread_list(16)
         self.traffic(len(self.layout))
         self.invalidate_mkeys()
 
