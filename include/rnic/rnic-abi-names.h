@@ -127,6 +127,9 @@ static inline const char *rnic_abi_stat_name(unsigned int i)
         [RNIC_STAT_RNR_NAK] = "rnr_nak_retry_err",
         [RNIC_STAT_LOCAL_ACK_TIMEOUT] = "local_ack_timeout_err",
         [RNIC_STAT_IMPLIED_NAK_SEQ] = "implied_nak_seq_err",
+        [RNIC_STAT_FAST_REGS] = "fast_reg_wrs",
+        [RNIC_STAT_MAPPED_REGS] = "mapped_regs",
+        [RNIC_STAT_INVALIDATES] = "invalidates",
     };
 
     return i < RNIC_STAT_COUNT ? names[i] : NULL;

@@ -195,6 +195,15 @@ enum rnic_stat {
     RNIC_STAT_RNR_NAK,          /* requester: RNR NAKs received */
     RNIC_STAT_LOCAL_ACK_TIMEOUT, /* requester: ACK timer expiries */
     RNIC_STAT_IMPLIED_NAK_SEQ,  /* requester: an ACK past a missing READ/atomic response */
+    /*
+     * ABI 1.6: registration work (what a storage protocol's I/O costs in
+     * registrations): REG_MR work requests executed (page lists and mapped
+     * STags), of those and REG_MR commands the mapped STags registered,
+     * and invalidations (LOCAL_INV and SEND with invalidate) executed.
+     */
+    RNIC_STAT_FAST_REGS,
+    RNIC_STAT_MAPPED_REGS,
+    RNIC_STAT_INVALIDATES,
     RNIC_STAT_COUNT
 };
 

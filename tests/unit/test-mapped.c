@@ -472,6 +472,10 @@ static void test_fast_reg(void)
     mk = tv_alloc_mapped(h, p->pd, 8, 0x10);
     g_assert_cmpuint(fast_reg(p, p->b, p->cqb, mk, s, n, 1, len, RW_ALL, true),
                      ==, RNIC_WC_SUCCESS);
+    /* counted: one registration work request, one mapped registration */
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_FAST_REGS), ==, 1);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_MAPPED_REGS), ==, 1);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_INVALIDATES), ==, 0);
     {
         struct rnic_sq_wqe w = tv_wqe(31, RNIC_WR_LOCAL_INV, 0);
 
@@ -482,6 +486,9 @@ static void test_fast_reg(void)
     k2 = (mk & ~0xffu) | 0x77;
     g_assert_cmpuint(fast_reg(p, p->b, p->cqb, k2, s, n, 1, len, RW_ALL,
                               false), ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_FAST_REGS), ==, 2);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_MAPPED_REGS), ==, 2);
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_INVALIDATES), ==, 1);
     tv_fill(h, p->bufa, len, 9);
     g_assert_cmpuint(rdma(p, RNIC_WR_RDMA_WRITE, p->bufa, p->mra, MAP_IOVA,
                           k2, len), ==, RNIC_WC_SUCCESS);

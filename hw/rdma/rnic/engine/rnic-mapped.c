@@ -462,6 +462,7 @@ void rnic_cmd_reg_mapped(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_REG, mr);
     rnic_reglog_compact(e, false);
+    rnic_stat_inc(e, RNIC_STAT_MAPPED_REGS);
     res->result0 = mr->stag;
 }
 
@@ -542,5 +543,6 @@ uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
     rnic_map_unref(e, mr->map);
     mr->map = map;
     rnic_mr_fast_reg_done(e, mr, stag, iova, length, access);
+    rnic_stat_inc(e, RNIC_STAT_MAPPED_REGS);
     return RNIC_WC_SUCCESS;
 }

@@ -1224,6 +1224,7 @@ uint8_t rnic_mr_fast_reg(RnicEngine *e, RnicQp *qp, const RnicSendWqe *sw)
     uint8_t status;
     RnicPbl *pbl;
 
+    rnic_stat_inc(e, RNIC_STAT_FAST_REGS);
     if (!mr || !mr->fast_reg || mr->owner != qp->owner || mr->pd != qp->pd) {
         rnic_event(e, UB_MR, "fast-register: no fast-reg MR of this PD at "
                    "that index", qp->qpn, stag);
@@ -1283,7 +1284,12 @@ uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
     RnicMr *mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(stag));
 
     if (mr && mr->kind == RNIC_MR_KIND_MW) {
-        return rnic_mw_invalidate(e, mr, qp, stag, remote);
+        uint8_t status = rnic_mw_invalidate(e, mr, qp, stag, remote);
+
+        if (status == RNIC_WC_SUCCESS) {
+            rnic_stat_inc(e, RNIC_STAT_INVALIDATES);
+        }
+        return status;
     }
     if (!mr || mr->stag != stag || !mr->fast_reg || mr->pd != qp->pd ||
         mr->owner != qp->owner) {
@@ -1300,6 +1306,7 @@ uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
     rnic_mr_changed(e, mr);
     rnic_reglog_append(e, RNIC_REGLOG_INVALIDATE, mr);
     rnic_reglog_compact(e, false);
+    rnic_stat_inc(e, RNIC_STAT_INVALIDATES);
     return RNIC_WC_SUCCESS;
 }
 
