@@ -372,6 +372,12 @@ def pyverbs_results(text: str) -> Dict[str, str]:
     return results
 
 
+# Mapped STags through rnicdv (tests/guest/pyverbs/test_rnicdv_mkey.py,
+# rdma-core's test_mlx5_mkey.py ported, in the image's rdma-core tests):
+# every test of the module.
+RNICDV_MODULE = TOP / "tests/guest/pyverbs/test_rnicdv_mkey.py"
+RNICDV_TESTS = tuple(f"tests.test_rnicdv_mkey.RnicMkeyTest.{name}" for name in re.findall(
+    r"^    def (test_\w+)\(", RNICDV_MODULE.read_text(), re.MULTILINE))
 PYVERBS_MUST_PASS = tuple(f"tests.test_qpex.QpExTestCase.{name}" for name in (
     "test_qp_ex_rc_flush", "test_qp_ex_rc_flush_type_violate", "test_qp_ex_rc_atomic_write")) + tuple(
     # UC QPs (RNIC_CAP_UC): created with and without attributes, plain and
@@ -398,7 +404,7 @@ PYVERBS_MUST_PASS = tuple(f"tests.test_qpex.QpExTestCase.{name}" for name in (
     # UD multicast through RDMA-CM (RNIC_CAP_MCAST), loopback on the device
     f"tests.test_rdmacm.CMTestCase.{name}" for name in (
         "test_rdmacm_async_multicast_traffic", "test_rdmacm_async_ex_multicast_traffic",
-        "test_rdmacm_async_ex_leave_multicast_traffic"))
+        "test_rdmacm_async_ex_leave_multicast_traffic")) + RNICDV_TESTS
 # Device memory (ibv_alloc_dm on the memory window, ibv_memcpy_to/from_dm,
 # ibv_reg_dm_mr and traffic through DM MRs). test_device.SharedDMTest's
 # ibv_import_dm is not implemented: skipped ("Some object imports are not
@@ -583,7 +589,6 @@ def pyverbs(qemu: str) -> None:
                                rxe.output)
 
 
-RNICDV_MODULE = TOP / "tests/guest/pyverbs/test_rnicdv_mkey.py"
 RNICDV_SCRIPT = ONE_GUEST + """
 cd /opt/rdma-core-tests || exit 1
 timeout 600 python3 -W ignore tests/run_tests.py --dev rnic0 --gid 1 -v \\
@@ -600,8 +605,7 @@ def check_rnicdv(result: GuestResult) -> None:
     assert_clean_dmesg(out)
     text = lines_of(out, "rnicdv")
     results = pyverbs_results(text)
-    names = re.findall(r"^    def (test_\w+)\(", RNICDV_MODULE.read_text(), re.MULTILINE)
-    expected = {f"tests.test_rnicdv_mkey.RnicMkeyTest.{name}" for name in names}
+    expected = set(RNICDV_TESTS)
     assert set(results) == expected, \
         f"ran {sorted(results)}, expected {sorted(expected)}:\n{text[-5000:]}"
     bad = {name: status for name, status in results.items() if status != "ok"}
