@@ -39,7 +39,9 @@
  *                gapped, unaligned buffers of the client (the first after
  *                an sg_offset, two crossing a page) is the local key of
  *                RDMA READs, whole and in part: the response lands exactly
- *                in the buffers, every byte checked, the gaps untouched
+ *                in the buffers, every byte checked, the gaps untouched;
+ *                one of more segments than the device maps is refused, one
+ *                of three maps three of the five
  *   map_write    the server WRITEs through that MR's rkey: the whole set
  *                and ranges crossing buffers, checked the same way
  *   map_inv      after LOCAL_INV a WRITE through the rkey fails with a
@@ -1917,19 +1919,21 @@ static int kt_map_check(struct kt_side *s, const char *test, const char *what,
 
 /*
  * Map the buffers (in kt_map.reversed order; forward, the first element
- * starts KT_MAP_SG_OFFSET bytes early and an sg_offset skips them) and
- * post the REG_MR work request with the MR's next key.
+ * starts KT_MAP_SG_OFFSET bytes early and an sg_offset skips them) with
+ * 'mr', whose table holds 'want' of them: as many elements mapped, the
+ * MR's iova at the first buffer, its length theirs (in *len).
  */
-static int kt_map_register(struct kt_side *s, const char *test)
+static int kt_map_sg(struct kt_side *s, struct ib_mr *mr, u32 want,
+		     const char *test, u32 *len)
 {
-	struct ib_mr *mr = s->map_mr;
 	struct scatterlist sg[KT_MAP_NBUFS];
 	unsigned int sg_offset = kt_map.reversed ? 0 : KT_MAP_SG_OFFSET;
 	u64 first = 0;
-	u32 i, len = 0;
+	u32 i;
 	int n;
 
 	sg_init_table(sg, KT_MAP_NBUFS);
+	*len = 0;
 	for (i = 0; i < KT_MAP_NBUFS; i++) {
 		u32 b = kt_map_buf(i);
 		u64 addr = s->region_dma + KT_MAP_OFFSET + kt_map_bufs[b].off;
@@ -1940,19 +1944,55 @@ static int kt_map_register(struct kt_side *s, const char *test)
 		}
 		sg_dma_address(&sg[i]) = addr;
 		sg_dma_len(&sg[i]) = kt_map_bufs[b].len + (i ? 0 : sg_offset);
-		len += kt_map_bufs[b].len;
+		if (i < want)
+			*len += kt_map_bufs[b].len;
 	}
 	n = ib_map_mr_sg(mr, sg, KT_MAP_NBUFS, &sg_offset, PAGE_SIZE);
-	if (n != KT_MAP_NBUFS || mr->iova != first || mr->length != len ||
-	    sg_offset) {
-		kt_err("%s: ib_map_mr_sg: %d of %u elements, iova 0x%llx length %llu (expected 0x%llx, %u), sg_offset %u\n",
-		       test, n, KT_MAP_NBUFS, mr->iova, mr->length, first, len,
-		       sg_offset);
+	if (n != want || mr->iova != first || mr->length != *len || sg_offset) {
+		kt_err("%s: ib_map_mr_sg: %d of %u elements, iova 0x%llx length %llu (expected %u, 0x%llx, %u), sg_offset %u\n",
+		       test, n, KT_MAP_NBUFS, mr->iova, mr->length, want, first,
+		       *len, sg_offset);
 		return n < 0 ? n : -EIO;
 	}
-	kt_map.len = len;
+	return 0;
+}
+
+/* Map all the buffers with the SG_GAPS MR, register it with its next key. */
+static int kt_map_register(struct kt_side *s, const char *test)
+{
+	struct ib_mr *mr = s->map_mr;
+	int ret = kt_map_sg(s, mr, KT_MAP_NBUFS, test, &kt_map.len);
+
+	if (ret)
+		return ret;
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 	return kt_reg_mr(s, mr, KT_MAP_ACCESS);
+}
+
+/*
+ * The limits: an SG_GAPS MR of one segment more than the device maps is
+ * refused; one of three maps the first three elements of five.
+ */
+static int kt_map_limits(struct kt_side *s)
+{
+	u32 max = s->dev->attrs.max_fast_reg_page_list_len, len;
+	struct ib_mr *mr;
+	int ret;
+
+	mr = ib_alloc_mr(s->pd, IB_MR_TYPE_SG_GAPS, max + 1);
+	if (!IS_ERR(mr) || PTR_ERR(mr) != -EINVAL) {
+		kt_err("map_read: ib_alloc_mr(SG_GAPS, %u): %ld, expected -EINVAL\n",
+		       max + 1, IS_ERR(mr) ? PTR_ERR(mr) : 0);
+		if (!IS_ERR(mr))
+			ib_dereg_mr(mr);
+		return -EIO;
+	}
+	mr = ib_alloc_mr(s->pd, IB_MR_TYPE_SG_GAPS, 3);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	ret = kt_map_sg(s, mr, 3, "map_read", &len);
+	ib_dereg_mr(mr);
+	return ret;
 }
 
 /* The server WRITEs pattern(seed) to bytes [pos, pos + len) of the set. */
@@ -2044,11 +2084,14 @@ static int kt_test_map_read(struct kt_side *s, u32 *ops)
 		return ret;
 	}
 	kt_map.reversed = false;
+	ret = kt_map_limits(s);
+	if (ret)
+		return ret;
 	kt_map_clear(s);
 	ret = kt_map_register(s, "map_read");
 	if (ret)
 		return ret;
-	(*ops)++;
+	*ops += 3;
 	for (it = 0; it < iters; it++) {
 		/* the whole set, then a part crossing buffers 0, 1 */
 		for (pos = 0, len = kt_map.len; len; ) {
