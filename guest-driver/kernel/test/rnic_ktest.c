@@ -2062,7 +2062,7 @@ static int kt_test_map_read(struct kt_side *s, u32 *ops)
 {
 	struct kt_msg req = {}, reply;
 	struct ib_wc wc;
-	u32 it, seed, pos, len;
+	u32 it, k, seed, pos, len;
 	int ret;
 
 	if (!kt_has_sg_gaps(s)) {
@@ -2093,9 +2093,11 @@ static int kt_test_map_read(struct kt_side *s, u32 *ops)
 		return ret;
 	*ops += 3;
 	for (it = 0; it < iters; it++) {
-		/* the whole set, then a part crossing buffers 0, 1 */
-		for (pos = 0, len = kt_map.len; len; ) {
-			seed = 6000 + it * 10 + (pos ? 1 : 0);
+		/* the whole set, then a part crossing buffers 0 and 1 */
+		for (k = 0; k < 2; k++) {
+			pos = k ? 990 + it : 0;
+			len = k ? 300 : kt_map.len;
+			seed = 6000 + it * 10 + k;
 			req.op = cpu_to_le32(KT_OP_FILL);
 			req.addr = cpu_to_le64(KT_MAP_ROFF);
 			req.len = cpu_to_le32(len);
@@ -2111,15 +2113,11 @@ static int kt_test_map_read(struct kt_side *s, u32 *ops)
 			if (ret)
 				return ret;
 			kt_map_model_put(pos, len, seed);
-			ret = kt_map_check(s, "map_read", pos ? "a READ of part of the set" :
+			ret = kt_map_check(s, "map_read", k ? "a READ of part of the set" :
 					   "a READ of the set", false);
 			if (ret)
 				return ret;
 			(*ops)++;
-			if (pos)
-				break;
-			pos = 990 + it;
-			len = 300;
 		}
 	}
 	kt_map.state = 1;
