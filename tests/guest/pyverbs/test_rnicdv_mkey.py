@@ -42,7 +42,7 @@ class RnicMkeyResources(RCResources):
     (rnicdv_create_mkey), its MR open to the peer's RDMA."""
 
     def __init__(self, dev_name, ib_port, gid_index, max_entries=3,
-                 max_inline_data=0):
+                 max_inline_data=0, msg_size=1024):
         self.max_entries = max_entries
         self.max_inline_data = max_inline_data
         self.mkeys = []
@@ -51,7 +51,7 @@ class RnicMkeyResources(RCResources):
         self.send_ops_flags = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_INV |
                                e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_READ |
                                e.IBV_QP_EX_WITH_LOCAL_INV)
-        super().__init__(dev_name, ib_port, gid_index)
+        super().__init__(dev_name, ib_port, gid_index, msg_size=msg_size)
         self.dv_qp = RnicQPEx(self.qp, self.pd_ptr)
         self.mkey = self.create_mkey(max_entries)
 
@@ -384,6 +384,48 @@ class RnicMkeyTest(RDMATestCase):
             self.check_mr(self.client, self.expect_scattered(before, stream, layout),
                           f'RDMA READ, iteration {i}')
             self.check_mr(self.server, remote, 'the READ changed the responder')
+        self.invalidate_mkeys()
+
+    def test_mkey_rdma_multi_packet(self):
+        """
+        16 segments of 500 to 3500 bytes with gaps, about 32 KiB, different
+        layouts on each side: a WRITE into the server's mkey and a READ from
+        it into the client's, many packets each (path MTU 1024), packets
+        crossing segment boundaries; every byte of both MRs checked.
+        """
+        self.create_players(RnicMkeyResources, max_entries=16, msg_size=65536)
+        rnd = random.Random(20)
+        lengths = [rnd.randrange(500, 3500) for _ in range(16)]
+        layouts = {}
+        for player in [self.server, self.client]:
+            entries, off = [], 0
+            for length in lengths:
+                off += rnd.randrange(1, 300)
+                entries.append((off, length))
+                off += length
+            layouts[player] = list_layout(entries)
+            self.reg(player, player.mkey, REMOTE,
+                     sge_list=[SGE(player.mr.buf + o, n, player.mr.lkey)
+                               for o, n in entries])
+        total = sum(lengths)
+        for i in range(3):
+            # WRITE: the client's MR from byte 0, plain, into the server's mkey
+            before = self.fill(self.server, 2 * i)
+            sent = self.fill(self.client, 2 * i + 1)
+            self.rdma(e.IBV_WR_RDMA_WRITE, self.client, self.server,
+                      self.server.mkey.rkey, total,
+                      SGE(self.client.mr.buf, total, self.client.mr.lkey))
+            self.check_mr(self.server, self.expect_scattered(
+                before, sent[:total], layouts[self.server]), f'WRITE {i}')
+            # READ: the server's mkey (gathered) into the client's (scattered)
+            remote = self.fill(self.server, 2 * i + 100)
+            before = self.fill(self.client, 2 * i + 101)
+            self.rdma(e.IBV_WR_RDMA_READ, self.client, self.server,
+                      self.server.mkey.rkey, total,
+                      SGE(0, total, self.client.mkey.lkey))
+            stream = bytes(remote[j] for j in layouts[self.server])
+            self.check_mr(self.client, self.expect_scattered(
+                before, stream, layouts[self.client]), f'READ {i}')
         self.invalidate_mkeys()
 
     # -- segment tables: inline and through the provider's table -----------
