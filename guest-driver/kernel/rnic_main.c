@@ -501,7 +501,7 @@ static struct pci_driver rnic_pci_driver = {
 /* rnic-user-abi.h is ABI with the provider: its struct sizes are fixed. */
 static void __init rnic_user_abi_check(void)
 {
-	BUILD_BUG_ON(sizeof(struct rnic_alloc_ucontext_resp) != 48);
+	BUILD_BUG_ON(sizeof(struct rnic_alloc_ucontext_resp) != 56);
 	BUILD_BUG_ON(sizeof(struct rnic_alloc_pd_resp) != 8);
 	BUILD_BUG_ON(sizeof(struct rnic_create_cq_resp) != 24);
 	BUILD_BUG_ON(sizeof(struct rnic_create_qp_resp) != 72);

@@ -462,6 +462,7 @@ static int rnic_alloc_ucontext(struct ib_ucontext *ibuc,
 	resp.max_srq_wr = rdev->caps.max_srq_wr;
 	resp.abi_version = rdev->caps.abi_version;
 	resp.caps = rdev->caps.caps;
+	resp.max_map_segs = rnic_has_mapped(rdev) ? rdev->caps.max_map_segs : 0;
 	ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	if (ret)
 		goto err_entry;

@@ -543,6 +543,7 @@ static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 	ctx->max_srq_wr = resp.max_srq_wr;
 	ctx->abi_version = resp.abi_version;
 	ctx->caps = resp.caps;
+	ctx->max_map_segs = resp.max_map_segs;
 	ctx->db_size = resp.db_size;
 	/* readable for the device clock (rnic_query_rt_values) */
 	ctx->db_page = mmap(NULL, ctx->db_size, PROT_READ | PROT_WRITE,

@@ -61,6 +61,7 @@ struct rnic_context {
 	uint32_t max_srq_wr;
 	uint32_t abi_version;		/* the device's RNIC_ABI_VERSION */
 	uint64_t caps;			/* enum rnic_cap (0: an older kernel) */
+	uint32_t max_map_segs;		/* mapped STag segments (0: not said) */
 	pthread_mutex_t qp_table_lock;	/* inserting and removing */
 	struct rnic_qp **qp_table[RNIC_QP_LEAVES];
 };

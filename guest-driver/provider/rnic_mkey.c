@@ -80,10 +80,11 @@ int rnicdv_query_device(struct ibv_context *ibctx,
 	attrs->abi_version = ctx->abi_version;
 	if (ctx->caps & RNIC_CAP_MAPPED)
 		attrs->flags |= RNICDV_CONTEXT_FLAGS_MKEY;
-	/*
-	 * rnic_device_attr.max_map_segs does not reach user space (struct
-	 * rnic_alloc_ucontext_resp has no field for it): not reported
-	 */
+	/* an older kernel (before ABI 1.6's ucontext field) does not say */
+	if (ctx->max_map_segs) {
+		attrs->max_mkey_entries = ctx->max_map_segs;
+		attrs->comp_mask |= RNICDV_CONTEXT_MASK_MAX_MKEY_ENTRIES;
+	}
 	attrs->max_inline_mkey_entries = RNIC_MAP_INLINE_SEGS;
 	return 0;
 }

@@ -68,8 +68,8 @@ struct rnicdv_context {
 	uint32_t abi_version;		/* the device's: major << 16 | minor */
 	/*
 	 * Segments an mkey may have (rnicdv_create_mkey's max_entries), when
-	 * comp_mask has RNICDV_CONTEXT_MASK_MAX_MKEY_ENTRIES; the kernel of
-	 * ABI 1.6 does not say, and refuses more than the device allows.
+	 * comp_mask has RNICDV_CONTEXT_MASK_MAX_MKEY_ENTRIES (a kernel that
+	 * does not say leaves it out; it refuses more than the device allows).
 	 */
 	uint32_t max_mkey_entries;
 	/*

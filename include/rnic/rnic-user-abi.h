@@ -44,6 +44,12 @@ struct rnic_alloc_ucontext_resp {
 	 * older kernel leaves it 0
 	 */
 	__aligned_u64 caps;
+	/*
+	 * ABI 1.6: segments a mapped STag may have (rnic_device_attr's
+	 * max_map_segs, with RNIC_CAP_MAPPED); an older kernel leaves it 0
+	 */
+	__u32 max_map_segs;
+	__u32 reserved;
 };
 
 struct rnic_alloc_pd_resp {
