@@ -124,6 +124,8 @@ static int rnic_mr_cmd_exec(struct rnic_dev *rdev, struct rnic_mr *mr,
 	if (ret)
 		return ret;
 	stag = le32_to_cpu(cqe.result0);
+	/* the core sets it once we return; rnic_dbg_mr() wants it now */
+	mr->ibmr.device = &rdev->ibdev;
 	mr->ibmr.lkey = stag;
 	mr->ibmr.rkey = stag;
 	mr->ctx = pd->ctx;
