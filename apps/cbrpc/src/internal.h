@@ -253,6 +253,7 @@ struct cbrpc_server {
 	struct cbrpc_ssession *sessions;	/* max_sessions */
 	struct cbrpc_pending *queue;		/* FIFO of requests */
 	unsigned int q_head, q_len, q_cap;
+	int64_t cm_polled_ms;			/* cbrpc_server_poll's last CM look */
 	uint32_t op_seq;			/* RDMA ops of the current wait */
 	unsigned int op_left;
 	int op_err;

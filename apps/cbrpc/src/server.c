@@ -473,7 +473,20 @@ static void progress(struct cbrpc_server *srv, int ms)
 
 void cbrpc_server_poll(struct cbrpc_server *srv)
 {
-	progress(srv, 0);
+	int64_t now = cbrpc_now_ms();
+
+	/*
+	 * From inside a handler (every cbrpc_deref/cbrpc_write): completions
+	 * always, the connection manager's channel at most once a millisecond:
+	 * asking it is a system call, which a handler reading many small
+	 * ranges paid for each of them (a disconnection is seen in the
+	 * completions anyway: the QP's work flushes)
+	 */
+	drain_cq(srv);
+	if (now != srv->cm_polled_ms) {
+		srv->cm_polled_ms = now;
+		process_cm(srv);
+	}
 }
 
 int cbrpc_server_wait_ops(struct cbrpc_server *srv, struct cbrpc_ssession *target,
