@@ -19,6 +19,15 @@
 
 #include "rnic.h"
 
+/*
+ * IBK_SG_GAPS_REG for kernel ULPs (off: they register page lists, one
+ * per gap-free run, as without mapped STags; for comparisons)
+ */
+static bool sg_gaps = true;
+module_param(sg_gaps, bool, 0444);
+MODULE_PARM_DESC(sg_gaps,
+		 "Offer SG_GAPS MRs (mapped STags) to kernel ULPs (default on)");
+
 /* ---------------------------------------------------------------------- */
 /* Network contexts                                                       */
 /* ---------------------------------------------------------------------- */
@@ -187,7 +196,7 @@ static void rnic_fill_attrs(struct rnic_dev *rdev, struct ib_device_attr *a)
 	}
 	if (c->caps & RNIC_CAP_FAST_REG)
 		a->max_fast_reg_page_list_len = c->max_fast_reg_pages;
-	if (rnic_has_mapped(rdev)) {
+	if (rnic_has_mapped(rdev) && sg_gaps) {
 		/*
 		 * ib_alloc_mr(IB_MR_TYPE_SG_GAPS) for the storage ULPs (NFS/RDMA,
 		 * iSER, SRP), which size those MRs by the page list length
