@@ -13,13 +13,7 @@
 #     and open-iscsi, with the libraries they need, without python3, systemd,
 #     udev and the rdma-core daemon package (the guests start rpcbind,
 #     rpc.nfsd, rpc.mountd and iscsid by hand; the LIO target is set up
-#     through configfs, no targetcli);
-#   - /opt/rnic-nogaps/rnic.ko: rnic.ko built from a copy of
-#     guest-driver/kernel in which the device's mapped STags are not
-#     advertised as IBK_SG_GAPS_REG (the one `if (rnic_has_mapped(rdev))`
-#     of rnic_query_device made false), so the ULPs take their
-#     no-SG_GAPS paths: the "before" of the registration counts. A test
-#     loads it with insmod instead of modprobe rnic.
+#     through configfs, no targetcli).
 #
 # Usage: scripts/guest/build-storage.sh
 # Output: build/guest/initramfs-storage.cpio.gz (build/storage/ holds the rest)
@@ -37,7 +31,8 @@ packages=(fio nfs-kernel-server nfs-common open-iscsi)
 # systemd and udev (daemons started by hand), the rdma-core daemon package
 skip='/(perl|perl-base|perl-modules-[0-9.]+|libperl[0-9.]+|python3|libpython3|rdma-core|systemd|udev|libsystemd-shared|mount|tzdata|procps|media-types|readline-common)[._-]'
 modules=(nfs nfsv3 nfsv4 nfsd rpcrdma ib_iser ib_isert iscsi_target_mod target_core_mod
-         target_core_iblock target_core_file ib_srp ib_srpt scsi_transport_srp sd_mod brd)
+         target_core_iblock target_core_file ib_srp ib_srpt scsi_transport_srp sd_mod brd
+         crc32c_generic)
 
 log() { echo "build-storage: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -54,7 +49,6 @@ mapfile -t extra < <(comm -13 <("$here/fetch-rdma-userspace.py" | sort) \
 stamp="$(printf '%s\n' "${extra[@]}" | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1)"
 stamp+=" $(sha256sum <"$0" | cut -d' ' -f1) $kver ${modules[*]}"
 stamp+=" $(stat -c '%s %Y' "$base")"
-stamp+=" $(cat "$top"/guest-driver/kernel/*.[ch] | sha256sum | cut -d' ' -f1)"
 if [ -f "$image" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
     log "$(basename "$image"): up to date"
     exit 0
@@ -122,25 +116,6 @@ depmod -b "$out/mods/usr" "$kver" 2>/dev/null || depmod -b "$out/mods" "$kver"
 for f in "$out/mods/$moddir"/modules.*; do
     cp "$f" "$out/root/$moddir/"
 done
-
-# --- rnic.ko without IBK_SG_GAPS_REG ------------------------------------------
-# shellcheck source=/dev/null
-. "$guest_dir/kernel.env"
-nogaps=$out/nogaps-src
-rm -rf "$nogaps"
-mkdir -p "$nogaps"
-(cd "$top/guest-driver/kernel" &&
- find . -type f \( -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) -print0 |
- while IFS= read -r -d '' f; do mkdir -p "$nogaps/$(dirname "$f")"; cp "$f" "$nogaps/$f"; done)
-grep -q 'if (rnic_has_mapped(rdev)) {' "$nogaps/rnic_verbs.c" ||
-    die "rnic_verbs.c: no 'if (rnic_has_mapped(rdev)) {' to turn off"
-sed -i 's/if (rnic_has_mapped(rdev)) {/if (0 \&\& rnic_has_mapped(rdev)) {/' "$nogaps/rnic_verbs.c"
-# shellcheck disable=SC2086
-make -C "$KDIR" M="$nogaps" RNIC_TOP="$top" $KBUILD_ARGS modules >"$out/nogaps-build.log" 2>&1 ||
-    { cat "$out/nogaps-build.log" >&2; die "rnic.ko (no SG_GAPS) build failed"; }
-mkdir -p "$out/root/opt/rnic-nogaps"
-cp "$nogaps/rnic.ko" "$out/root/opt/rnic-nogaps/rnic.ko"
-modinfo -F depends "$nogaps/rnic.ko" | tr ',' ' ' >"$out/root/opt/rnic-nogaps/depends"
 
 # --- the guests' configuration -----------------------------------------------
 mkdir -p "$out/root/etc/iscsi" "$out/root/var/lib/nfs/rpc_pipefs" "$out/root/var/lib/nfs/v4recovery" \

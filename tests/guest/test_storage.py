@@ -29,9 +29,10 @@ FRWR path of xprtrdma, iSER and SRP maps each MR once and posts one
 IB_WR_REG_MR for it) and the device's executed work requests (ethtool -S
 wqes) over the timed fio run, and prints them per fio I/O.
 
-RNIC_STORAGE_SG_GAPS=0 loads /opt/rnic-nogaps/rnic.ko on the initiator
-instead: rnic.ko built without IBK_SG_GAPS_REG advertised (the ULPs take
-their page-list FRWR paths), for the before/after figures
+RNIC_STORAGE_SG_GAPS=0 loads the initiator's rnic.ko with sg_gaps=0: the
+device's mapped STags are not offered as IBK_SG_GAPS_REG, the ULPs take
+their page-list FRWR paths (one MR per gap-free run, or a virt_boundary
+that splits the I/O), for the before/after figures
 (scripts/guest/storage-bench.py runs both).
 """
 
@@ -76,9 +77,7 @@ def sg_gaps_wanted() -> bool:
 
 LOAD = {
     "rnic": "modprobe rnic || exit 1\n",
-    "rnic-nogaps": ("echo 'driver: /opt/rnic-nogaps/rnic.ko (no IBK_SG_GAPS_REG)'\n"
-                    "for m in $(cat /opt/rnic-nogaps/depends); do modprobe $m; done\n"
-                    "insmod /opt/rnic-nogaps/rnic.ko || exit 1\n"),
+    "rnic-nogaps": "modprobe rnic sg_gaps=0 || exit 1\n",
     "rxe": "modprobe crc32_generic\nmodprobe rdma_rxe || exit 1\n",
 }
 
@@ -97,7 +96,7 @@ until grep -q ffff /sys/class/infiniband/@DEV@/ports/1/gids/1 2>/dev/null; do
     n=$((n + 1)); [ $n -lt 100 ] || { echo "no IPv4 GID on @DEV@"; exit 1; }
     sleep 0.1
 done
-echo "device=@DEV@"
+echo "device=@DEV@ sg_gaps=$(cat /sys/module/rnic/parameters/sg_gaps 2>/dev/null)"
 """
 
 # the initiator's counters: ib_map_mr_sg calls (one IB_WR_REG_MR each) by a
@@ -126,14 +125,14 @@ FIO = """
 fio_run() {  # name file size bsrange
     fio --name=verify --filename=$2 --size=$3 --direct=1 --ioengine=vsync --iodepth=8 \\
         --rw=write --bsrange=$4 --verify=crc32c --do_verify=1 --verify_fatal=1 \\
-        --output-format=json --output=/tmp/$1-verify.json
+        --eta=never --output-format=json --output=/tmp/$1-verify.json
     echo "$1_verify_rc=$?"
     sed 's/^/fio-verify: /' /tmp/$1-verify.json | grep -E '"(error|total_ios|io_bytes)"' | head -6
     sync
     counters before
     fio --name=perf --filename=$2 --size=$3 --direct=1 --ioengine=vsync --iodepth=8 \\
         --rw=randrw --bsrange=$4 --time_based --runtime=4 \\
-        --output-format=json --output=/tmp/$1-perf.json
+        --eta=never --output-format=json --output=/tmp/$1-perf.json
     echo "$1_perf_rc=$?"
     counters after
     tr -d '\\n' </tmp/$1-perf.json | sed 's/^/fio-json: /'
@@ -151,6 +150,7 @@ echo 10 >/proc/fs/nfsd/nfsv4leasetime
 mkdir -p /export /var/lib/nfs/v4recovery /run/rpcbind
 mount -t tmpfs -o size=64m tmpfs /export
 echo "/export *(rw,no_root_squash,insecure,no_subtree_check,fsid=1)" >/etc/exports
+grep -q '^_rpc:' /etc/passwd || echo "_rpc:x:108:65534::/run/rpcbind:/bin/false" >>/etc/passwd
 rpcbind || echo "rpcbind failed"
 exportfs -ra || exit 1
 rpc.mountd || echo "rpc.mountd failed"
@@ -205,6 +205,7 @@ sync_point 3 >/dev/null
 """
 
 ISER_TARGET = LIO_BACKSTORE + """
+modprobe crc32c_generic   # iSCSI digests: crypto_alloc_ahash("crc32c") at login
 modprobe iscsi_target_mod || exit 1
 modprobe ib_isert || exit 1
 iqn=iqn.2026-12.org.qemu-rnic:disk
@@ -224,6 +225,7 @@ ready=$iqn
 
 WAIT_DISK = """
 n=0
+modprobe sd_mod
 until disk=$(ls /sys/class/scsi_disk/*/device/block 2>/dev/null | head -1) && [ -n "$disk" ] &&
       [ -b /dev/$disk ]; do
     n=$((n + 1)); [ $n -lt 150 ] || { echo "no SCSI disk"; break; }
@@ -245,12 +247,13 @@ echo "client_md5=$md5"
 """
 
 ISER_INITIATOR = """
+modprobe sd_mod
 modprobe ib_iser || exit 1
 mkdir -p /etc/iscsi/ifaces /var/lib/iscsi /run/lock/iscsi /var/lock/iscsi
 iscsid -f >/tmp/iscsid.log 2>&1 &
 iqn=$(sync_point 1)
-iscsiadm -m iface -I iser -o new >/dev/null 2>&1
-iscsiadm -m iface -I iser -o update -n iface.transport_name -v iser
+modprobe crc32c_generic
+# "iser" is open-iscsi's built-in interface: iface.transport_name=iser
 iscsiadm -m node -o new -T $iqn -p 10.0.0.1:3260 -I iser >/dev/null || echo "node new failed"
 n=0
 until iscsiadm -m node -T $iqn -p 10.0.0.1:3260 -I iser --login; do
@@ -285,6 +288,7 @@ ready=$guid
 """ + TARGET_TAIL
 
 SRP_INITIATOR = """
+modprobe sd_mod
 modprobe ib_srp || exit 1
 guid=$(sync_point 1)
 gid=$(cat /sys/class/infiniband/rnic0/ports/1/gids/0 | tr -d :)
@@ -301,10 +305,34 @@ sync_point 2 $md5 >/dev/null
 sync_point 3 >/dev/null
 """
 
+# a target whose setup fails tells the initiator (FAIL at sync point 1)
+FAIL = """
+fail() {
+    echo "target setup failed: $1"
+    dmesg | tail -20 | sed 's/^/dmesg-tail: /'
+    sync_point 1 FAIL >/dev/null
+    exit 1
+}
+"""
+
+
+def target(body: str) -> str:
+    return FAIL + re.sub(r"\|\| exit 1\n", lambda m: f'|| fail "{next(_step)}"\n', body)
+
+
+_step = iter(range(1, 1000))
+
+READY_CHECK = """
+[ "$ready" != FAIL ] || { echo "the target failed"; exit 1; }
+"""
+
 PROTOCOLS = {
-    "nfs": (NFS_TARGET, NFS_INITIATOR),
-    "iser": (ISER_TARGET, ISER_INITIATOR),
-    "srp": (SRP_TARGET, SRP_INITIATOR),
+    "nfs": (target(NFS_TARGET), NFS_INITIATOR.replace(
+        "sync_point 1 >/dev/null\n", "ready=$(sync_point 1)\n" + READY_CHECK)),
+    "iser": (target(ISER_TARGET), ISER_INITIATOR.replace(
+        "iqn=$(sync_point 1)\n", "iqn=$(sync_point 1)\nready=$iqn\n" + READY_CHECK)),
+    "srp": (target(SRP_TARGET), SRP_INITIATOR.replace(
+        "guid=$(sync_point 1)\n", "guid=$(sync_point 1)\nready=$guid\n" + READY_CHECK)),
 }
 
 
