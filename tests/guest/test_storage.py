@@ -119,19 +119,24 @@ dmesg | grep -E 'WARNING:|BUG:|Call Trace|refcount_t|list_del corruption|general
 
 # fio: a verified write of unaligned, gapped I/O (lengths 2000-6000 bytes
 # for NFS, 512-byte multiples for the block devices; vsync coalesces
-# adjacent I/Os into one writev/readv whose iovecs lie max_bs apart), then
-# a timed random read/write whose registrations are counted
+# adjacent I/Os into one writev/readv whose iovecs lie max_bs apart in
+# memory: a scatterlist with gaps), read back and checked (crc32c); then a
+# timed sequential read of the same kind. The registrations of both phases
+# are counted.
 FIO = """
 fio_run() {  # name file size bsrange
+    counters verify0
     fio --name=verify --filename=$2 --size=$3 --direct=1 --ioengine=vsync --iodepth=8 \\
         --rw=write --bsrange=$4 --verify=crc32c --do_verify=1 --verify_fatal=1 \\
         --eta=never --output-format=json --output=/tmp/$1-verify.json
     echo "$1_verify_rc=$?"
-    sed 's/^/fio-verify: /' /tmp/$1-verify.json | grep -E '"(error|total_ios|io_bytes)"' | head -6
+    counters verify1
+    tr -d '\\n' </tmp/$1-verify.json | sed 's/^/fio-verify-json: /'
+    echo
     sync
     counters before
     fio --name=perf --filename=$2 --size=$3 --direct=1 --ioengine=vsync --iodepth=8 \\
-        --rw=randrw --bsrange=$4 --time_based --runtime=4 \\
+        --rw=read --bsrange=$4 --time_based --runtime=4 \\
         --eta=never --output-format=json --output=/tmp/$1-perf.json
     echo "$1_perf_rc=$?"
     counters after
@@ -353,8 +358,8 @@ def value(out: str, key: str) -> Optional[str]:
     return found[-1] if found else None
 
 
-def fio_figures(out: str) -> Dict[str, float]:
-    match = re.search(r"^fio-json: (.*)$", out, re.MULTILINE)
+def fio_figures(out: str, tag: str = "fio-json") -> Dict[str, float]:
+    match = re.search(rf"^{tag}: (.*)$", out, re.MULTILINE)
     assert match, "no fio JSON output"
     data = json.loads(match.group(1))
     job = data["jobs"][0]
@@ -401,19 +406,30 @@ def run_storage(qemu: str, proto: str, target_kind: str = "rnic",
     assert figures["error"] == 0, report
     ios = figures["read_ios"] + figures["write_ios"]
     assert ios > 0, report
-    regs = int(value(out, "after_regmr") or 0) - int(value(out, "before_regmr") or 0)
-    wqes = int(value(out, "after_wqes") or 0) - int(value(out, "before_wqes") or 0)
+    def delta(first: str, last: str, counter: str) -> int:
+        return int(value(out, f"{last}_{counter}") or 0) - int(value(out, f"{first}_{counter}") or 0)
+
+    regs, wqes = delta("before", "after", "regmr"), delta("before", "after", "wqes")
+    verify = fio_figures(out, "fio-verify-json")
+    # the verify phase: each block written, then read back (fio counts the
+    # reads of its verification in no total: per block, both I/Os)
+    vios = verify["write_ios"]
+    vregs, vwqes = delta("verify0", "verify1", "regmr"), delta("verify0", "verify1", "wqes")
     figures.update(ios=ios, regmr=regs, wqes=wqes, regmr_per_io=regs / ios,
-                   wqes_per_io=wqes / ios, gaps=gaps, target=target_kind)
+                   wqes_per_io=wqes / ios, gaps=gaps, target=target_kind,
+                   verify_ios=vios, verify_regmr_per_io=vregs / max(vios, 1),
+                   verify_wqes_per_io=vwqes / max(vios, 1))
     return r1, r2, figures
 
 
 def summary(name: str, fig: Dict) -> str:
-    return (f"# {name}: fio randrw 4 s {fig['read_iops']:.0f}+{fig['write_iops']:.0f} IOPS "
-            f"({fig['read_kib_s']}+{fig['write_kib_s']} KiB/s), {fig['ios']} I/Os; "
-            f"initiator: {fig['regmr']} registrations (ib_map_mr_sg) = "
-            f"{fig['regmr_per_io']:.2f}/I/O, {fig['wqes']} WQEs = {fig['wqes_per_io']:.2f}/I/O; "
-            f"SG_GAPS {'on' if fig['gaps'] else 'off'}; data verified (fio crc32c, MD5 both ends)")
+    return (f"# {name}: fio sequential gapped read 4 s {fig['read_iops']:.0f} IOPS "
+            f"({fig['read_kib_s']} KiB/s), {fig['ios']} I/Os; initiator: {fig['regmr']} "
+            f"registrations (ib_map_mr_sg) = {fig['regmr_per_io']:.2f}/I/O, {fig['wqes']} "
+            f"WQEs = {fig['wqes_per_io']:.2f}/I/O; verified write {fig['verify_ios']} blocks: "
+            f"{fig['verify_regmr_per_io']:.2f} registrations, {fig['verify_wqes_per_io']:.2f} "
+            f"WQEs per block written and read back; SG_GAPS {'on' if fig['gaps'] else 'off'}; data verified "
+            f"(fio crc32c, MD5 both ends)")
 
 
 def storage_test(proto: str, target_kind: str):
