@@ -22,6 +22,13 @@ READs of 8 SGEs over the same buffers every time: lists the cache holds)
 with the cache on and off, and prints that form's gathers/s and the
 counters (guest 2 is the client).
 
+--profile instead records both QEMU processes with perf (root, Debian's
+linux-perf; cpu-clock when the VM has no hardware counters) while guest
+2 runs ib_write_bw 64 B, and splits the samples by call chain: the
+device's work, the doorbell path, the frame transmit, the requester's
+WQE decode and its read of the WQE from the ring (rnic_req_decode ->
+rnic_host_dma_read -> pci_dma_read), guest code, TCG, the host kernel.
+
 --nvme instead runs the NVMe-oF workload of tests/guest/test_driver.py
 (guest 1 the nvmet-rdma target on a 32 MiB file, guest 2 the nvme-rdma
 host writing and reading back 8 MiB with O_DIRECT in 1 MiB requests,
@@ -36,13 +43,22 @@ Usage: scripts/guest/wqc-bench.py [--rounds R] [--seconds S] [--iters N]
   --gather     rnic_gather_bench's 8-SGE form on and off instead
   --depth N    --gather: gathers in flight, 1..16 (default 8)
   --nvme       the NVMe-oF hit rate instead (one pair, cache on)
+  --profile    instead: perf record (dwarf call chains) of both QEMUs for
+               S seconds during ib_write_bw 64 B, the samples' split (the
+               phase-2 question: the WQE read's share of the doorbell path)
   --no-build   do not run scripts/guest/build-provider.sh --image first
 """
 
 import argparse
+import importlib.util
+import os
 import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -50,7 +66,7 @@ from typing import Dict, List, Optional, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rdma_pair import (build_provider_image, lines_of, perftest_figure,  # noqa: E402
                        rc_lines, run_pair)
-from rnic_guest import GuestResult  # noqa: E402
+from rnic_guest import DEFAULT_QEMU, GuestResult  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests/guest"))
 from test_driver import NVMET_SETUP  # noqa: E402  (the NVMe-oF guest test's target)
@@ -143,7 +159,7 @@ def perftest_run(mode: str, number: int, opts) -> Tuple[Dict[str, Optional[float
 
 def rate(c: Dict[str, int]) -> str:
     lookups = c["wqe_cache_hits"] + c["wqe_cache_misses"]
-    share = (f"{100 * c['wqe_cache_hits'] / lookups:.1f} %" if lookups
+    share = (f"{100 * c['wqe_cache_hits'] / lookups:.2f} %" if lookups
              else "no lookups")
     return (f"{c['wqe_cache_hits']} hits, {c['wqe_cache_misses']} misses "
             f"({c['wqe_cache_stale']} stale): {share}")
@@ -191,63 +207,175 @@ def perftest_main(opts) -> int:
 
 
 GATHER_FORM = "8 WQEs x 8 SGEs"
+CONTIG_FORM = "contiguous, 1 READ"
 
 
-def gather_run(mode: str, number: int, opts) -> Tuple[Optional[float], List[Dict[str, int]]]:
-    """One pair running rnic_gather_bench with x-wqe-cache=MODE: the
-    8 x 8 SGE form's gathers/s (None if it failed) and both guests'
-    counter deltas over the whole client run (the other forms post lists
-    of one SGE or none: only the 8-SGE READs look the cache up)."""
+def gather_run(mode: str, number: int, opts) -> Tuple[Dict[str, float], List[Dict[str, int]]]:
+    """One pair running rnic_gather_bench with x-wqe-cache=MODE: its
+    gathers/s per form ({} if it failed) and both guests' counter deltas
+    over the whole client run (the other forms post lists of one SGE or
+    none: only the 8-SGE READs look the cache up)."""
     client = (f"rnic_gather_bench -d rnic0 -c 10.0.0.1 -t {opts.seconds:g} "
               f"-q {opts.depth} -r 1")
     steps = (stats_step(0), ("gather", "rnic_gather_bench -d rnic0 -s", client, 1),
              stats_step(1))
     name = f"wqc-bench-gather-{mode}-{number}"
     r1, r2 = pair_with_cache(mode, name, steps)
-    figure = None
+    forms: Dict[str, float] = {}
     if rc_lines(r2.output).get("gather") == [0]:
-        m = re.search(rf"^{re.escape(GATHER_FORM)}\s+(\d+)", lines_of(r2.output, "gather"),
-                      re.MULTILINE)
-        figure = float(m.group(1)) if m else None
-    if figure is None:
+        for form in (GATHER_FORM, CONTIG_FORM):
+            m = re.search(rf"^{re.escape(form)}\s+(\d+)", lines_of(r2.output, "gather"),
+                          re.MULTILINE)
+            if m:
+                forms[form] = float(m.group(1))
+    if len(forms) < 2:
         print(f"wqc-bench: {name}: the gather client failed:\n"
               + lines_of(r2.output, "gather"), file=sys.stderr)
+        forms = {}
     try:
         counts = [delta(r.output, "c0", "c1") for r in (r1, r2)]
     except ValueError as err:
         print(f"wqc-bench: {name}: {err}", file=sys.stderr)
         counts = []
-    return figure, counts
+    return forms, counts
 
 
 def gather_main(opts) -> int:
     figures: Dict[str, List[float]] = {"on": [], "off": []}
+    relative: Dict[str, List[float]] = {"on": [], "off": []}
     looked: Dict[str, List[List[Dict[str, int]]]] = {"on": [], "off": []}
     status = 0
     for number, mode in abba(opts.rounds):
-        figure, counts = gather_run(mode, number, opts)
-        if figure is None:
+        forms, counts = gather_run(mode, number, opts)
+        if not forms:
             status = 1
         else:
-            figures[mode].append(figure)
+            figures[mode].append(forms[GATHER_FORM])
+            relative[mode].append(forms[GATHER_FORM] / forms[CONTIG_FORM])
         if counts:
             looked[mode].append(counts)
-    on, off = figures["on"], figures["off"]
-    ratio = (f"{statistics.median(on) / statistics.median(off):.3f}×"
-             if on and off else "")
     print(f"\nrnic_gather_bench, two TCG guests, its form '{GATHER_FORM}' "
           f"(64 scattered 512 B buffers as 8 READs of 8 SGEs), {opts.depth} in flight, "
           f"{opts.seconds:g} s per form, {opts.rounds} rounds of x-wqe-cache "
-          "on/off in ABBA order, median (range):\n")
-    print("| form | cache on | cache off | on/off |")
+          "on/off in ABBA order, median (range); 'per contiguous': over the "
+          "same guests' contiguous READ (one SGE, never cached) measured "
+          "in the same run:\n")
+    print("| figure | cache on | cache off | on/off |")
     print("|---|---|---|---|")
-    print(f"| {GATHER_FORM} (gathers/s) | {cell(on, '%.0f')} | {cell(off, '%.0f')} | {ratio} |")
+    for label, values, fmt in (("gathers/s", figures, "%.0f"),
+                               ("per contiguous", relative, "%.3f")):
+        on, off = values["on"], values["off"]
+        ratio = (f"{statistics.median(on) / statistics.median(off):.3f}×"
+                 if on and off else "")
+        print(f"| {GATHER_FORM}, {label} | {cell(on, fmt)} | {cell(off, fmt)} | {ratio} |")
     print("\nWQE translation cache counters over the client runs, summed over the rounds:\n")
     for mode in ("on", "off"):
         for guest in (0, 1):
             total = {k: sum(c[guest][k] for c in looked[mode]) for k in COUNTERS}
             print(f"  x-wqe-cache={mode} guest {guest + 1}: {rate(total)}")
     return status
+
+
+# --profile: what the samples of both QEMUs are spent on, by call chain
+# (a sample counts for each row one of its frames matches: rows overlap)
+PROFILE_ROWS = (
+    ("device: any rnic_* frame", lambda names, leaf: any(n.startswith("rnic_") for n in names)),
+    ("doorbell path (rnic_engine_doorbell)", lambda names, leaf: "rnic_engine_doorbell" in names),
+    ("  frame out (rnic_host_transmit)", lambda names, leaf: "rnic_host_transmit" in names),
+    ("  WQE decode (rnic_req_decode)", lambda names, leaf: "rnic_req_decode" in names),
+    ("  WQE read (rnic_host_dma_read under rnic_req_decode)",
+     lambda names, leaf: "rnic_host_dma_read" in names and
+     "rnic_req_decode" in names[names.index("rnic_host_dma_read"):]),
+    ("  SGE translation (rnic_sges_resolve, rnic_sges_segs)",
+     lambda names, leaf: "rnic_sges_resolve" in names or "rnic_sges_segs" in names),
+    ("  WQE cache (rnic_wqc_*)", lambda names, leaf: any(n.startswith("rnic_wqc") for n in names)),
+    ("guest code (TCG-generated, the leaf)",
+     lambda names, leaf: leaf in ("", "[unknown]") or "/perf-" in leaf),
+    ("TCG translation (tb_gen_code)", lambda names, leaf: "tb_gen_code" in names),
+    ("host kernel (the leaf)", lambda names, leaf: leaf == "[kernel.kallsyms]"),
+)
+
+
+def perf_chains(data: str) -> List[Tuple[List[str], str]]:
+    """(symbols leaf first, the leaf's DSO) per sample of perf's DATA."""
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym,dso",
+                          "--no-inline"], capture_output=True, text=True,
+                         check=True).stdout
+    chains: List[Tuple[List[str], str]] = []
+    names: Optional[List[str]] = None
+    leaf = ""
+    for line in out.splitlines() + [""]:
+        if not line.strip():
+            if names is not None:
+                chains.append((names, leaf))
+            names = None
+        elif not line[0].isspace():
+            names, leaf = [], ""
+        elif names is not None:
+            m = re.match(r"\s*[0-9a-f]+\s+(.*?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)$", line)
+            if m:
+                if not names:
+                    leaf = m.group(2)
+                names.append(m.group(1))
+    return chains
+
+
+def profile_main(opts) -> int:
+    if not shutil.which("perf"):
+        print("wqc-bench: perf is not installed (apt install linux-perf)", file=sys.stderr)
+        return 1
+    spec = importlib.util.spec_from_file_location(
+        "perftest_profile", Path(__file__).resolve().parent / "perftest-profile.py")
+    pp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pp)
+    binary = Path(os.environ.get("RNIC_QEMU", DEFAULT_QEMU)).resolve()
+    settle = 8
+    bw = f"ib_write_bw -d rnic0 -x 1 -F -s 64 -D {opts.seconds + settle + 15:g}"
+    steps = (("bw", bw, f"{bw} 10.0.0.1", 1),)
+    results: List[Tuple[GuestResult, GuestResult]] = []
+    pair = threading.Thread(target=lambda: results.append(
+        pair_with_cache("on", "wqc-bench-profile", steps)))
+    pair.start()
+    give_up = time.time() + 300
+    pids: List[int] = []
+    busy = False
+    while not busy and pair.is_alive() and time.time() < give_up:
+        time.sleep(0.5)
+        pids = pp.qemus(os.getpid(), binary)     # the two guests' QEMUs
+        busy = len(pids) == 2 and pp.busy(pids) > 1.0
+    if not busy:
+        print("wqc-bench: the guests never got busy", file=sys.stderr)
+        pair.join()
+        return 1
+    time.sleep(settle)
+    with tempfile.TemporaryDirectory(prefix="wqc-profile-") as tmp:
+        data = f"{tmp}/perf.data"
+        subprocess.run(["perf", "record", "-q", "-F", "999", "--call-graph", "dwarf,16384",
+                        "-o", data, "-p", ",".join(map(str, pids)), "--",
+                        "sleep", f"{opts.seconds:g}"], check=False,
+                       stdout=subprocess.DEVNULL)
+        pair.join()
+        chains = perf_chains(data)
+    r2 = results[0][1] if results else None
+    if not chains or r2 is None or rc_lines(r2.output).get("bw") != [0]:
+        print("wqc-bench: no samples, or ib_write_bw failed", file=sys.stderr)
+        return 1
+    counts = {label: sum(1 for names, leaf in chains if match(names, leaf))
+              for label, match in PROFILE_ROWS}
+    total = len(chains)
+    print(f"\nperf record -F 999 --call-graph dwarf of both QEMUs for {opts.seconds:g} s "
+          f"while guest 2 runs ib_write_bw 64 B (x-wqe-cache=on): {total} samples "
+          f"(~ms of CPU), {msg_rate(lines_of(r2.output, 'bw')):.4f} Mpps over the "
+          "whole run\n")
+    print("| where | samples | of all | of the doorbell path |")
+    print("|---|---|---|---|")
+    door = counts[PROFILE_ROWS[1][0]] or 1
+    for label, _ in PROFILE_ROWS:
+        n = counts[label]
+        part = (f"{100 * n / door:.1f} %"
+                if label.startswith(" ") or label == PROFILE_ROWS[1][0] else "")
+        print(f"| {label.strip()} | {n} | {100 * n / total:.2f} % | {part} |")
+    return 0
 
 
 # the guest test's target (a 32 MiB file, buffered I/O), on guest 1
@@ -318,6 +446,7 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=1000)
     parser.add_argument("--nvme", action="store_true")
     parser.add_argument("--gather", action="store_true")
+    parser.add_argument("--profile", action="store_true")
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--no-build", action="store_true")
     opts = parser.parse_args()
@@ -326,12 +455,14 @@ def main() -> int:
         parser.error("--rounds 1..16, --seconds 0..60, --iters 10..100000")
     if not opts.no_build and not build_provider_image():
         return 1
-    if opts.nvme and opts.gather:
-        parser.error("--nvme and --gather exclude each other")
+    if opts.nvme + opts.gather + opts.profile > 1:
+        parser.error("--nvme, --gather and --profile exclude each other")
     if not 1 <= opts.depth <= 16:
         parser.error("--depth 1..16")
     if opts.nvme:
         return nvme_main()
+    if opts.profile:
+        return profile_main(opts)
     return gather_main(opts) if opts.gather else perftest_main(opts)
 
 
