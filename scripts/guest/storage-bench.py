@@ -39,20 +39,24 @@ def main() -> int:
     print(f"storage-bench {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC at {rev}, "
           f"initiator rnic, target {opts.target}", flush=True)
     print("| protocol | SG_GAPS | read IOPS | write IOPS | read+write KiB/s | fio I/Os "
-          "| registrations/I/O | WQEs/I/O |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|", flush=True)
+          "| registrations/I/O | WQEs/I/O | READDIRs | registrations/READDIR |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     status = 0
     for proto in opts.proto.split(","):
         for gaps in opts.gaps.split(","):
             try:
                 _, _, fig = run_storage(opts.qemu, proto, opts.target, gaps == "on")
             except AssertionError as err:
-                print(f"| {proto} | {gaps} | failed: {str(err).splitlines()[0]} |||||", flush=True)
+                print(f"| {proto} | {gaps} | failed: {str(err).splitlines()[0]} |||||||",
+                      flush=True)
                 status = 1
                 continue
             print(f"| {proto} | {gaps} | {fig['read_iops']:.0f} | {fig['write_iops']:.0f} | "
                   f"{fig['read_kib_s'] + fig['write_kib_s']} | {fig['ios']} | "
-                  f"{fig['regmr_per_io']:.2f} | {fig['wqes_per_io']:.2f} |", flush=True)
+                  f"{fig['regmr_per_io']:.2f} | {fig['wqes_per_io']:.2f} | "
+                  f"{fig.get('readdir_ops', '')} | "
+                  f"{'%.2f' % fig['readdir_regmr_per_op'] if 'readdir_ops' in fig else ''} |",
+                  flush=True)
     return status
 
 
