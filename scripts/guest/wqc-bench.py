@@ -43,6 +43,9 @@ Usage: scripts/guest/wqc-bench.py [--rounds R] [--seconds S] [--iters N]
   --gather     rnic_gather_bench's 8-SGE form on and off instead
   --depth N    --gather: gathers in flight, 1..16 (default 8)
   --nvme       the NVMe-oF hit rate instead (one pair, cache on)
+  --queue-size N  --nvme: the host's I/O queue size (nvme-rdma queue_size=,
+               default its own, 128): each queue's target QP keeps one
+               receive list per command slot in its cache
   --profile    instead: perf record (dwarf call chains) of both QEMUs for
                S seconds during ib_write_bw 64 B, the samples' split (the
                phase-2 question: the WQE read's share of the doorbell path)
@@ -384,7 +387,7 @@ NVME_TARGET = NVMET_SETUP.format(addr="10.0.0.1")
 
 NVME_CONNECT = """
 modprobe nvme_rdma || exit 1
-echo "transport=rdma,traddr=10.0.0.1,trsvcid=4420,nqn=rnic-test" >/dev/nvme-fabrics || exit 1
+echo "transport=rdma,traddr=10.0.0.1,trsvcid=4420,nqn=rnic-test{options}" >/dev/nvme-fabrics || exit 1
 tries=0
 until [ -b /dev/nvme0n1 ]; do
     tries=$((tries + 1)); [ $tries -lt 100 ] || { echo "no /dev/nvme0n1"; exit 1; }
@@ -402,10 +405,12 @@ cmp /tmp/pattern /tmp/readback && echo data_match=yes
 NVME_ROUNDS = 3
 
 
-def nvme_main() -> int:
+def nvme_main(queue_size: Optional[int]) -> int:
     # the scripts go to files first: a step's command sits in single quotes
     setup = (f"cat >/tmp/target.sh <<'EOF'\n{NVME_TARGET}EOF\n",
-             f"cat >/tmp/connect.sh <<'EOF'\n{NVME_CONNECT}EOF\n"
+             f"cat >/tmp/connect.sh <<'EOF'\n"
+             + NVME_CONNECT.replace("{options}", f",queue_size={queue_size}"
+                                    if queue_size else "") + "EOF\n"
              f"cat >/tmp/io.sh <<'EOF'\n{NVME_IO}EOF\n")
     steps = [stats_step(0), ("tgt", "sh /tmp/target.sh", "true", 1), stats_step(1)]
     for n in range(1, NVME_ROUNDS + 1):
@@ -448,6 +453,7 @@ def main() -> int:
     parser.add_argument("--gather", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--depth", type=int, default=8)
+    parser.add_argument("--queue-size", type=int, default=None)
     parser.add_argument("--no-build", action="store_true")
     opts = parser.parse_args()
     if not 1 <= opts.rounds <= 16 or not 0 < opts.seconds <= 60 or \
@@ -460,7 +466,7 @@ def main() -> int:
     if not 1 <= opts.depth <= 16:
         parser.error("--depth 1..16")
     if opts.nvme:
-        return nvme_main()
+        return nvme_main(opts.queue_size)
     if opts.profile:
         return profile_main(opts)
     return gather_main(opts) if opts.gather else perftest_main(opts)
