@@ -9,15 +9,19 @@ registrations are counted there).
                       exporting a tmpfs, the client mounts it with
                       rdma,port=20049,vers=4.2; fio writes a file with
                       O_DIRECT at unaligned offsets and lengths (2000-6000
-                      bytes, buffers one max_bs apart: gapped iovecs
-                      coalesced by vsync) and verifies it (crc32c), then a
-                      timed random read/write; the file's MD5 on the client
-                      and on the server match
+                      bytes; vsync joins 8 adjacent I/Os into one writev /
+                      readv whose iovecs lie max_bs apart: gapped), reads it
+                      back checking each block (crc32c, --verify_only), then
+                      a timed sequential read of the same shape; the file's
+                      MD5 on the client and on the server match; a READDIR
+                      of 400 long names (a Reply chunk: head + pages, a
+                      scatterlist with a gap) with its registrations counted
   storage-iser        LIO iSCSI target (configfs) with a fileio backstore on
                       tmpfs and iser enabled on the portal; open-iscsi's
-                      iscsiadm with iface.transport_name=iser logs in; fio on
-                      the SCSI disk (512-byte granular, gapped), the disk's
-                      MD5 on the initiator equals its backing file's
+                      iscsiadm with iface.transport_name=iser logs in; fio as
+                      above on the SCSI disk (512-byte multiples up to 7680),
+                      the disk's MD5 on the initiator equals its backing
+                      file's
   storage-srp         ib_srpt (LIO configfs, RDMA/CM port 5555), ib_srp
                       logs in with add_target (id_ext, ioc_guid from the
                       target, dest=10.0.0.1:5555); fio and MD5 as for iSER
@@ -27,7 +31,8 @@ registrations are counted there).
 Each initiator counts its registrations with a kprobe on ib_map_mr_sg (the
 FRWR path of xprtrdma, iSER and SRP maps each MR once and posts one
 IB_WR_REG_MR for it) and the device's executed work requests (ethtool -S
-wqes) over the timed fio run, and prints them per fio I/O.
+wqes) over the verified pass and the timed read, and prints them per fio
+I/O.
 
 RNIC_STORAGE_SG_GAPS=0 loads the initiator's rnic.ko with sg_gaps=0: the
 device's mapped STags are not offered as IBK_SG_GAPS_REG, the ULPs take
