@@ -41,10 +41,26 @@ die() { log "error: $*"; exit 1; }
 kver=$(cat "$guest_dir/KERNEL_VERSION")
 src_moddir=$guest_dir/kernel/lib/modules/$kver
 
-mapfile -t extra < <(comm -13 <("$here/fetch-rdma-userspace.py" | sort) \
-                              <("$here/fetch-rdma-userspace.py" "${packages[@]}" | sort) |
-                     grep -vE "$skip")
-[ ${#extra[@]} -gt 0 ] || die "no packages resolved for ${packages[*]}"
+# The .debs the packages add to the RDMA image's userspace; the resolution
+# (two fetch-rdma-userspace.py runs, tens of seconds: its cache keeps one
+# root set) is kept in $out/extra.list, keyed on apt's lists and the names.
+mkdir -p "$out"
+key="$(stat -c '%n %s %Y' /var/lib/apt/lists/*_Packages* 2>/dev/null | sha256sum | cut -d' ' -f1)"
+key+=" ${packages[*]} $skip"
+extra=()
+if [ "$(head -1 "$out/extra.list" 2>/dev/null)" = "$key" ]; then
+    mapfile -t extra < <(tail -n +2 "$out/extra.list")
+    for deb in "${extra[@]}"; do
+        [ -f "$deb" ] || { extra=(); break; }
+    done
+fi
+if [ ${#extra[@]} -eq 0 ]; then
+    mapfile -t extra < <(comm -13 <("$here/fetch-rdma-userspace.py" | sort) \
+                                  <("$here/fetch-rdma-userspace.py" "${packages[@]}" | sort) |
+                         grep -vE "$skip")
+    [ ${#extra[@]} -gt 0 ] || die "no packages resolved for ${packages[*]}"
+    { echo "$key"; printf '%s\n' "${extra[@]}"; } >"$out/extra.list"
+fi
 
 stamp="$(printf '%s\n' "${extra[@]}" | xargs -r stat -c '%n %s %Y' | sha256sum | cut -d' ' -f1)"
 stamp+=" $(sha256sum <"$0" | cut -d' ' -f1) $kver ${modules[*]}"
