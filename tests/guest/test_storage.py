@@ -50,7 +50,7 @@ import tempfile
 import threading
 from typing import Dict, Optional, Tuple
 
-from guesttest import TOP, Skip, procedure
+from guesttest import TOP, procedure
 from rnic_guest import GUEST_DIR, Guest, GuestResult, run_guests
 
 sys.path.insert(0, str(TOP / "scripts/guest"))
