@@ -400,6 +400,29 @@ static const char *rnic_map_check_members(const RnicMrTable *t,
     return NULL;
 }
 
+/*
+ * A registration's table 'in' made an RnicMap for an entry of 'length'
+ * bytes with 'access' over members of 'pd' and 'owner' in table 't':
+ * NULL with *why when the table or a member does not pass.
+ */
+static RnicMap *rnic_map_build(RnicEngine *e, const struct rnic_map_seg *in,
+                               uint32_t nsegs, uint32_t repeat,
+                               uint64_t length, const RnicMrTable *t,
+                               const RnicPd *pd, uint32_t owner,
+                               uint32_t access, const char **why)
+{
+    RnicMap *map = rnic_map_new(e, in, nsegs, repeat, length, why);
+
+    if (map) {
+        *why = rnic_map_check_members(t, pd, owner, map, access);
+        if (*why) {
+            rnic_map_unref(e, map);
+            return NULL;
+        }
+    }
+    return map;
+}
+
 void rnic_cmd_reg_mapped(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res, RnicPd *pd)
 {
@@ -433,16 +456,10 @@ void rnic_cmd_reg_mapped(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         "REG_MR: mapped: segment table not readable");
         return;
     }
-    map = rnic_map_new(e, in, nsegs, GUINT32_FROM_LE(cmd->mr.repeat), length,
-                       &why);
+    map = rnic_map_build(e, in, nsegs, GUINT32_FROM_LE(cmd->mr.repeat),
+                         length, rnic_pd_lkeys(e, pd), pd, pd->owner, access,
+                         &why);
     if (!map) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "REG_MR: mapped: %s", why);
-        return;
-    }
-    why = rnic_map_check_members(rnic_pd_lkeys(e, pd), pd, pd->owner, map,
-                                 access);
-    if (why) {
-        rnic_map_unref(e, map);
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "REG_MR: mapped: %s", why);
         return;
     }
@@ -523,20 +540,10 @@ uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
         in = g_new(struct rnic_map_seg, nsegs);
         rnic_map_wqe_table(e, qp, wqe, nsegs, in, &why);
     }
-    if (why) {
-        rnic_event(e, UB_MR, why, qp->qpn, stag);
-        return RNIC_WC_LOC_PROT_ERR;
-    }
-    map = rnic_map_new(e, in, nsegs, GUINT32_FROM_LE(w->imm_or_inv), length,
-                       &why);
-    if (map) {
-        why = rnic_map_check_members(mr->members, mr->pd, mr->owner, map,
-                                     access);
-        if (why) {
-            rnic_map_unref(e, map);
-        }
-    }
-    if (why) {
+    map = why ? NULL :
+        rnic_map_build(e, in, nsegs, GUINT32_FROM_LE(w->imm_or_inv), length,
+                       mr->members, mr->pd, mr->owner, access, &why);
+    if (!map) {
         rnic_event(e, UB_MR, why, qp->qpn, stag);
         return RNIC_WC_LOC_PROT_ERR;
     }
