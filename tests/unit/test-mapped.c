@@ -565,6 +565,18 @@ static void test_bad_tables(void)
     EXPECT_BAD(2, 1, 200, t[1].rsvd = 1);           /* reserved */
     EXPECT_BAD(2, 1, 200, t[1].skip = 4);           /* skip in a list */
     EXPECT_BAD(2, 1, 200, t[1].addr = UINT64_MAX - 10); /* wraps */
+    /*
+     * interleaved whose span, (repeat - 1) * stride + length, overflows 64
+     * bits (the table alone, before any member is looked at)
+     */
+    {
+        struct rnic_map_seg w = seg(p->bufb, 256, p->mrb, UINT32_MAX);
+        const char *why = NULL;
+
+        g_assert_null(rnic_map_new(h->engine, &w, 1, UINT32_MAX,
+                                   256ull * UINT32_MAX, &why));
+        g_assert_nonnull(strstr(why, "wraps"));
+    }
 #undef EXPECT_BAD
     /* too long */
     big = g_new0(struct rnic_map_seg, RNIC_MAP_MAX_SEGS + 1);

@@ -180,8 +180,13 @@ RnicMap *rnic_map_new(RnicEngine *e, const struct rnic_map_seg *in,
             *why = "a skip in the list form (repeat 1)";
             goto fail;
         }
-        /* every repetition's bytes addressable: no wrap */
-        if (s->addr + rnic_map_span(s, repeat) < s->addr) {
+        /*
+         * every repetition's bytes addressable: no wrap, and the span
+         * itself computed without overflow ((repeat - 1) * stride)
+         */
+        if (UINT64_MAX - s->addr < s->length ||
+            (uint64_t)(repeat - 1) >
+            (UINT64_MAX - s->addr - s->length) / s->stride) {
             *why = "a segment's member range wraps around";
             goto fail;
         }
