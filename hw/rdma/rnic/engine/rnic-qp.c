@@ -1276,16 +1276,25 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     return true;
 }
 
+/* The SGE holding list byte *off, *off made an offset into it. */
+static uint32_t rnic_sges_seek(const RnicSgeRes *sge, uint32_t nsge,
+                               uint32_t *off)
+{
+    uint32_t i = 0;
+
+    while (i < nsge && *off >= sge[i].length) {
+        *off -= sge[i].length;
+        i++;
+    }
+    return i;
+}
+
 int rnic_sges_place(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
                     uint32_t off, const RnicPayload *pl, uint32_t poff,
                     uint32_t len)
 {
-    uint32_t i = 0;
+    uint32_t i = rnic_sges_seek(sge, nsge, &off);
 
-    while (i < nsge && off >= sge[i].length) {
-        off -= sge[i].length;
-        i++;
-    }
     while (len) {
         uint32_t n;
 
@@ -1309,12 +1318,8 @@ bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
                     uint32_t len, RnicDmaSeg *segs, uint32_t *nsegs,
                     uint32_t max)
 {
-    uint32_t i = 0;
+    uint32_t i = rnic_sges_seek(sge, nsge, &off);
 
-    while (i < nsge && off >= sge[i].length) {
-        off -= sge[i].length;
-        i++;
-    }
     while (len) {
         uint32_t n;
 
@@ -1335,12 +1340,8 @@ bool rnic_sges_segs(const RnicSgeRes *sge, uint32_t nsge, uint32_t off,
 int rnic_sges_gather(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
                      uint32_t off, uint8_t *buf, uint32_t len)
 {
-    uint32_t i = 0;
+    uint32_t i = rnic_sges_seek(sge, nsge, &off);
 
-    while (i < nsge && off >= sge[i].length) {
-        off -= sge[i].length;
-        i++;
-    }
     while (len) {
         uint32_t n;
 
