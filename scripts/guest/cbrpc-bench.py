@@ -12,11 +12,13 @@ script (a missed target is printed, not an error: the figures vary with
 the host).
 
 Usage: scripts/guest/cbrpc-bench.py [--peers rnic,rxe] [--seconds S]
-                                    [--sweep] [--quick] [--no-build]
+                                    [--sweep] [--quick] [--spin-us US]
+                                    [--no-build]
   --peers LIST   peer kinds, in order: rnic, rxe (default both)
   --seconds S    measuring time of each figure (default 2)
   --sweep        also the sweep of argument sizes (the inline threshold)
   --quick        0.5 s per figure, no sweep (the main job, the guest test)
+  --spin-us US   the servers' and sessions' spin_us (default: the library's)
   --no-build     do not run scripts/guest/build-provider.sh --image first
 """
 
@@ -31,16 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rdma_pair import DEVICE, build_provider_image, lines_of, rc_lines, run_pair  # noqa: E402
 
 
-def bench_step(kind: str, client_opts: str):
+def bench_step(kind: str, client_opts: str, spin: str = ""):
     dev = DEVICE[kind]
-    return ("bench", f"cbrpc-bench server -d {dev} -a 10.0.0.1",
-            f"cbrpc-bench client -d {dev} -a 10.0.0.1 {client_opts}", 1)
+    return ("bench", f"cbrpc-bench server -d {dev} -a 10.0.0.1{spin}",
+            f"cbrpc-bench client -d {dev} -a 10.0.0.1 {client_opts}{spin}", 1)
 
 
-def run(kind: str, client_opts: str, name: str, tool_timeout: int = 600) -> List[str]:
+def run(kind: str, client_opts: str, name: str, tool_timeout: int = 600,
+        spin: str = "") -> List[str]:
     """The client's output lines; raises RuntimeError on any failure."""
     t0 = time.time()
-    r1, r2 = run_pair(name, (bench_step(kind, client_opts),), kinds=(kind, kind),
+    r1, r2 = run_pair(name, (bench_step(kind, client_opts, spin),), kinds=(kind, kind),
                       timeout=tool_timeout + 400, tool_timeout=tool_timeout)
     client = lines_of(r2.output, "bench")
     problems = []
@@ -66,6 +69,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--spin-us", type=int)
     parser.add_argument("--no-build", action="store_true")
     opts = parser.parse_args()
     kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
@@ -80,7 +84,8 @@ def main() -> int:
     status = 0
     for kind in kinds:
         try:
-            lines = run(kind, client_opts, f"cbrpc-bench-{kind}")
+            lines = run(kind, client_opts, f"cbrpc-bench-{kind}",
+                        spin="" if opts.spin_us is None else f" --spin-us {opts.spin_us}")
         except RuntimeError as err:
             print(err, file=sys.stderr)
             status = 1

@@ -53,6 +53,8 @@ enum { READ_SPARSE = 0, READ_SAMPLES = 1, READ_LINES = 2 };
 #define SAMPLES 16
 #define DEPTH 16
 
+static int spin_us;	/* --spin-us: every session's and server's */
+
 /* the head of every OP_READ/OP_CHAIN request's inline data; by value, the
  * argument follows it */
 struct bench_req {
@@ -159,7 +161,8 @@ static int bench_read(struct cbrpc_req *req, uint64_t *sum)
 
 static int next_connect(struct bench_server *a)
 {
-	struct cbrpc_session_attr value = { .depth = DEPTH, .max_inline = VALUE_INLINE };
+	struct cbrpc_session_attr value = { .depth = DEPTH, .max_inline = VALUE_INLINE,
+					    .spin_us = spin_us };
 	int ret = 0;
 
 	if (!a->next_ctx)
@@ -246,7 +249,8 @@ static void *server_thread(void *arg)
 
 static int server_main(const char *dev, const char *addr, int port)
 {
-	struct cbrpc_server_attr attr = { .depth = DEPTH, .max_inline = VALUE_INLINE };
+	struct cbrpc_server_attr attr = { .depth = DEPTH, .max_inline = VALUE_INLINE,
+					  .spin_us = spin_us };
 	char ports[2][16];
 	int ret;
 
@@ -532,8 +536,9 @@ static void target(const char *what, double got, const char *cmp, double want)
 static int client_main(const char *dev, const char *addr, int port, double seconds,
 		       bool sweep, bool shutdown)
 {
-	struct cbrpc_session_attr value = { .depth = DEPTH, .max_inline = VALUE_INLINE };
-	struct cbrpc_session_attr ref = { .depth = DEPTH };
+	struct cbrpc_session_attr value = { .depth = DEPTH, .max_inline = VALUE_INLINE,
+					    .spin_us = spin_us };
+	struct cbrpc_session_attr ref = { .depth = DEPTH, .spin_us = spin_us };
 	struct client c = { .seconds = seconds, .rng = 0x9e3779b97f4a7c15ull };
 	struct figure nv, nr, rv, rr, sv, sr, uv, ur, cv, cr;
 	char pa[16], pb[16];
@@ -645,9 +650,11 @@ static int client_main(const char *dev, const char *addr, int port, double secon
 
 static int usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s server [-d DEV] -a ADDR [-p PORT]\n"
+	fprintf(stderr, "usage: %s server [-d DEV] -a ADDR [-p PORT] [--spin-us US]\n"
 		"       %s client [-d DEV] -a ADDR [-p PORT] [-t SECONDS] [--quick] "
-		"[--sweep] [--no-shutdown]\n", prog, prog);
+		"[--sweep] [--no-shutdown] [--spin-us US]\n"
+		"  --spin-us: the sessions' and servers' spin_us (0: the library's "
+		"default, <0: never)\n", prog, prog);
 	return 2;
 }
 
@@ -675,6 +682,8 @@ int main(int argc, char **argv)
 			sweep = true;
 		else if (!strcmp(argv[i], "--no-shutdown"))
 			shutdown = false;
+		else if (!strcmp(argv[i], "--spin-us") && i + 1 < argc)
+			spin_us = atoi(argv[++i]);
 		else
 			return usage(argv[0]);
 	}

@@ -95,6 +95,7 @@ enum cbrpc_error {
 #define CBRPC_MAX_HANDLES 16	/* handles per call */
 #define CBRPC_INLINE_MAX 2048	/* inline bytes per reply, and per request by default */
 #define CBRPC_VALUE_MAX (16u << 20)	/* largest max_inline of a session */
+#define CBRPC_SPIN_US 0		/* spin_us's default: sleep at once (docs/cbrpc.md) */
 
 /* Handle access flags, chosen by the object's owner. */
 #define CBRPC_H_READ	0x1u	/* a server may read (cbrpc_deref) */
@@ -246,6 +247,9 @@ struct cbrpc_session_attr {
 	int keepalive_ms;	/* probe an idle server this often (0: 1000, <0: never) */
 	size_t max_inline;	/* request inline bytes, up to CBRPC_VALUE_MAX
 				 * (0: CBRPC_INLINE_MAX); the server must allow it */
+	int spin_us;		/* a waiting caller polls the completion queue
+				 * this long before it sleeps (0: CBRPC_SPIN_US,
+				 * <0: never) */
 };
 
 /*
@@ -369,6 +373,9 @@ struct cbrpc_server_attr {
 	int op_timeout_ms;		/* bound of one READ/WRITE (0: 5000) */
 	size_t max_inline;		/* largest request inline a session may ask
 					 * for, up to CBRPC_VALUE_MAX (0: CBRPC_INLINE_MAX) */
+	int spin_us;			/* an idle server polls its completion queue
+					 * this long before it sleeps (0: CBRPC_SPIN_US,
+					 * <0: never) */
 };
 
 struct cbrpc_server_stats {

@@ -35,6 +35,7 @@ bool cbrpc_map_next(const struct cbrpc_map *m, size_t *pos, uint64_t *key, void 
 /* A line on stderr when $CBRPC_DEBUG is set: why a connection failed. */
 void cbrpc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t cbrpc_now_ms(void);
+int64_t cbrpc_now_us(void);
 /* Milliseconds left until DEADLINE (-1: none), at least 0. */
 int cbrpc_left_ms(int64_t deadline);
 int64_t cbrpc_deadline(int timeout_ms);
@@ -133,6 +134,7 @@ struct cbrpc_session {
 	struct cbrpc_call **slots;	/* depth entries; NULL: free */
 	unsigned int outstanding;
 	int keepalive_ms;		/* <= 0: no probes */
+	int spin_us;			/* poll the CQ this long before poll() */
 	uint64_t ka_addr;		/* the server's keepalive word */
 	uint32_t ka_rkey;
 	bool ka_inflight;		/* a probe READ is posted */
@@ -246,6 +248,7 @@ struct cbrpc_server {
 	unsigned int max_sessions, depth;
 	size_t max_inline;
 	int op_timeout_ms;
+	int spin_us;				/* poll the CQ this long before poll() */
 	size_t cache_bytes, cache_used;
 	unsigned int cache_entries;		/* records, with data or not */
 	struct cbrpc_heap *cache_heap;

@@ -444,7 +444,28 @@ static void process_cm(struct cbrpc_server *srv)
 	}
 }
 
-/* Progress: completions, connection events; wait up to MS if nothing. */
+/*
+ * The connection manager's channel at most once a millisecond: asking it
+ * is a system call, which a loop serving requests back to back, or a
+ * handler reading many small ranges, would pay each time (a disconnection
+ * is seen in the completions anyway: the QP's work flushes).
+ */
+static void cm_tick(struct cbrpc_server *srv)
+{
+	int64_t now = cbrpc_now_ms();
+
+	if (now != srv->cm_polled_ms) {
+		srv->cm_polled_ms = now;
+		process_cm(srv);
+	}
+}
+
+/*
+ * Progress: completions, connection events; if there were none, poll the
+ * CQ for up to spin_us (a request or a READ's completion that comes
+ * meanwhile costs no interrupt, wake-up or system call), then sleep up to
+ * MS in poll().
+ */
 static void progress(struct cbrpc_server *srv, int ms)
 {
 	int fds[3] = { srv->cch->fd, srv->ech->fd, srv->wake[0] };
@@ -455,9 +476,18 @@ static void progress(struct cbrpc_server *srv, int ms)
 
 	if (drain_cq(srv))
 		ms = 0;
-	process_cm(srv);
+	cm_tick(srv);
 	if (ms == 0 || srv->stop)
 		return;
+	if (srv->spin_us > 0) {
+		int64_t end = cbrpc_now_us() + srv->spin_us;
+
+		do {
+			if (drain_cq(srv) || srv->stop)
+				return;
+			cm_tick(srv);
+		} while (cbrpc_now_us() < end);
+	}
 	ibv_req_notify_cq(srv->cq, 0);
 	if (drain_cq(srv))
 		return;
@@ -468,25 +498,15 @@ static void progress(struct cbrpc_server *srv, int ms)
 		while (read(srv->wake[0], junk, sizeof(junk)) > 0)
 			;
 	drain_cq(srv);
-	process_cm(srv);
+	if (rev[1])
+		process_cm(srv);
 }
 
+/* From inside a handler (every cbrpc_deref/cbrpc_write). */
 void cbrpc_server_poll(struct cbrpc_server *srv)
 {
-	int64_t now = cbrpc_now_ms();
-
-	/*
-	 * From inside a handler (every cbrpc_deref/cbrpc_write): completions
-	 * always, the connection manager's channel at most once a millisecond:
-	 * asking it is a system call, which a handler reading many small
-	 * ranges paid for each of them (a disconnection is seen in the
-	 * completions anyway: the QP's work flushes)
-	 */
 	drain_cq(srv);
-	if (now != srv->cm_polled_ms) {
-		srv->cm_polled_ms = now;
-		process_cm(srv);
-	}
+	cm_tick(srv);
 }
 
 int cbrpc_server_wait_ops(struct cbrpc_server *srv, struct cbrpc_ssession *target,
@@ -676,6 +696,7 @@ CBRPC_EXPORT int cbrpc_server_create(struct cbrpc_ctx *ctx, const char *host, co
 	srv->cache_bytes = attr && attr->cache_bytes ? attr->cache_bytes : DEFAULT_CACHE;
 	srv->op_timeout_ms = attr && attr->op_timeout_ms ? attr->op_timeout_ms :
 			     DEFAULT_OP_TIMEOUT_MS;
+	srv->spin_us = attr && attr->spin_us ? attr->spin_us : CBRPC_SPIN_US;
 	if (srv->max_sessions > 256 || srv->depth > 64 || srv->max_inline > CBRPC_VALUE_MAX) {
 		ret = cbrpc_err(CBRPC_EINVAL);
 		goto err;

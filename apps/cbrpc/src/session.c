@@ -149,13 +149,14 @@ static void handle_reply(struct cbrpc_session *s, unsigned int i, uint32_t len)
 		cbrpc_session_fail(s, CBRPC_EDEVICE);
 }
 
-/* Drain the CQ. session->lock held. */
-static void drain_cq(struct cbrpc_session *s)
+/* Drain the CQ; how many completions it had. session->lock held. */
+static int drain_cq(struct cbrpc_session *s)
 {
 	struct ibv_wc wc[16];
-	int n;
+	int n, total = 0;
 
 	while ((n = ibv_poll_cq(s->cq, 16, wc)) > 0) {
+		total += n;
 		for (int k = 0; k < n; k++) {
 			if (wc[k].wr_id == KA_WR_ID) {
 				s->ka_inflight = false;
@@ -174,6 +175,7 @@ static void drain_cq(struct cbrpc_session *s)
 	if (n < 0)
 		cbrpc_session_fail(s, CBRPC_EDEVICE);
 	pthread_cond_broadcast(&s->cond);
+	return total;
 }
 
 /* Connection events after the connection stands. session->lock held. */
@@ -193,7 +195,11 @@ static void drain_cm(struct cbrpc_session *s)
 	}
 }
 
-/* One progress step without the lock: wait up to MS for the CQ or the CM. */
+/*
+ * One progress step without the lock: poll the CQ for up to spin_us (a
+ * reply that comes meanwhile costs no interrupt, wake-up or system call),
+ * then wait up to MS for the CQ or the CM.
+ */
 static void progress_step(struct cbrpc_session *s, int ms)
 {
 	int fds[2] = { s->cch->fd, s->ech->fd };
@@ -201,6 +207,18 @@ static void progress_step(struct cbrpc_session *s, int ms)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
+	if (s->spin_us > 0) {
+		int64_t end = cbrpc_now_us() + s->spin_us;
+		int n;
+
+		do {
+			pthread_mutex_lock(&s->lock);
+			n = drain_cq(s);
+			pthread_mutex_unlock(&s->lock);
+			if (n)
+				return;
+		} while (cbrpc_now_us() < end);
+	}
 	cbrpc_poll_fds(fds, rev, 2, ms);
 	if (rev[0] && !ibv_get_cq_event(s->cch, &cq, &cq_ctx)) {
 		ibv_ack_cq_events(cq, 1);
@@ -496,6 +514,7 @@ CBRPC_EXPORT int cbrpc_connect(struct cbrpc_ctx *ctx, const char *host, const ch
 	s->timeout_ms = attr && attr->timeout_ms ? attr->timeout_ms : DEFAULT_TIMEOUT_MS;
 	s->keepalive_ms = attr && attr->keepalive_ms ? attr->keepalive_ms : DEFAULT_KEEPALIVE_MS;
 	s->max_inline = attr && attr->max_inline ? attr->max_inline : CBRPC_INLINE_MAX;
+	s->spin_us = attr && attr->spin_us ? attr->spin_us : CBRPC_SPIN_US;
 	s->send_size = cbrpc_req_size(s->max_inline);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);

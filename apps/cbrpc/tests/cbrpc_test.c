@@ -5,13 +5,14 @@
  * device).
  *
  *   cbrpc_test [-d DEVICE] [-a ADDR] [-p PORT] [TEST...]
- *   cbrpc_test --server PORT [-d DEVICE] [-a ADDR]
+ *   cbrpc_test --server PORT [-d DEVICE] [-a ADDR] [--spin-us US]
  *   cbrpc_test --remote HOST1 HOST2 [-d DEVICE] [-p PORT] TEST...
  *   cbrpc_test --vanish HOST [-d DEVICE] [-p PORT]
  *
  * --remote: the two servers run elsewhere (cbrpc_test --server PORT and
  * PORT + 1 on HOST1 and HOST2); tests that start servers themselves
- * (server-dies) cannot run so. At the end both servers are told to exit.
+ * (server-dies, spinning) cannot run so. At the end both servers are told
+ * to exit.
  *
  * --vanish: start a call on HOST's server whose handler sleeps a minute and
  * wait for it without a timeout while HOST's machine goes away (the test
@@ -74,6 +75,7 @@ enum { FORGE_LONGER = 1, FORGE_BEFORE, FORGE_RKEY, FORGE_REGION, FORGE_RANGE };
 static const char *dev, *addr = "127.0.0.1";
 static const char *host1, *host2;	/* the servers' addresses */
 static int base_port = 7471;
+static int server_spin_us;	/* --server: its spin_us */
 static int passed, failed;
 
 static void report(const char *name, const char *fmt, ...)
@@ -299,7 +301,7 @@ static int server_main(const char *port)
 		fprintf(stderr, "server: context: %s\n", cbrpc_strerror(ret));
 		return 1;
 	}
-	struct cbrpc_server_attr sa = { .max_inline = VALUE_MAX };
+	struct cbrpc_server_attr sa = { .max_inline = VALUE_MAX, .spin_us = server_spin_us };
 
 	ret = cbrpc_server_create(server_ctx, addr, port, &sa, handler, NULL, &the_server);
 	if (ret) {
@@ -319,20 +321,28 @@ static int server_main(const char *port)
 
 struct peer { pid_t pid; char port[16]; };
 
-static struct peer spawn_server(int port)
+/* A server in a child process; SPIN: its spin_us (0: the default). */
+static struct peer spawn_server_spin(int port, int spin)
 {
 	struct peer p = { 0 };
+	char spin_us[16];
 
 	snprintf(p.port, sizeof(p.port), "%d", port);
+	snprintf(spin_us, sizeof(spin_us), "%d", spin);
 	p.pid = fork();
 	if (p.pid == 0) {
 		char *argv[] = { "cbrpc_test", "--server", p.port, "-a", (char *)addr,
-				 dev ? "-d" : NULL, (char *)dev, NULL };
+				 "--spin-us", spin_us, dev ? "-d" : NULL, (char *)dev, NULL };
 
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
 	return p;
+}
+
+static struct peer spawn_server(int port)
+{
+	return spawn_server_spin(port, 0);
 }
 
 static void stop_server(struct peer *p, int sig)
@@ -347,19 +357,25 @@ static void stop_server(struct peer *p, int sig)
 /* Connect, retrying while the server starts (90 s at most): refused while
  * nobody listens, timed out while its address does not answer ARP yet (a
  * server guest still booting). */
-static int connect_retry(struct cbrpc_ctx *ctx, const char *host, const char *port,
-			 struct cbrpc_session **s)
+static int connect_attr(struct cbrpc_ctx *ctx, const char *host, const char *port,
+			const struct cbrpc_session_attr *attr, struct cbrpc_session **s)
 {
 	int64_t end = now_ms() + 90000;
 	int ret;
 
 	do {
-		ret = cbrpc_connect(ctx, host, port, NULL, s);
+		ret = cbrpc_connect(ctx, host, port, attr, s);
 		if (ret != -CBRPC_ECONNREFUSED && ret != -CBRPC_ETIMEDOUT)
 			return ret;
 		usleep(100000);
 	} while (now_ms() < end);
 	return ret;
+}
+
+static int connect_retry(struct cbrpc_ctx *ctx, const char *host, const char *port,
+			 struct cbrpc_session **s)
+{
+	return connect_attr(ctx, host, port, NULL, s);
 }
 
 static struct peer s1, s2;
@@ -1233,6 +1249,88 @@ static void test_server_dies(void)
 	report(name, NULL);
 }
 
+/*
+ * A server and a session that poll their CQs for 20 ms before they sleep:
+ * calls back to back (served while both spin), calls outstanding whose
+ * handlers READ (the server's wait for a READ spins too), a reply that
+ * comes after the caller's spin ran out (it sleeps, and is woken), and a
+ * server stopped by a handler while it spins exits.
+ */
+static void test_spinning(void)
+{
+	const char *name = "spinning";
+	struct cbrpc_session_attr sa = { .spin_us = 20000 };
+	struct peer s4 = spawn_server_spin(base_port + 4, 20000);
+	struct cbrpc_call *calls[8];
+	struct cbrpc_handle h[8];
+	struct cbrpc_result *r = malloc(sizeof(*r));
+	struct cbrpc_session *s;
+	uint8_t in[100], *p[8];
+	uint32_t ms = 60;
+	int64_t t;
+	int ret, k;
+
+	ret = r ? connect_attr(ctx, addr, s4.port, &sa, &s) : -CBRPC_ENOMEM;
+	if (ret) {
+		stop_server(&s4, SIGKILL);
+		free(r);
+	}
+	CHECK_RC(ret, 0);
+	for (k = 0; k < 200 && !ret; k++) {
+		fill_random(in, sizeof(in), k);
+		ret = call(s, OP_ECHO, NULL, 0, in, sizeof(in));
+		for (size_t i = 0; !ret && i < sizeof(in); i++)
+			if (res.status || res.inline_len != sizeof(in) || res.inline_data[i] != (in[i] ^ 0x5a))
+				ret = -CBRPC_EPROTO;
+	}
+	for (k = 0; k < 8 && !ret; k++) {
+		struct cbrpc_call_args a = { .op = OP_SUM, .nhandles = 1, .handles = &h[k] };
+
+		ret = cbrpc_alloc(heap, 8192 + k * 300, CBRPC_H_READ, &h[k], (void **)&p[k]);
+		if (!ret) {
+			fill_random(p[k], h[k].length, 300 + k);
+			ret = cbrpc_call_start(s, &a, &calls[k]);
+		}
+		if (ret)
+			cbrpc_free(heap, &h[k]);
+	}
+	for (int j = 0; j < k; j++) {
+		uint64_t v = 0;
+		int w = cbrpc_call_wait(calls[j], 20000, r);
+
+		if (!w && r->inline_len == 8)
+			memcpy(&v, r->inline_data, 8);
+		if (!ret && (w || r->status || v != sum_bytes(p[j], h[j].length)))
+			ret = w ? w : -CBRPC_EPROTO;
+		cbrpc_call_free(calls[j]);
+		cbrpc_free(heap, &h[j]);
+	}
+	free(r);
+	if (!ret) {
+		t = now_ms();
+		ret = call(s, OP_SLEEP, NULL, 0, &ms, sizeof(ms));
+		t = now_ms() - t;
+		if (!ret && (res.status || t < ms))
+			ret = -CBRPC_EPROTO;
+	}
+	if (!ret) {
+		ret = call(s, OP_SHUTDOWN, NULL, 0, NULL, 0);
+		if (ret == -CBRPC_EDISCONNECTED)
+			ret = 0;	/* gone before its reply left */
+	}
+	for (int64_t end = now_ms() + 5000; !ret && now_ms() < end; usleep(10000))
+		if (waitpid(s4.pid, NULL, WNOHANG) == s4.pid) {
+			s4.pid = 0;
+			break;
+		}
+	if (!ret && s4.pid)
+		ret = -CBRPC_ETIMEDOUT;	/* the stopped server still runs */
+	cbrpc_disconnect(s);
+	stop_server(&s4, SIGKILL);
+	CHECK_RC(ret, 0);
+	report(name, NULL);
+}
+
 static void test_refused(void)
 {
 	const char *name = "connect-refused";
@@ -1408,6 +1506,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "client-disconnect-mid-call", test_client_disconnect },
 	{ "client-dies-mid-call", test_client_dies },
 	{ "server-dies", test_server_dies },
+	{ "spinning", test_spinning },
 	{ "connect-refused", test_refused },
 	{ "malformed-input", test_garbage },
 };
@@ -1437,6 +1536,8 @@ int main(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(argv[i], "-p") && i + 1 < argc)
 			base_port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--spin-us") && i + 1 < argc)
+			server_spin_us = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--victim") && i + 1 < argc)
 			victim_port = argv[++i];
 		else if (!strcmp(argv[i], "--vanish") && i + 1 < argc)
@@ -1447,7 +1548,7 @@ int main(int argc, char **argv)
 		}
 		else {
 			fprintf(stderr, "usage: %s [-d DEV] [-a ADDR] [-p PORT] [--remote HOST1 HOST2] [TEST...]\n"
-				"       %s --server PORT [-d DEV] [-a ADDR]\n", argv[0], argv[0]);
+				"       %s --server PORT [-d DEV] [-a ADDR] [--spin-us US]\n", argv[0], argv[0]);
 			return 2;
 		}
 	}
