@@ -12,7 +12,7 @@ client checks the last gather of every run byte for byte and exits
 non-zero on any error; so does this script.
 
 Usage: scripts/guest/gather-bench.py [--seconds S] [--depth N]
-                                     [--rounds R] [--no-build]
+                                     [--rounds R] [--mtu M] [--no-build]
 """
 
 import argparse
@@ -32,12 +32,15 @@ def main() -> int:
                         help="gathers in flight, 1..16 (default 8)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of the four forms, the median kept (default 3)")
+    parser.add_argument("--mtu", type=int, default=1500,
+                        help="the guests' Ethernet MTU (default 1500: RoCE MTU 1024; "
+                        "9000: 4096)")
     parser.add_argument("--no-build", action="store_true",
                         help="do not run scripts/guest/build-provider.sh --image first")
     opts = parser.parse_args()
     if not 0 < opts.seconds <= 60 or not 1 <= opts.depth <= 16 or \
-            not 1 <= opts.rounds <= 16:
-        parser.error("--seconds 0..60, --depth 1..16, --rounds 1..16")
+            not 1 <= opts.rounds <= 16 or not 1280 <= opts.mtu <= 9000:
+        parser.error("--seconds 0..60, --depth 1..16, --rounds 1..16, --mtu 1280..9000")
     if not opts.no_build and not build_provider_image():
         return 1
     step = ("gather", "rnic_gather_bench -d rnic0 -s",
@@ -45,7 +48,7 @@ def main() -> int:
             f"-q {opts.depth} -r {opts.rounds}", 1)
     budget = int(opts.seconds * 4 * opts.rounds) + 300
     t0 = time.time()
-    r1, r2 = run_pair("gather-bench", (step,), timeout=budget + 400,
+    r1, r2 = run_pair("gather-bench", (step,), timeout=budget + 400, mtu=opts.mtu,
                       tool_timeout=budget)
     status = 0
     for who, result in (("server", r1), ("client", r2)):

@@ -150,7 +150,8 @@ struct rc_dest {
 };
 
 /*
- * RESET -> INIT (access) -> RTR (to dest, path MTU 1024, 4 responder
+ * RESET -> INIT (access) -> RTR (to dest, path MTU the port's active MTU
+ * (1024 on a 1500-byte link, 4096 on jumbo frames; both hosts alike), 4 responder
  * resources) -> RTS (sq_psn, local ACK timeout 4.096 us << timeout,
  * retry_cnt and rnr_retry 7, 4 outstanding READ/atomic).
  */
@@ -162,13 +163,16 @@ static void rc_connect(struct ibv_qp *qp, int gid_index, int access,
 		.port_num = 1,
 		.qp_access_flags = access,
 	};
+	struct ibv_port_attr port;
 
+	if (ibv_query_port(qp->context, 1, &port))
+		die("query port 1: %s", strerror(errno));
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		die("INIT (access %#x): %s", access, strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
+	a.path_mtu = port.active_mtu;
 	a.dest_qp_num = dest->qpn;
 	a.rq_psn = dest->psn;
 	a.max_dest_rd_atomic = 4;
