@@ -3,15 +3,19 @@
 
 A test module (tests/guest/test_*.py) registers
   - GuestCase objects: one guest each (QEMU args + guest script + a check of
-    the result); the runner boots several of them at once, or
+    the result), or
   - plain functions decorated with @procedure("name"): they get the QEMU
     binary and do anything (several guests, QMP, migration) themselves.
 A check or procedure fails by raising an exception (assert is fine).
 """
 
+import fcntl
+import hashlib
+import os
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -23,6 +27,41 @@ from rnic_guest import (DEFAULT_QEMU, Guest, GuestResult,  # noqa: E402  pylint:
 
 ABI_HEADER = TOP / "include/rnic/rnic-abi.h"
 PCI_INFO = TOP / "scripts/guest/pci-info.sh"
+
+
+# run-tests.py runs tests in processes of their own; in this directory
+# (its environment variable) a build run once leaves a mark for the others.
+BUILT_DIR_ENV = "RNIC_GUEST_BUILT_DIR"
+_built_lock = threading.Lock()
+_built = set()
+
+
+def build_once(*command: str) -> None:
+    """Run the image builder COMMAND (a no-op when up to date, but not a
+    free one) once per test run, across the runner's processes; raise
+    AssertionError with its output if it failed (the next caller tries
+    again)."""
+    key = hashlib.sha1("\0".join(command).encode()).hexdigest()[:16]
+    with _built_lock:
+        if key in _built:
+            return
+        mark_dir = os.environ.get(BUILT_DIR_ENV)
+        lock = open(Path(mark_dir) / f"{key}.lock", "w") if mark_dir else None
+        try:
+            if lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (mark_dir and (Path(mark_dir) / key).exists()):
+                build = subprocess.run(list(command), capture_output=True, text=True,
+                                       check=False)
+                if build.returncode != 0:
+                    raise AssertionError(f"{' '.join(command)} failed:\n"
+                                         f"{build.stdout}{build.stderr}")
+                if mark_dir:
+                    (Path(mark_dir) / key).touch()
+        finally:
+            if lock:
+                lock.close()
+        _built.add(key)
 
 
 class Skip(Exception):
@@ -41,15 +80,22 @@ class GuestCase:
     timeout: float = 120
     initrd: Optional[Callable[[], str]] = None  # builds/returns another image
     append: str = ""                    # extra kernel command line
+    alone: bool = False                 # run with no other test beside it (Procedure)
 
 
 @dataclass
 class Procedure:
-    """A test that drives QEMU itself."""
+    """A test that drives QEMU itself. run-tests.py runs tests side by side
+    (each in a process of its own) as long as their GUESTS (QEMUs at once)
+    fit its --jobs; ALONE ones with nothing beside them: what measures time
+    against a limit (perftest's clock calibration, latency comparisons) or
+    drives host daemons."""
 
     name: str
     run: Callable[[str], None]          # gets the QEMU binary path
     requires: Sequence[str] = ()
+    alone: bool = False
+    guests: int = 2
 
 
 TESTS: List[object] = []
@@ -62,10 +108,10 @@ def case(*args, **kwargs) -> GuestCase:
     return test
 
 
-def procedure(name: str, requires: Sequence[str] = ()):
+def procedure(name: str, requires: Sequence[str] = (), alone: bool = False, guests: int = 2):
     """Decorator registering a procedural test."""
     def register(func: Callable[[str], None]) -> Callable[[str], None]:
-        TESTS.append(Procedure(name, func, requires))
+        TESTS.append(Procedure(name, func, requires, alone, guests))
         return func
     return register
 

@@ -7,26 +7,33 @@
   tests/guest/run-tests.py --list
 
 Builds the guest image first (scripts/guest/build-image.sh, a no-op when up
-to date). Guest cases boot --jobs guests at once. A test whose QEMU device is
-missing from the binary is reported as "ok N - name # SKIP ...". Exit status 1
-if any test failed. Failure details go to stdout as TAP comments ("# ...").
+to date). Tests run side by side, each in a process of its own, as many as
+keep the guests they boot within --jobs (a guest case one, a procedure its
+own count): the procedures, the guest cases, then the tests marked
+alone, one by one; each one's output and result is printed when it ends.
+A test whose QEMU device is missing from the binary is reported as
+"ok N - name # SKIP ...". Exit status 1 if any test failed. Failure details
+go to stdout as TAP comments ("# ...").
 """
 
 import argparse
 import fnmatch
 import importlib
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import guesttest  # noqa: E402  pylint: disable=C0413
-from guesttest import Guest, GuestCase, Procedure, Skip, run_guests  # noqa: E402  pylint: disable=C0413
+from guesttest import Guest, GuestCase, Procedure, Skip  # noqa: E402  pylint: disable=C0413
 
 
 def comment(text: str) -> None:
@@ -73,30 +80,14 @@ def check_case(test: GuestCase, guest: Guest) -> str:
     return ""
 
 
-def run_cases(cases: List[GuestCase], qemu: str, jobs: int, timeout_scale: float):
-    """Yield (case, failure text) in order, booting up to JOBS guests at once."""
-    for first in range(0, len(cases), jobs):
-        batch = cases[first:first + jobs]
-        guests = [Guest(test.script(), name=test.name, args=test.args, qemu=qemu,
-                        initrd=test.initrd() if test.initrd else None,
-                        append=test.append,
-                        timeout=test.timeout * timeout_scale) for test in batch]
-        start = time.monotonic()
-        run_guests(guests)
-        print(f"# {', '.join(t.name for t in batch)}: {time.monotonic() - start:.1f} s",
-              flush=True)
-        for test, guest in zip(batch, guests):
-            yield test, check_case(test, guest)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("patterns", nargs="*", help="test names (fnmatch patterns)")
     parser.add_argument("--qemu", default=os.environ.get(
         "RNIC_QEMU", str(guesttest.DEFAULT_QEMU)))
-    parser.add_argument("-j", "--jobs", type=int, default=2,
-                        help="guests booted at once (default 2)")
+    parser.add_argument("-j", "--jobs", type=int, default=4,
+                        help="guests booted at once by the tests running (default 4)")
     parser.add_argument("--timeout-scale", type=float, default=1.0,
                         help="multiply every test's timeout (slow hosts, sanitizers)")
     parser.add_argument("--no-build", action="store_true",
@@ -131,35 +122,112 @@ def main() -> int:
         absent = [d for d in test.requires if d not in available]
         return f"QEMU has no device {', '.join(absent)}" if absent else None
 
-    # Guest cases first (booted in batches), in order; then procedures.
-    runnable = [t for t in tests if isinstance(t, GuestCase) and not missing(t)]
-    results = run_cases(runnable, opts.qemu, max(1, opts.jobs), opts.timeout_scale)
-    for test in tests:
-        if isinstance(test, GuestCase):
-            if missing(test):
-                tap.result(test.name, True, skip=missing(test))
-                continue
-            done, failure = next(results)
-            assert done is test
-            if failure.startswith("SKIP: "):
-                tap.result(test.name, True, skip=failure[6:])
+    built = tempfile.mkdtemp(prefix="rnic-built-")
+    os.environ.setdefault(guesttest.BUILT_DIR_ENV, built)
+    try:
+        for test, outcome in run_tests(tests, opts.qemu, max(1, opts.jobs),
+                                       opts.timeout_scale, missing):
+            status, detail, output, timing = outcome
+            if output:
+                sys.stdout.write(output if output.endswith("\n") else output + "\n")
+            if status == "skip":
+                tap.result(test.name, True, skip=detail)
             else:
-                tap.result(test.name, not failure, failure)
-    for test in tests:
-        if isinstance(test, Procedure):
-            if missing(test):
-                tap.result(test.name, True, skip=missing(test))
-                continue
-            start = time.monotonic()
-            try:
-                test.run(opts.qemu)
-                tap.result(test.name, True)
-            except Skip as why:
-                tap.result(test.name, True, skip=str(why))
-            except Exception:  # pylint: disable=broad-except
-                tap.result(test.name, False, traceback.format_exc())
-            print(f"# {test.name}: {time.monotonic() - start:.1f} s", flush=True)
+                tap.result(test.name, status == "ok", detail)
+            if timing:
+                print(f"# {test.name}: {timing}", flush=True)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)
     return 1 if tap.failed else 0
+
+
+def run_one(test, qemu: str, timeout_scale: float) -> Tuple[str, str]:
+    """Run TEST: ("ok" | "skip" | "fail", why)."""
+    try:
+        if isinstance(test, Procedure):
+            test.run(qemu)
+            return "ok", ""
+        guest = Guest(test.script(), name=test.name, args=test.args, qemu=qemu,
+                      initrd=test.initrd() if test.initrd else None, append=test.append,
+                      timeout=test.timeout * timeout_scale)
+        guest.run()
+        failure = check_case(test, guest)
+    except Skip as why:
+        return "skip", str(why)
+    except Exception:  # pylint: disable=broad-except
+        return "fail", traceback.format_exc()
+    if failure.startswith("SKIP: "):
+        return "skip", failure[6:]
+    return ("fail", failure) if failure else ("ok", "")
+
+
+def child(test, qemu: str, timeout_scale: float, out: Path) -> None:
+    """In the forked child: run TEST with stdout (ours and its programs')
+    into OUT/stdout, its outcome into OUT/result; never returns."""
+    code = 1
+    try:
+        fd = os.open(out / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.close(fd)
+        result = run_one(test, qemu, timeout_scale)
+        sys.stdout.flush()
+        (out / "result").write_text(json.dumps(result))
+        code = 0
+    finally:
+        os._exit(code)  # pylint: disable=protected-access
+
+
+def weight(test) -> int:
+    """Guests a test boots at once: a case one, a procedure its own count."""
+    return test.guests if isinstance(test, Procedure) else 1
+
+
+def run_tests(tests: List[object], qemu: str, jobs: int, timeout_scale: float, missing):
+    """Yield (test, (status, detail, output, timing)) as each test ends. Each
+    runs in a forked process (its own stdout, working state and children),
+    as many at once as keep their guests within JOBS (one at least): the
+    procedures, then the guest cases, then the alone ones one by one, each
+    with nothing beside it."""
+    running = {}    # pid -> (test, start, directory)
+
+    def reap():
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in running:
+            return None
+        test, start, out = running.pop(pid)
+        timing = f"{time.monotonic() - start:.1f} s, cpu {usage.ru_utime + usage.ru_stime:.1f} s"
+        output = (out / "stdout").read_text(errors="replace") if (out / "stdout").exists() else ""
+        try:
+            result = json.loads((out / "result").read_text())
+        except (OSError, ValueError):
+            result = ("fail", f"the test's process ended with wait status {status} "
+                              "and no result")
+        shutil.rmtree(out, ignore_errors=True)
+        return test, (result[0], result[1], output, timing)
+
+    order = ([t for t in tests if isinstance(t, Procedure) and not t.alone] +
+             [t for t in tests if isinstance(t, GuestCase) and not t.alone] +
+             [t for t in tests if t.alone])
+    for test in order:
+        why = missing(test)
+        if why:
+            yield test, ("skip", why, "", "")
+            continue
+        while running and (test.alone or
+                           sum(weight(t) for t, _, _ in running.values()) + weight(test) > jobs):
+            done = reap()
+            if done:
+                yield done
+        out = Path(tempfile.mkdtemp(prefix=f"rnic-test-{test.name}-"))
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            child(test, qemu, timeout_scale, out)
+        running[pid] = (test, time.monotonic(), out)
+    while running:
+        done = reap()
+        if done:
+            yield done
 
 
 if __name__ == "__main__":

@@ -208,7 +208,7 @@ echo "rc=server:$?"
 """
 
 
-@procedure("cbrpc-chain-three", requires=["rnic", "virtio-net-pci"])
+@procedure("cbrpc-chain-three", requires=["rnic", "virtio-net-pci"], guests=3)
 def chain_three(qemu: str) -> None:
     why = can_run()
     if why:

@@ -59,30 +59,19 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from guesttest import TESTS, TOP, Guest, GuestResult, Skip, case, procedure, run_guests
+from guesttest import (TESTS, TOP, Guest, GuestResult, Skip, build_once, case, procedure,
+                       run_guests)
 from rnic_guest import (GUEST_DIR, GUEST_KERNEL, KEY_MARK, KEY_WAIT, LOG_ROOT, guest_dir,
                         initrd_with_files, kernel_image)
 
 IMAGE = GUEST_DIR / "initramfs-rdma.cpio.gz"
 BUILD_DRIVER = TOP / "scripts/guest/build-driver.sh"
-_build_lock = threading.Lock()
-_built = False
-
-
 def rdma_image() -> str:
     """Build rnic.ko, rnic_ktest.ko and the RDMA image once per run."""
-    global _built  # pylint: disable=global-statement
-    with _build_lock:
-        if not _built:
-            build = subprocess.run([str(BUILD_DRIVER)], capture_output=True,
-                                   text=True, check=False)
-            if build.returncode != 0:
-                raise AssertionError(f"build-driver.sh failed:\n{build.stdout}{build.stderr}")
-            _built = True
+    build_once(str(BUILD_DRIVER))
     return str(IMAGE)
 
 

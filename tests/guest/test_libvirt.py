@@ -96,7 +96,7 @@ def domain_xml(name: str, qemu: str, log_dir: Path, bridge: str = "") -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-@procedure("libvirt-domain", requires=["rnic"])
+@procedure("libvirt-domain", requires=["rnic"], alone=True)
 def libvirt_domain(qemu: str) -> None:
     log_dir = need_libvirt("libvirt-domain")
     name = f"rnic-test-{os.getpid()}"
@@ -158,7 +158,7 @@ def example_mac() -> str:
     return ET.parse(EXAMPLE).getroot().find("devices/interface/mac").get("address")
 
 
-@procedure("libvirt-migrate", requires=["rnic"])
+@procedure("libvirt-migrate", requires=["rnic"], alone=True)
 def libvirt_migrate(qemu: str) -> None:
     why = can_run()
     if why:

@@ -352,7 +352,7 @@ echo "rshd_status=$?"
 """
 
 
-@procedure("middleware-mpi-three", requires=["rnic"])
+@procedure("middleware-mpi-three", requires=["rnic"], guests=3)
 def mpi_three(qemu: str) -> None:
     why = can_run()
     if why:

@@ -78,7 +78,7 @@ def report_migration(label: str, run: MigrationRun) -> None:
           flush=True)
 
 
-@procedure("migrate-rdma-verify", requires=["rnic"])
+@procedure("migrate-rdma-verify", requires=["rnic"], guests=3)
 def migrate_verify(qemu: str) -> None:
     run = run_migration(
         "migrate-rdma-verify",
@@ -116,7 +116,7 @@ def migrate_verify(qemu: str) -> None:
 # (the bandwidth test is running), + 5 s.
 
 
-@procedure("migrate-rdma-perftest", requires=["rnic"])
+@procedure("migrate-rdma-perftest", requires=["rnic"], alone=True)
 def migrate_perftest(qemu: str) -> None:
     tool = (f"ib_write_bw -d rnic0 -x 1 -F -s 65536 -D {PERFTEST_SECONDS} "
             f"-u {QP_TIMEOUT}")

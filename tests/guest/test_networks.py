@@ -79,7 +79,7 @@ def need_root() -> None:
         raise Skip(why)
 
 
-@procedure("bridge-tap-migrate", requires=["rnic"])
+@procedure("bridge-tap-migrate", requires=["rnic"], guests=3)
 def bridge_tap_migrate(qemu: str) -> None:
     need_root()
     allow_bridge_in_acl()
@@ -230,7 +230,7 @@ def vxlan_jumbo(qemu: str) -> None:
     vxlan_pair("vxlan-jumbo", 9000, 4096, qemu)
 
 
-@procedure("tcp-nagle", requires=["rnic"])
+@procedure("tcp-nagle", requires=["rnic"], alone=True)
 def tcp_nagle(qemu: str) -> None:
     steps = [("read_lat", "ib_read_lat -d rnic0 -x 1 -s 4096 -n 100",
               "ib_read_lat -d rnic0 -x 1 -s 4096 -n 100 10.0.0.1", 1)]

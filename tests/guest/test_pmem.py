@@ -35,12 +35,10 @@ rnic_rpma); the first test that needs it builds it.
 
 import os
 import re
-import subprocess
 import tempfile
-import threading
-from typing import Dict, Sequence
+from typing import Sequence
 
-from guesttest import TOP, GuestResult, case, procedure
+from guesttest import TOP, GuestResult, build_once, case, procedure
 from pmem_pair import bench_client, bench_figures, pmem_setup, server
 from rdma_pair import (DMESG_CHECK, Step, assert_clean_dmesg, lines_of, rc_lines, run_pair,
                        run_power_cut, stat)
@@ -48,19 +46,9 @@ from rnic_guest import GUEST_DIR, Guest
 
 IMAGE = GUEST_DIR / "initramfs-pmem.cpio.gz"
 BUILD_PMEM = TOP / "scripts/guest/build-pmem.sh"
-_build_lock = threading.Lock()
-_built: Dict[str, bool] = {}
-
-
 def pmem_image() -> str:
     """scripts/guest/build-pmem.sh, once per run."""
-    with _build_lock:
-        if not _built.get("pmem"):
-            build = subprocess.run([str(BUILD_PMEM)], capture_output=True, text=True,
-                                   check=False)
-            if build.returncode != 0:
-                raise AssertionError(f"build-pmem.sh failed:\n{build.stdout}{build.stderr}")
-            _built["pmem"] = True
+    build_once(str(BUILD_PMEM))
     return str(IMAGE)
 
 

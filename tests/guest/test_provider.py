@@ -74,13 +74,11 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
 import json
 import os
 import re
-import subprocess
 import tempfile
-import threading
 from pathlib import Path
 from typing import Dict, Sequence, Tuple
 
-from guesttest import TOP, GuestResult, Skip, abi_define, case, procedure, rnic_ids
+from guesttest import TOP, GuestResult, Skip, abi_define, build_once, case, procedure, rnic_ids
 from rnic_guest import GUEST_DIR, Guest, run_guests
 from rdma_pair import (DMESG_CHECK, NET_UP, WAIT_GID, Step, assert_clean_dmesg, lines_of,
                        rc_lines, run_pair, run_power_cut, scm_window, stat, tool_figure)
@@ -89,20 +87,9 @@ IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
 MIDDLEWARE_IMAGE = GUEST_DIR / "initramfs-middleware.cpio.gz"
 BUILD_PROVIDER = TOP / "scripts/guest/build-provider.sh"
-_build_lock = threading.Lock()
-_built: Dict[str, bool] = {}
-
-
 def _build(*options: str) -> None:
     """scripts/guest/build-provider.sh OPTIONS, once per run."""
-    with _build_lock:
-        if not _built.get(" ".join(options)):
-            build = subprocess.run([str(BUILD_PROVIDER), *options],
-                                   capture_output=True, text=True, check=False)
-            if build.returncode != 0:
-                raise AssertionError(
-                    f"build-provider.sh failed:\n{build.stdout}{build.stderr}")
-            _built[" ".join(options)] = True
+    build_once(str(BUILD_PROVIDER), *options)
 
 
 def provider_image() -> str:
@@ -589,7 +576,8 @@ def pyverbs(qemu: str) -> None:
 
 
 case("provider-loopback-apps", ["-device", "rnic", "-smp", "2"], lambda: LOOPBACK_SCRIPT,
-     check_loopback, requires=["rnic"], initrd=provider_image, timeout=900)
+     check_loopback, requires=["rnic"], initrd=provider_image, timeout=900,
+     alone=True)   # perftest: its clock calibration fails on a loaded host
 
 
 # ---------------------------------------------------------------------------
@@ -705,7 +693,7 @@ def check_rdmacm_tools(out: str, side: int) -> None:
     assert "data transfers complete" in lines_of(out, "udaddy"), lines_of(out, "udaddy")
 
 
-@procedure("provider-two-guests", requires=["rnic"])
+@procedure("provider-two-guests", requires=["rnic"], alone=True)
 def two_guests(qemu: str) -> None:
     r1, r2 = run_pair("provider-two-guests", TWO_GUEST_STEPS, qemu=qemu,
                       initrd=provider_image())
@@ -838,7 +826,7 @@ def check_rxe_flush(r1: str) -> None:
     assert not re.search(r"^FAIL write", to_rxe, re.MULTILINE), to_rxe
 
 
-@procedure("provider-rxe-interop", requires=["rnic", "virtio-net-pci"])
+@procedure("provider-rxe-interop", requires=["rnic", "virtio-net-pci"], alone=True)
 def rxe_interop(qemu: str) -> None:
     r1, r2 = run_pair("provider-rxe-interop", RXE_STEPS, kinds=("rnic", "rxe"),
                       qemu=qemu, initrd=provider_image(), scm_mib=(64, 0))

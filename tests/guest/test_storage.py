@@ -44,13 +44,11 @@ that splits the I/O), for the before/after figures
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import threading
 from typing import Dict, Optional, Tuple
 
-from guesttest import TOP, procedure
+from guesttest import TOP, build_once, procedure
 from rnic_guest import GUEST_DIR, Guest, GuestResult, run_guests
 
 sys.path.insert(0, str(TOP / "scripts/guest"))
@@ -58,18 +56,9 @@ from rdma_pair import SYNC_POINT, pair_netdev  # noqa: E402
 
 IMAGE = GUEST_DIR / "initramfs-storage.cpio.gz"
 BUILD = TOP / "scripts/guest/build-storage.sh"
-_lock = threading.Lock()
-_built = False
-
-
 def storage_image() -> str:
-    global _built  # pylint: disable=global-statement
-    with _lock:
-        if not _built:
-            build = subprocess.run([str(BUILD)], capture_output=True, text=True, check=False)
-            if build.returncode:
-                raise AssertionError(f"build-storage.sh failed:\n{build.stdout}{build.stderr}")
-            _built = True
+    """scripts/guest/build-storage.sh, once per run."""
+    build_once(str(BUILD))
     return str(IMAGE)
 
 

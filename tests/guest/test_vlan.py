@@ -38,7 +38,7 @@ VLAN_SETUP = (
 )
 
 
-@procedure("migrate-rdma-vlan", requires=["rnic"])
+@procedure("migrate-rdma-vlan", requires=["rnic"], guests=3)
 def migrate_vlan(qemu: str) -> None:
     server = (VLAN_SETUP.format(me=1) +
               f"timeout 240 rnic_migrate_verify -s -g $GID_INDEX -T {QP_TIMEOUT}")
