@@ -8,9 +8,9 @@
 # target runs its regression inputs (tests/fuzz/regressions/<target>/)
 # once and fuzzes for SECONDS from a copy of the committed corpus
 # (tests/fuzz/corpus/<target>/, copied to build/fuzz/work/<target>/; the
-# committed corpus is never modified). Prints TAP on stdout; the exit
-# status is non-zero when a target failed. Artifacts (crash-*, timeout-*)
-# and logs stay in build/fuzz/work/<target>/.
+# committed corpus is never modified), two targets at a time. Prints TAP
+# on stdout; the exit status is non-zero when a target failed. Artifacts
+# (crash-*, timeout-*) and logs stay in build/fuzz/work/<target>/.
 set -uo pipefail
 build_only=0
 if [ "${1:-}" = --build-only ]; then
@@ -49,18 +49,14 @@ report() {
         tail -n 1 "$1"
 }
 
-set -- $targets
-echo "1..$#"
-n=0
-status=0
-for t in $targets; do
-    n=$((n + 1))
-    bin=$build/tests/fuzz/$t
-    dir=$work/$t
+# fuzz_target N TARGET: its TAP line into $work/TARGET.tap; status 1 on a
+# finding
+fuzz_target() {
+    local n=$1 t=$2
+    local bin=$build/tests/fuzz/$t dir=$work/$t src=$t rc execs regs
     rm -rf "$dir"
     mkdir -p "$dir/corpus"
     # fuzz-wqc-diff runs fuzz-device's programs: its corpus
-    src=$t
     [ $t = fuzz-wqc-diff ] && src=fuzz-device
     if [ -d tests/fuzz/corpus/$src ]; then
         cp tests/fuzz/corpus/$src/* "$dir/corpus/" 2>/dev/null
@@ -69,9 +65,8 @@ for t in $targets; do
     if [ -e "${regs[0]}" ]; then
         if ! RNIC_FUZZ_SEEDS= "$bin" "${opts[@]}" "${regs[@]}" \
                 >"$dir/regressions.log" 2>&1; then
-            echo "not ok $n - $t: regression: $(report "$dir/regressions.log")"
-            status=1
-            continue
+            echo "not ok $n - $t: regression: $(report "$dir/regressions.log")" >"$work/$t.tap"
+            return 1
         fi
     fi
     timeout $((secs + 300)) "$bin" "${opts[@]}" -max_total_time="$secs" \
@@ -79,10 +74,30 @@ for t in $targets; do
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log")
     if [ $rc -eq 0 ]; then
-        echo "ok $n - $t: ${execs:-0} execs, no finding"
+        echo "ok $n - $t: ${execs:-0} execs, no finding" >"$work/$t.tap"
     else
-        echo "not ok $n - $t: $(report "$dir/fuzz.log")"
-        status=1
+        echo "not ok $n - $t: $(report "$dir/fuzz.log")" >"$work/$t.tap"
+        return 1
     fi
+}
+
+# two targets at a time (one core each), TAP in order
+set -- $targets
+echo "1..$#"
+n=0
+status=0
+for t in $targets; do
+    n=$((n + 1))
+    rm -f "$work/$t.tap"
+    [ "$(jobs -pr | wc -l)" -lt 2 ] || wait -n
+    fuzz_target $n $t &
+done
+wait
+n=0
+for t in $targets; do
+    n=$((n + 1))
+    [ -s "$work/$t.tap" ] || echo "not ok $n - $t: no result" >"$work/$t.tap"
+    cat "$work/$t.tap"
+    ! grep -q '^not ok' "$work/$t.tap" || status=1
 done
 exit $status
