@@ -463,8 +463,8 @@ static void cm_tick(struct cbrpc_server *srv)
 /*
  * Progress: completions, connection events; if there were none, poll the
  * CQ for up to spin_us (a request or a READ's completion that comes
- * meanwhile costs no interrupt, wake-up or system call), then sleep up to
- * MS in poll().
+ * meanwhile costs no interrupt, wake-up or system call), then sleep in
+ * poll(); MS bounds both.
  */
 static void progress(struct cbrpc_server *srv, int ms)
 {
@@ -480,7 +480,8 @@ static void progress(struct cbrpc_server *srv, int ms)
 	if (ms == 0 || srv->stop)
 		return;
 	if (srv->spin_us > 0) {
-		int64_t end = cbrpc_now_us() + srv->spin_us;
+		int64_t end = cbrpc_now_us() +
+			      (srv->spin_us < ms * 1000ll ? srv->spin_us : ms * 1000ll);
 
 		do {
 			if (drain_cq(srv) || srv->stop)

@@ -198,7 +198,7 @@ static void drain_cm(struct cbrpc_session *s)
 /*
  * One progress step without the lock: poll the CQ for up to spin_us (a
  * reply that comes meanwhile costs no interrupt, wake-up or system call),
- * then wait up to MS for the CQ or the CM.
+ * then wait for the CQ or the CM; MS bounds both.
  */
 static void progress_step(struct cbrpc_session *s, int ms)
 {
@@ -208,7 +208,8 @@ static void progress_step(struct cbrpc_session *s, int ms)
 	void *cq_ctx;
 
 	if (s->spin_us > 0) {
-		int64_t end = cbrpc_now_us() + s->spin_us;
+		int64_t end = cbrpc_now_us() +
+			      (s->spin_us < ms * 1000ll ? s->spin_us : ms * 1000ll);
 		int n;
 
 		do {
