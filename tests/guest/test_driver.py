@@ -69,6 +69,8 @@ from rnic_guest import (GUEST_DIR, GUEST_KERNEL, KEY_MARK, KEY_WAIT, LOG_ROOT, g
 
 IMAGE = GUEST_DIR / "initramfs-rdma.cpio.gz"
 BUILD_DRIVER = TOP / "scripts/guest/build-driver.sh"
+
+
 def rdma_image() -> str:
     """Build rnic.ko, rnic_ktest.ko and the RDMA image once per run."""
     build_once(str(BUILD_DRIVER))

@@ -46,6 +46,8 @@ from rnic_guest import GUEST_DIR, Guest
 
 IMAGE = GUEST_DIR / "initramfs-pmem.cpio.gz"
 BUILD_PMEM = TOP / "scripts/guest/build-pmem.sh"
+
+
 def pmem_image() -> str:
     """scripts/guest/build-pmem.sh, once per run."""
     build_once(str(BUILD_PMEM))

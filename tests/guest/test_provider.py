@@ -87,6 +87,8 @@ IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
 MIDDLEWARE_IMAGE = GUEST_DIR / "initramfs-middleware.cpio.gz"
 BUILD_PROVIDER = TOP / "scripts/guest/build-provider.sh"
+
+
 def _build(*options: str) -> None:
     """scripts/guest/build-provider.sh OPTIONS, once per run."""
     build_once(str(BUILD_PROVIDER), *options)

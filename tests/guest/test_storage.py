@@ -56,6 +56,8 @@ from rdma_pair import SYNC_POINT, pair_netdev  # noqa: E402
 
 IMAGE = GUEST_DIR / "initramfs-storage.cpio.gz"
 BUILD = TOP / "scripts/guest/build-storage.sh"
+
+
 def storage_image() -> str:
     """scripts/guest/build-storage.sh, once per run."""
     build_once(str(BUILD))

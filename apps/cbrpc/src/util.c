@@ -143,20 +143,17 @@ void cbrpc_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
-int64_t cbrpc_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t cbrpc_now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t cbrpc_now_ms(void)
+{
+	return cbrpc_now_us() / 1000;
 }
 
 int64_t cbrpc_deadline(int timeout_ms)
