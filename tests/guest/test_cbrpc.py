@@ -59,7 +59,7 @@ TESTS = ("connect", "inline", "value-arguments", "version-cache", "sparse-read",
          "write-results", "outstanding-calls", "threads", "sessions", "bounds", "slices",
          "remote-access-error", "heap-growth", "stale-version", "chained-call", "call-timeout",
          "heap-destroy-mid-call", "client-disconnect-mid-call", "client-dies-mid-call",
-         "server-dies", "spinning", "connect-refused", "malformed-input")
+         "server-dies", "server-stops", "spinning", "connect-refused", "malformed-input")
 
 RUN = """
 timeout 600 cbrpc_test -d {dev} -a 10.0.0.1 2>&1

@@ -225,10 +225,13 @@ static void progress_step(struct cbrpc_session *s, int ms)
 		ibv_ack_cq_events(cq, 1);
 		ibv_req_notify_cq(cq, 0);
 	}
+	/* completions first: a reply that came before the server hung up
+	 * (it waits for its reply's acknowledgement, then disconnects) is
+	 * the call's answer, not a disconnection */
 	pthread_mutex_lock(&s->lock);
+	drain_cq(s);
 	if (rev[1])
 		drain_cm(s);
-	drain_cq(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -592,6 +595,7 @@ CBRPC_EXPORT int cbrpc_session_alive(struct cbrpc_session *s)
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
+	drain_cq(s);
 	drain_cm(s);
 	alive = !s->dead;
 	pthread_mutex_unlock(&s->lock);

@@ -354,6 +354,17 @@ static void stop_server(struct peer *p, int sig)
 	}
 }
 
+/* Wait MS at most for a server to exit by itself: 0, or -CBRPC_ETIMEDOUT. */
+static int wait_exit(struct peer *p, int ms)
+{
+	for (int64_t end = now_ms() + ms; now_ms() < end; usleep(10000))
+		if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
+			p->pid = 0;
+			return 0;
+		}
+	return -CBRPC_ETIMEDOUT;
+}
+
 /* Connect, retrying while the server starts (90 s at most): refused while
  * nobody listens, timed out while its address does not answer ARP yet (a
  * server guest still booting). */
@@ -1250,6 +1261,44 @@ static void test_server_dies(void)
 }
 
 /*
+ * A call that stops the server: the server waits for its reply's
+ * acknowledgement, then disconnects and exits. The caller looks only after
+ * the server process is gone, when the reply (in the CQ) and the
+ * disconnection (on the CM channel) wait side by side: the session is
+ * found dead, and the call has its reply all the same.
+ */
+static void test_server_stops(void)
+{
+	const char *name = "server-stops";
+	struct peer s5 = spawn_server(base_port + 5);
+	struct cbrpc_call_args a = { .op = OP_SHUTDOWN };
+	struct cbrpc_session *s;
+	struct cbrpc_call *c = NULL;
+	int ret;
+
+	ret = connect_retry(ctx, addr, s5.port, &s);
+	if (ret)
+		stop_server(&s5, SIGKILL);
+	CHECK_RC(ret, 0);
+	ret = cbrpc_call_start(s, &a, &c);
+	if (!ret)
+		ret = wait_exit(&s5, 5000);
+	usleep(200000);		/* its disconnection reaches us */
+	/* the session is gone, the call answered all the same */
+	if (!ret && cbrpc_session_alive(s))
+		ret = -CBRPC_EPROTO;
+	if (!ret)
+		ret = cbrpc_call_wait(c, 5000, &res);
+	cbrpc_call_free(c);
+	stop_server(&s5, SIGKILL);
+	CHECK_RC(ret, 0);
+	CHECK(res.status == 0, "shutdown's status %d", res.status);
+	CHECK_RC(call(s, OP_ECHO, NULL, 0, NULL, 0), -CBRPC_EDISCONNECTED);
+	cbrpc_disconnect(s);
+	report(name, NULL);
+}
+
+/*
  * A server and a session that poll their CQs for 20 ms before they sleep:
  * calls back to back (served while both spin), calls outstanding whose
  * handlers READ (the server's wait for a READ spins too), a reply that
@@ -1313,18 +1362,10 @@ static void test_spinning(void)
 		if (!ret && (res.status || t < ms))
 			ret = -CBRPC_EPROTO;
 	}
-	if (!ret) {
+	if (!ret)
 		ret = call(s, OP_SHUTDOWN, NULL, 0, NULL, 0);
-		if (ret == -CBRPC_EDISCONNECTED)
-			ret = 0;	/* gone before its reply left */
-	}
-	for (int64_t end = now_ms() + 5000; !ret && now_ms() < end; usleep(10000))
-		if (waitpid(s4.pid, NULL, WNOHANG) == s4.pid) {
-			s4.pid = 0;
-			break;
-		}
-	if (!ret && s4.pid)
-		ret = -CBRPC_ETIMEDOUT;	/* the stopped server still runs */
+	if (!ret)
+		ret = wait_exit(&s4, 5000);
 	cbrpc_disconnect(s);
 	stop_server(&s4, SIGKILL);
 	CHECK_RC(ret, 0);
@@ -1506,6 +1547,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
 	{ "client-disconnect-mid-call", test_client_disconnect },
 	{ "client-dies-mid-call", test_client_dies },
 	{ "server-dies", test_server_dies },
+	{ "server-stops", test_server_stops },
 	{ "spinning", test_spinning },
 	{ "connect-refused", test_refused },
 	{ "malformed-input", test_garbage },
