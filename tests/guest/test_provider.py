@@ -55,9 +55,11 @@ and the test helper rnic_verbs_check); the first test that needs it builds it.
                            without FLUSH, survives qom-set power-cut; a
                            write through the PLAIN rkey does not
   provider-lockstep-retry  the two-guest harness itself: a client rejected
-                           by the server's CM runs the whole step again,
-                           server included, and only the tool's own crash
-                           in librdmacm on that path is written off
+                           by the server's CM, or a perftest client that
+                           refused its clock calibration, runs the whole
+                           step again, server included, and only the
+                           tool's own crash in librdmacm on that path is
+                           written off
   provider-pyverbs         rdma-core's own test suite (tests/ of the 56.1
                            source, on trixie's python3-pyverbs): no failure,
                            the FLUSH and ATOMIC WRITE tests of test_qpex
@@ -1041,6 +1043,10 @@ RETRY_STEPS: Sequence[Step] = (
      f"echo \"{EXCUSED}\" >/dev/kmsg; "
      "echo \"RDMA_CM_EVENT_REJECTED; error: 8\"; exit 1; fi; "
      "rping -c -a 10.0.0.1 -C 5 -V -v", 1),
+    ("calibration-refused-once", "rping -s -a 10.0.0.1 -C 5 -V",
+     "if [ ! -e /tmp/calibrated ]; then touch /tmp/calibrated; "
+     "echo \"Correlation coefficient r^2: 0.83 < 0.9\"; exit 1; fi; "
+     "rping -c -a 10.0.0.1 -C 5 -V -v", 1),
     ("kmsg", "true", f"echo \"{NOT_EXCUSED}\" >/dev/kmsg", 1),
 )
 
@@ -1054,8 +1060,12 @@ def lockstep_retry(qemu: str) -> None:
         assert rc_lines(result.output).get("rping-rejected-once") == [0], result.output
         assert "retry=rping-rejected-once:1" in result.output, result.output
         assert "retry=rping-rejected-once:2" not in result.output, result.output
-    pings = re.findall(r"ping data: rdma-ping-\d+", lines_of(r2.output, "rping-rejected-once"))
-    assert len(pings) == 5, r2.output
+        assert rc_lines(result.output).get("calibration-refused-once") == [0], result.output
+        assert "retry=calibration-refused-once:1" in result.output, result.output
+        assert "retry=calibration-refused-once:2" not in result.output, result.output
+    for step in ("rping-rejected-once", "calibration-refused-once"):
+        pings = re.findall(r"ping data: rdma-ping-\d+", lines_of(r2.output, step))
+        assert len(pings) == 5, r2.output
     assert_clean_dmesg(r1.output)
     bad = [line for line in r2.output.splitlines() if line.startswith("dmesg-bad:")]
     assert len(bad) == 1 and NOT_EXCUSED in bad[0], bad
