@@ -13,21 +13,27 @@ the host).
 
 Usage: scripts/guest/cbrpc-bench.py [--peers rnic,rxe] [--seconds S]
                                     [--sweep] [--quick] [--spin-us US]
-                                    [--no-build]
+                                    [--runs N] [--no-build]
   --peers LIST   peer kinds, in order: rnic, rxe (default both)
   --seconds S    measuring time of each figure (default 2)
   --sweep        also the sweep of argument sizes (the inline threshold)
   --quick        0.5 s per figure, no sweep (the main job, the guest test)
   --spin-us US   the servers' and sessions' spin_us (default: the library's)
+  --runs N       N pairs of guests booted one after the other per kind
+                 (default 1): each run's target lines, then per target the
+                 median of the runs' figures, their range, how many runs
+                 met it, and the verdict on the median (two TCG guests'
+                 scheduling moves a figure by +-10 % from boot to boot)
   --no-build     do not run scripts/guest/build-provider.sh --image first
 """
 
 import argparse
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rdma_pair import DEVICE, build_provider_image, lines_of, rc_lines, run_pair  # noqa: E402
@@ -63,6 +69,29 @@ def run(kind: str, client_opts: str, name: str, tool_timeout: int = 600,
     return client.splitlines()
 
 
+# "target unchanged 1 MiB, value/ref           19.80x (>= 20.0x): NOT met"
+TARGET = re.compile(r"^target (.+?)\s+([0-9.]+)x \((<=|>=) ([0-9.]+)x\): (met|NOT met)$")
+
+
+def summarize(kind: str, runs: List[List[str]]) -> None:
+    """Per target line of the client: the median over RUNS and its verdict."""
+    figures: Dict[str, Tuple[str, float, List[float]]] = {}
+    for lines in runs:
+        for line in lines:
+            m = TARGET.match(re.sub(r"^bench: ", "", line))
+            if m:
+                figures.setdefault(m.group(1), (m.group(3), float(m.group(4)), []))[2] \
+                    .append(float(m.group(2)))
+    print(f"\n{kind} <-> {kind}: {len(runs)} runs, median (range), runs that met the target")
+    for name, (op, want, values) in figures.items():
+        med = statistics.median(values)
+        good = [v for v in values if (v <= want if op == "<=" else v >= want)]
+        ok = med <= want if op == "<=" else med >= want
+        print(f"target {name:<34} {med:6.2f}x ({min(values):.2f}-{max(values):.2f}) "
+              f"{len(good)}/{len(values)} runs ({op} {want:g}x): median "
+              f"{'met' if ok else 'NOT met'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peers", default="rnic,rxe")
@@ -70,8 +99,11 @@ def main() -> int:
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--spin-us", type=int)
+    parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-build", action="store_true")
     opts = parser.parse_args()
+    if not 1 <= opts.runs <= 50:
+        parser.error("--runs: 1 to 50")
     kinds = [k.strip() for k in opts.peers.split(",") if k.strip()]
     if not kinds or any(k not in DEVICE for k in kinds):
         parser.error(f"--peers: kinds are {', '.join(DEVICE)}")
@@ -83,16 +115,23 @@ def main() -> int:
         return 1
     status = 0
     for kind in kinds:
-        try:
-            lines = run(kind, client_opts, f"cbrpc-bench-{kind}",
-                        spin="" if opts.spin_us is None else f" --spin-us {opts.spin_us}")
-        except RuntimeError as err:
-            print(err, file=sys.stderr)
-            status = 1
-            continue
-        print(f"\n{kind} <-> {kind}:")
-        for line in lines:
-            print(re.sub(r"^bench: ", "", line))
+        runs = []
+        for n in range(1, opts.runs + 1):
+            try:
+                lines = run(kind, client_opts, f"cbrpc-bench-{kind}",
+                            spin="" if opts.spin_us is None else f" --spin-us {opts.spin_us}")
+            except RuntimeError as err:
+                print(err, file=sys.stderr)
+                status = 1
+                continue
+            runs.append(lines)
+            print(f"\n{kind} <-> {kind}" + (f", run {n} of {opts.runs}:" if opts.runs > 1 else ":"))
+            for line in lines:
+                line = re.sub(r"^bench: ", "", line)
+                if opts.runs == 1 or line.startswith("target "):
+                    print(line)
+        if opts.runs > 1 and runs:
+            summarize(kind, runs)
     return status
 
 
