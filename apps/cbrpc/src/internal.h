@@ -36,6 +36,8 @@ bool cbrpc_map_next(const struct cbrpc_map *m, size_t *pos, uint64_t *key, void 
 void cbrpc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t cbrpc_now_ms(void);
 int64_t cbrpc_now_us(void);
+/* When a spin of SPIN_US within a wait of MS ends (cbrpc_now_us() time). */
+int64_t cbrpc_spin_end(int spin_us, int ms);
 /* Milliseconds left until DEADLINE (-1: none), at least 0. */
 int cbrpc_left_ms(int64_t deadline);
 int64_t cbrpc_deadline(int timeout_ms);

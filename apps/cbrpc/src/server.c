@@ -480,8 +480,7 @@ static void progress(struct cbrpc_server *srv, int ms)
 	if (ms == 0 || srv->stop)
 		return;
 	if (srv->spin_us > 0) {
-		int64_t end = cbrpc_now_us() +
-			      (srv->spin_us < ms * 1000ll ? srv->spin_us : ms * 1000ll);
+		int64_t end = cbrpc_spin_end(srv->spin_us, ms);
 
 		do {
 			if (drain_cq(srv) || srv->stop)

@@ -208,8 +208,7 @@ static void progress_step(struct cbrpc_session *s, int ms)
 	void *cq_ctx;
 
 	if (s->spin_us > 0) {
-		int64_t end = cbrpc_now_us() +
-			      (s->spin_us < ms * 1000ll ? s->spin_us : ms * 1000ll);
+		int64_t end = cbrpc_spin_end(s->spin_us, ms);
 		int n;
 
 		do {

@@ -156,6 +156,13 @@ int64_t cbrpc_now_ms(void)
 	return cbrpc_now_us() / 1000;
 }
 
+int64_t cbrpc_spin_end(int spin_us, int ms)
+{
+	int64_t bound = (int64_t)ms * 1000;
+
+	return cbrpc_now_us() + (spin_us < bound ? spin_us : bound);
+}
+
 int64_t cbrpc_deadline(int timeout_ms)
 {
 	return timeout_ms < 0 ? -1 : cbrpc_now_ms() + timeout_ms;
