@@ -285,6 +285,49 @@ static void connect_qp(const struct conn_info *mine, const struct conn_info *pee
 		   IBV_ACCESS_REMOTE_READ, mine->psn, &dest, timeout_exp);
 }
 
+/*
+ * What a slot that failed check() holds instead of pattern(seq), for the
+ * error message: the extent of the difference [from, to] and whose bytes
+ * are at 'from' (zeros: nothing was placed there; an iteration of the
+ * slot's other writers: stale or misplaced data).
+ */
+static void describe_bad(const uint8_t *p, uint64_t seq, char *out, size_t size)
+{
+	static uint8_t *want;
+	uint32_t from, to, n;
+	uint64_t cand, lo;
+
+	if (!want) {
+		want = malloc(slot_size);
+		if (!want)
+			die("no memory");
+	}
+	fill(want, slot_size, seq);
+	for (from = 0; from < slot_size && p[from] == want[from]; from++)
+		;
+	for (to = slot_size - 1; to > from && p[to] == want[to]; to--)
+		;
+	n = slot_size - from < 16 ? slot_size - from : 16;
+	lo = seq > 8 * (uint64_t)slots ? seq - 8 * (uint64_t)slots : 1;
+	for (cand = lo; cand <= seq + 8 * (uint64_t)slots; cand++) {
+		if (cand == seq)
+			continue;
+		fill(want, slot_size, cand);
+		if (!memcmp(p + from, want + from, n))
+			break;
+	}
+	if (cand <= seq + 8 * (uint64_t)slots)
+		snprintf(out, size, "bytes %u..%u differ; from %u on they are "
+			 "iteration %" PRIu64 "'s (slot %" PRIu64 ")", from, to,
+			 from, cand, cand % slots);
+	else if (p[from] == 0 && !memcmp(p + from, p + from + 1, n - 1))
+		snprintf(out, size, "bytes %u..%u differ; from %u on they are "
+			 "zero (not placed)", from, to, from);
+	else
+		snprintf(out, size, "bytes %u..%u differ; from %u on they are "
+			 "no nearby iteration's", from, to, from);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Posting                                                                */
 
@@ -591,7 +634,52 @@ static int run_server(void)
 struct slot_state {
 	uint64_t seq;		/* 0: free */
 	unsigned done;		/* bit per op */
+	bool reread;		/* a bad READ's second look is in flight */
 };
+
+/* wr_id of the second READ of a slot whose READ came back wrong */
+#define REREAD (1ull << 61)
+
+/*
+ * A READ of iteration seq came back wrong: read the server's slot again
+ * (into the spare slot of rdbuf, the slot held until it completes), so the
+ * report says whether the server's memory holds the wrong bytes (the WRITE
+ * was not placed) or the first READ's data went wrong on its way back.
+ */
+static void post_reread(uint64_t seq, const struct conn_info *peer)
+{
+	uint8_t *local = rdbuf + (size_t)slots * slot_size;
+	struct ibv_sge sge = { (uintptr_t)local, slot_size, rd_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wrid(seq | REREAD, OP_READ), .sg_list = &sge,
+		.num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = peer->addr +
+					    (uint64_t)(seq % slots) * slot_size,
+			     .rkey = peer->rkey },
+	}, *bad;
+
+	memset(local, 0, slot_size);
+	if (ibv_post_send(qp, &wr, &bad))
+		die("ibv_post_send(READ again): %s", strerror(errno));
+}
+
+static void reread_done(uint64_t seq)
+{
+	const uint8_t *p = rdbuf + (size_t)slots * slot_size;
+	char what[160];
+
+	if (!check(p, slot_size, seq)) {
+		printf("verify: the slot of iteration %" PRIu64 " read again holds "
+		       "what was written: the server's memory was right, the "
+		       "first READ's data went wrong\n", seq);
+	} else {
+		describe_bad(p, seq, what, sizeof(what));
+		printf("verify: the slot of iteration %" PRIu64 " read again is "
+		       "still wrong (the server's memory: %s)\n", seq, what);
+	}
+	fflush(stdout);
+}
 
 static int run_client(const struct conn_info *peer)
 {
@@ -615,7 +703,7 @@ static int run_client(const struct conn_info *peer)
 			struct slot_state *s = &st[next % slots];
 
 			if (s->seq)
-				break;	/* window < slots / 2: cannot happen */
+				break;	/* held by a second READ */
 			s->seq = next;
 			s->done = 0;
 			post_rdma(next, OP_WRITE, peer);
@@ -659,6 +747,18 @@ static int run_client(const struct conn_info *peer)
 				    ") after %" PRIu64 " iterations: %s",
 				    op_name[op], wc[i].wr_id, wc[i].wr_id >> 2,
 				    completed, ibv_wc_status_str(wc[i].status));
+			if (op == OP_READ && (wc[i].wr_id >> 2) & REREAD) {
+				seq = (wc[i].wr_id >> 2) & ~REREAD;
+				s = &st[seq % slots];
+				reread_done(seq);
+				s->reread = false;
+				if (s->done == (1u << OP_NUM) - 1) {
+					s->seq = 0;
+					inflight--;
+					completed++;
+				}
+				continue;
+			}
 			op_count[op]++;
 			if (op == OP_RECV) {
 				if (!check_msg(&wc[i], MSG_REPLY, &seq, &count))
@@ -691,12 +791,19 @@ static int run_client(const struct conn_info *peer)
 			if (op == OP_READ) {
 				bad = check(rdbuf + (size_t)(seq % slots) * slot_size,
 					    slot_size, seq);
-				if (bad)
+				if (bad) {
+					char what[160];
+
+					describe_bad(rdbuf + (size_t)(seq % slots) *
+						     slot_size, seq, what, sizeof(what));
 					error("READ of iteration %" PRIu64
-					      ": byte %u differs from what was written",
-					      seq, bad - 1);
+					      ": byte %u differs from what was "
+					      "written (%s)", seq, bad - 1, what);
+					post_reread(seq, peer);
+					s->reread = true;
+				}
 			}
-			if (s->done == (1u << OP_NUM) - 1) {
+			if (s->done == (1u << OP_NUM) - 1 && !s->reread) {
 				s->seq = 0;
 				inflight--;
 				completed++;
@@ -780,10 +887,10 @@ int main(int argc, char **argv)
 		size_t len;
 
 		slots = 2 * window + 2;
-		len = ((size_t)slots * slot_size + 4095) & ~4095ul;
+		len = ((size_t)(slots + 1) * slot_size + 4095) & ~4095ul;
 		setup_qp();
 		mem = aligned_alloc(4096, len);
-		rdbuf = aligned_alloc(4096, len);
+		rdbuf = aligned_alloc(4096, len);	/* + a spare slot */
 		if (!mem || !rdbuf)
 			die("no memory");
 		mem_mr = reg(mem, len);

@@ -202,16 +202,20 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
     if (qp->type != RNIC_QPT_RC) {
         return;                     /* UC acknowledges nothing */
     }
+    /*
+     * an owed ACK or NAK covers every PSN before it: only a later ACK
+     * replaces it (a duplicate's ACK may be older than the one owed)
+     */
+    if (resp->ack_owed && rnic_psn_diff(psn, resp->ack_psn) < 0) {
+        if (now && !resp->res_pending) {
+            resp->ack_owed = false;
+            rnic_resp_send_aeth(e, qp, resp->ack_psn, resp->ack_syndrome);
+        }
+        return;
+    }
     if (resp->res_pending || !now) {
         if (!resp->res_pending && !resp->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
-        }
-        /* an owed NAK covers every PSN before it: only a later ACK wins */
-        if (resp->ack_owed &&
-            (resp->ack_syndrome & RNIC_ROCE_AETH_TYPE_MASK) !=
-            RNIC_ROCE_AETH_ACK &&
-            rnic_psn_diff(psn, resp->ack_psn) < 0) {
-            return;
         }
         resp->ack_owed = true;
         resp->ack_psn = psn;
@@ -970,10 +974,16 @@ static void rnic_resp_duplicate(RnicEngine *e, RnicQp *qp,
         }
         return;                     /* unknown: dropped, the peer retries */
     }
-    /* SEND/WRITE: acknowledge what we have */
+    /*
+     * SEND/WRITE: acknowledged again with its own PSN, not with the last
+     * one executed (epsn - 1): that may be a READ's last PSN whose
+     * response the requester has not had yet, and rxe's requester takes
+     * an ACK at a READ's last PSN for the READ's completion, leaving the
+     * missing response's bytes unwritten (rxe acknowledges a duplicate
+     * with the last SEND/WRITE it executed, never a READ's PSN).
+     */
     if (pkt->ack_req) {
-        rnic_resp_ack(e, qp, rnic_psn_add(resp->epsn, RNIC_ROCE_PSN_MASK),
-                      true);
+        rnic_resp_ack(e, qp, psn, true);
     }
 }
 
