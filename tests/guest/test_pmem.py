@@ -33,15 +33,14 @@ rnic_rpma); the first test that needs it builds it.
                  block written with O_DIRECT and never flushed does not.
 """
 
-import os
 import re
 import tempfile
 from typing import Sequence
 
 from guesttest import TOP, GuestResult, build_once, case, procedure
 from pmem_pair import bench_client, bench_figures, pmem_setup, server
-from rdma_pair import (DMESG_CHECK, Step, assert_clean_dmesg, lines_of, rc_lines, run_pair,
-                       run_power_cut, stat)
+from rdma_pair import (DMESG_CHECK, SCM_TMP, Step, assert_clean_dmesg, lines_of, rc_lines,
+                       run_pair, run_power_cut, stat)
 from rnic_guest import GUEST_DIR, Guest
 
 IMAGE = GUEST_DIR / "initramfs-pmem.cpio.gz"
@@ -78,10 +77,7 @@ def check_ran(out: str, names: Sequence[str]) -> None:
 @procedure("pmem-librpma", requires=["rnic"])
 def pmem_librpma(qemu: str) -> None:
     image = pmem_image()
-    # tmpfs where there is one: it outlives the QEMUs, and msync() costs
-    # no disk write (the persist of every durable WRITE is one msync)
-    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=shm) as scm_dir:
+    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=SCM_TMP) as scm_dir:
         results = []
         # the second boot: every window STag's key PLAIN (dm_sem=0), so
         # what persists is what the FLUSHes covered
@@ -137,8 +133,7 @@ def report_bench(label: str, client_out: str) -> None:
 @procedure("pmem-librpma-rxe", requires=["rnic", "virtio-net-pci"])
 def pmem_librpma_rxe(qemu: str) -> None:
     image = pmem_image()
-    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=shm) as scm_dir:
+    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=SCM_TMP) as scm_dir:
         r1, r2 = run_pair("pmem-librpma-rxe", FIRST, kinds=("rnic", "rxe"), qemu=qemu,
                           initrd=image, scm_mib=(64, 0), scm_dir=scm_dir,
                           setup=(pmem_setup(), ""))
@@ -181,7 +176,7 @@ echo "after: $(block 0) $(block 1 | tr -d '\\000')."
 
 @procedure("pmem-powercut", requires=["rnic"])
 def pmem_powercut(qemu: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rnic-pmem-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rnic-pmem-", dir=SCM_TMP) as tmp:
         args = ["-object", f"memory-backend-file,id=scm0,size=64M,mem-path={tmp}/scm.img,share=on",
                 "-netdev", "user,id=n0", "-device", "rnic,id=nic0,netdev=n0,scm=scm0,scm-powerfail=on"]
         ready, cut, result = run_power_cut(

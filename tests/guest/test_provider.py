@@ -82,8 +82,9 @@ from typing import Dict, Sequence, Tuple
 
 from guesttest import TOP, GuestResult, Skip, abi_define, build_once, case, procedure, rnic_ids
 from rnic_guest import GUEST_DIR, Guest, run_guests
-from rdma_pair import (DMESG_CHECK, NET_UP, WAIT_GID, Step, assert_clean_dmesg, lines_of,
-                       rc_lines, run_pair, run_power_cut, scm_window, stat, tool_figure)
+from rdma_pair import (DMESG_CHECK, NET_UP, SCM_TMP, WAIT_GID, Step, assert_clean_dmesg,
+                       lines_of, rc_lines, run_pair, run_power_cut, scm_window, stat,
+                       tool_figure)
 
 IMAGE = GUEST_DIR / "initramfs-provider.cpio.gz"
 PYVERBS_IMAGE = GUEST_DIR / "initramfs-pyverbs.cpio.gz"
@@ -961,7 +962,7 @@ def check_dm_reset(result: GuestResult) -> None:
 
 @procedure("provider-dm-reset", requires=["rnic"])
 def dm_reset(qemu: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rnic-dm-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rnic-dm-", dir=SCM_TMP) as tmp:
         # a persistent window: the holder registers with FLUSH_PERSISTENT
         args = scm_window(["-device", "rnic"], tmp, 1, 64)
         result = Guest(DM_RESET_SCRIPT, name="provider-dm-reset", qemu=qemu,
@@ -1012,7 +1013,7 @@ wait $srv; echo "rc=cut-srv:$?"
 
 @procedure("provider-dm-powercut", requires=["rnic"])
 def dm_powercut(qemu: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rnic-dm-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rnic-dm-", dir=SCM_TMP) as tmp:
         args = scm_window(["-device", "rnic,id=nic0,scm-powerfail=on"], tmp, 1, 64)
         ready, cut, result = run_power_cut(
             Guest(DM_POWERCUT_SCRIPT, name="provider-dm-powercut", qemu=qemu,
