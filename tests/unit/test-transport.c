@@ -181,6 +181,18 @@ static void rx_write(Fix *f, uint32_t psn, uint64_t off, const void *data,
     rx(f, RNIC_ROCE_RC_RDMA_WRITE_ONLY, psn, data, len, &x);
 }
 
+/* A READ request's RETH: LEN bytes at f->buf + off through the fixture's MR. */
+static RnicPacket read_reth(Fix *f, uint64_t off, uint32_t len)
+{
+    RnicPacket x;
+
+    memset(&x, 0, sizeof(x));
+    x.reth.va = f->buf + off;
+    x.reth.rkey = f->mr;
+    x.reth.dma_len = len;
+    return x;
+}
+
 /*
  * ACKs of WRITEs coalesce over a receive batch: three WRITEs that arrive
  * together (the host hands them over one after the other, then the engine
@@ -223,10 +235,7 @@ static void test_resp_ack_batch(void)
 
     /* a WRITE, then a READ in the same batch: the ACK goes first */
     rx_write(&f, PSN0 + 5, 0, data, sizeof(data));
-    memset(&x, 0, sizeof(x));
-    x.reth.va = f.buf;
-    x.reth.rkey = f.mr;
-    x.reth.dma_len = 16;
+    x = read_reth(&f, 0, 16);
     rx(&f, RNIC_ROCE_RC_RDMA_READ_REQUEST, PSN0 + 6, NULL, 0, &x);
     g_assert_cmpuint(f.tx->len, ==, 4);
     expect_aeth(sent(&f, 2), PSN0 + 5, ACK);
@@ -318,10 +327,7 @@ static void test_resp_duplicate_after_read(void)
     test_host_run(f.h);
     g_assert_cmpuint(f.tx->len, ==, 1);
     expect_aeth(sent(&f, 0), PSN0, ACK);
-    memset(&x, 0, sizeof(x));
-    x.reth.va = f.buf;
-    x.reth.rkey = f.mr;
-    x.reth.dma_len = 3000;
+    x = read_reth(&f, 0, 3000);
     inject(&f, RNIC_ROCE_RC_RDMA_READ_REQUEST, PSN0 + 1, NULL, 0, &x);
     g_assert_cmpuint(f.tx->len, ==, 4);
     g_assert_cmpuint(sent(&f, 3)->pkt.psn, ==, PSN0 + 3);
