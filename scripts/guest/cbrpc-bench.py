@@ -84,9 +84,11 @@ def summarize(kind: str, runs: List[List[str]]) -> None:
                     .append(float(m.group(2)))
     print(f"\n{kind} <-> {kind}: {len(runs)} runs, median (range), runs that met the target")
     for name, (op, want, values) in figures.items():
+        def meets(v: float) -> bool:
+            return v <= want if op == "<=" else v >= want
         med = statistics.median(values)
-        good = [v for v in values if (v <= want if op == "<=" else v >= want)]
-        ok = med <= want if op == "<=" else med >= want
+        good = [v for v in values if meets(v)]
+        ok = meets(med)
         print(f"target {name:<34} {med:6.2f}x ({min(values):.2f}-{max(values):.2f}) "
               f"{len(good)}/{len(values)} runs ({op} {want:g}x): median "
               f"{'met' if ok else 'NOT met'}")
