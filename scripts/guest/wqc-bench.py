@@ -12,9 +12,8 @@ provider image, -netdev stream), the settings alternating in ABBA order
 (and range) of each figure. Each guest reads its counters
 wqe_cache_hits/misses/stale (ethtool -S eth0) before and after each
 test; the table gives each test's lookups on both guests (hits over hits
-+ misses). perftest posts lists of one SGE, which the cache does not
-hold (docs/spec.md §10: counted neither as hit nor miss), and perftest
-25.01 has no option for more SGEs per WQE.
++ misses). perftest posts lists of one SGE (perftest 25.01 has no option
+for more SGEs per WQE); the cache holds lists of 1 to 8 SGEs.
 
 --gather instead runs tests/guest/provider/rnic_gather_bench (the
 client READs 64 scattered 512 B buffers in four forms, one of them 8
@@ -216,8 +215,9 @@ CONTIG_FORM = "contiguous, 1 READ"
 def gather_run(mode: str, number: int, opts) -> Tuple[Dict[str, float], List[Dict[str, int]]]:
     """One pair running rnic_gather_bench with x-wqe-cache=MODE: its
     gathers/s per form ({} if it failed) and both guests' counter deltas
-    over the whole client run (the other forms post lists of one SGE or
-    none: only the 8-SGE READs look the cache up)."""
+    over the whole client run (every form's lists: the 8-SGE READs',
+    the contiguous READ's one SGE, the mapped forms' mapped lkey, which is
+    looked up but never kept)."""
     client = (f"rnic_gather_bench -d rnic0 -c 10.0.0.1 -t {opts.seconds:g} "
               f"-q {opts.depth} -r 1")
     steps = (stats_step(0), ("gather", "rnic_gather_bench -d rnic0 -s", client, 1),
@@ -261,7 +261,7 @@ def gather_main(opts) -> int:
           f"(64 scattered 512 B buffers as 8 READs of 8 SGEs), {opts.depth} in flight, "
           f"{opts.seconds:g} s per form, {opts.rounds} rounds of x-wqe-cache "
           "on/off in ABBA order, median (range); 'per contiguous': over the "
-          "same guests' contiguous READ (one SGE, never cached) measured "
+          "same guests' contiguous READ (one SGE) measured "
           "in the same run:\n")
     print("| figure | cache on | cache off | on/off |")
     print("|---|---|---|---|")

@@ -89,6 +89,48 @@ static void test_hit(TvFixture *f, gconstpointer cfg)
     }
 }
 
+/*
+ * One-SGE lists are cached too: a repeated one hits and moves the bytes
+ * as they are now; an empty list (a zero-length SEND) has nothing to
+ * translate and is neither a hit nor a miss.
+ */
+static void test_one_sge(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    uint64_t h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+    uint64_t m0 = tv_stat(h, RNIC_STAT_WQC_MISSES);
+    struct rnic_sge s = tv_sge(p->bufa + 0x40, 100, p->mra);
+    struct rnic_sge r = tv_sge(p->bufb, 4096, p->mrb);
+    struct rnic_sq_wqe w;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        w = write_wqe(10 + i, p->bufb + 0x800, p->mrb);
+        w.num_sge = 1;
+        tv_fill(h, p->bufa, 0x200, 50 + i);
+        tv_post_send(h, p->a, &w, &s, NULL);
+        tv_expect_status(h, p->cqa, 10 + i, RNIC_WC_SUCCESS);
+        tv_assert_same(h, p->bufa + 0x40, p->bufb + 0x800, 100);
+    }
+    if (cache_on()) {
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_MISSES) - m0, ==, 1);
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 2);
+    }
+    h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+    m0 = tv_stat(h, RNIC_STAT_WQC_MISSES);
+    w = tv_wqe(20, RNIC_WR_SEND, 0);
+    tv_post_recv(h, p->b, 30, &r, 1);
+    tv_post_send(h, p->a, &w, NULL, NULL);
+    tv_expect_status(h, p->cqb, 30, RNIC_WC_SUCCESS);
+    tv_expect_status(h, p->cqa, 20, RNIC_WC_SUCCESS);
+    if (cache_on()) {
+        /* the receive list of one SGE is a miss: its first post */
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 0);
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_MISSES) - m0, ==, 1);
+    }
+}
+
 /* A source MR of its own, a's two-SGE WRITE from it posted once. */
 static uint32_t src_cached(TvPair *p, struct rnic_sge *s)
 {
@@ -335,7 +377,8 @@ static void test_recv(TvFixture *f, gconstpointer cfg)
         tv_assert_same(h, p->bufa + 32, p->bufb + 0x100, 32);
     }
     if (cache_on()) {
-        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 2);
+        /* the receive list's second and third posts, and the send's */
+        g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 4);
     }
     dereg(h, p->ctx, dst);
     tv_post_recv(h, p->b, 60, r, 2);
@@ -501,6 +544,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     tv_test_add_pair("/rnic/wqc/hit", NULL, test_hit);
+    tv_test_add_pair("/rnic/wqc/one-sge", NULL, test_one_sge);
     tv_test_add_pair("/rnic/wqc/dereg", NULL, test_dereg);
     tv_test_add_pair("/rnic/wqc/dereg-posted", NULL, test_dereg_posted);
     tv_test_add_pair("/rnic/wqc/fast-reg-invalidated", NULL, test_fast_reg);

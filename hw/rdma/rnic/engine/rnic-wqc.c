@@ -43,14 +43,6 @@
 #define RNIC_WQC_SETS       16
 #define RNIC_WQC_WAYS       8
 /*
- * A list of fewer SGEs is translated directly: one SGE's translation (a
- * table lookup and its checks) costs what a lookup here does (measured,
- * docs/benchmarks.md "WQE translation cache").
- */
-#ifndef RNIC_WQC_MIN_SGE        /* -D for the measurement's other side */
-#define RNIC_WQC_MIN_SGE    2
-#endif
-/*
  * After this many misses in a row (a QP whose lists never repeat), only
  * one list in RNIC_WQC_COLD_EVERY is looked up and entered, until a hit:
  * a stream of unique lists pays a sixteenth of the misses' cost.
@@ -59,25 +51,34 @@
 #define RNIC_WQC_COLD_EVERY 16
 
 /*
+ * One SGE of an entry with what it resolved to, and one of the message's
+ * DMA segments (seg of the first nsegs of them): what a hit reads of one
+ * SGE lies together.
+ */
+typedef struct RnicWqcSge {
+    struct rnic_sge key;        /* as posted (little endian) */
+    RnicMr *mr;                 /* NULL: an empty SGE */
+    RnicDmaSeg seg;
+} RnicWqcSge;
+
+/*
  * An entry, laid out for the hit: what a hit reads, in the order it reads
  * it, and nothing else (a QP's table is larger than a core's L1, so each
- * line a hit touches costs): the header, the list as posted in one piece
- * (one compare), the regions it resolved to, the message's DMA segments
- * (one copy of a fixed size: what lies past nsegs is never read). The
- * regions' versions, only read after a change to some region, lie apart
- * (RnicWqc.mr_gen).
+ * line a hit touches costs): the header, then per SGE the SGE as posted,
+ * its region and a DMA segment, so that a hit on a list of n SGEs reads
+ * the first 24 + 40 n bytes (one cache line for one SGE, entries being
+ * line aligned). The regions' versions, only read after a change to some
+ * region, lie apart (RnicWqc.mr_gen).
  */
 typedef struct RnicWqcEntry {
     uint8_t nsge;
-    uint8_t nsegs;              /* segs[] (0: not computed) */
+    uint8_t nsegs;              /* sge[].seg (0: not computed) */
     uint32_t access;            /* what the SGEs were resolved for */
     uint32_t qp_gen;            /* RnicQp.wqc_gen it was made under */
     uint32_t length;            /* total bytes */
     uint64_t mr_epoch;          /* RnicEngine.mr_gen when last checked */
-    struct rnic_sge key[RNIC_WQC_MAX_SGE];     /* as posted (little endian) */
-    RnicMr *mr[RNIC_WQC_MAX_SGE];              /* NULL: an empty SGE */
-    RnicDmaSeg segs[RNIC_WQC_MAX_SGE];
-} RnicWqcEntry;
+    RnicWqcSge sge[RNIC_WQC_MAX_SGE];
+} __attribute__((aligned(64))) RnicWqcEntry;
 
 /* The fingerprints and LRU stamps of a set apart: one probe, one line. */
 struct RnicWqc {
@@ -131,8 +132,21 @@ static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
 static bool rnic_wqc_same(const RnicWqcEntry *c, uint32_t access,
                           const struct rnic_sge *sg, uint32_t nsge)
 {
-    return c->nsge == nsge && c->access == access &&
-           !memcmp(c->key, sg, nsge * sizeof(*sg));
+    uint32_t i;
+
+    if (c->nsge != nsge || c->access != access) {
+        return false;
+    }
+    for (i = 0; i < nsge; i++) {
+        uint64_t a[2], b[2];
+
+        memcpy(a, &c->sge[i].key, sizeof(a));
+        memcpy(b, &sg[i], sizeof(b));
+        if ((a[0] ^ b[0]) | (a[1] ^ b[1])) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Does every SGE's key still find the region, unchanged, it found then? */
@@ -143,14 +157,14 @@ static bool rnic_wqc_current(RnicEngine *e, const RnicPd *pd,
     uint32_t i;
 
     for (i = 0; i < c->nsge; i++) {
-        uint32_t lkey = GUINT32_FROM_LE(c->key[i].lkey);
+        uint32_t lkey = GUINT32_FROM_LE(c->sge[i].key.lkey);
         const RnicMr *mr;
 
-        if (!c->mr[i]) {
+        if (!c->sge[i].mr) {
             continue;           /* an empty SGE names no region */
         }
         mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(lkey));
-        if (mr != c->mr[i] || mr->gen != mr_gen[i]) {
+        if (mr != c->sge[i].mr || mr->gen != mr_gen[i]) {
             return false;
         }
     }
@@ -166,7 +180,7 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
     uint32_t w, i;
 
     probe->fp = 0;
-    if (!e->wqc_on || nsge < RNIC_WQC_MIN_SGE || nsge > RNIC_WQC_MAX_SGE) {
+    if (!e->wqc_on || !nsge || nsge > RNIC_WQC_MAX_SGE) {
         return false;
     }
     /* lists that never repeat: only every RNIC_WQC_COLD_EVERY-th tried */
@@ -207,13 +221,15 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
         out->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
         out->sge[i].length = GUINT32_FROM_LE(sg[i].length);
         out->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
-        out->sge[i].mr = c->mr[i];
+        out->sge[i].mr = c->sge[i].mr;
     }
     /* out->segs[] (NULL: not wanted) holds RNIC_WQC_MAX_SGE */
     out->length = c->length;
     out->nsegs = 0;
     if (out->segs) {
-        memcpy(out->segs, c->segs, sizeof(c->segs));
+        for (i = 0; i < c->nsegs; i++) {
+            out->segs[i] = c->sge[i].seg;
+        }
         out->nsegs = c->nsegs;
     }
     rnic_stat_inc(e, RNIC_STAT_WQC_HITS);
@@ -225,7 +241,7 @@ static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
     uint64_t cap = ((uint64_t)e->cfg.mem_budget_mib << 20) / 8;
 
     if (!qp->wqc && e->wqc_bytes + sizeof(RnicWqc) <= cap) {
-        qp->wqc = g_new0(RnicWqc, 1);
+        qp->wqc = g_aligned_alloc0(1, sizeof(RnicWqc), 64);
         e->wqc_bytes += sizeof(RnicWqc);
     }
     return qp->wqc;
@@ -271,20 +287,20 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     c->length = res->length;
     c->nsge = nsge;
     c->nsegs = res->nsegs;
-    memcpy(c->key, sg, nsge * sizeof(*sg));
     for (i = 0; i < nsge; i++) {
-        c->mr[i] = res->sge[i].mr;
-        wqc->mr_gen[probe->set][v][i] = c->mr[i] ? c->mr[i]->gen : 0;
+        c->sge[i].key = sg[i];
+        c->sge[i].mr = res->sge[i].mr;
+        wqc->mr_gen[probe->set][v][i] = c->sge[i].mr ? c->sge[i].mr->gen : 0;
     }
-    if (res->nsegs) {
-        memcpy(c->segs, res->segs, res->nsegs * sizeof(res->segs[0]));
+    for (i = 0; i < res->nsegs; i++) {
+        c->sge[i].seg = res->segs[i];
     }
 }
 
 void rnic_wqc_free(RnicEngine *e, RnicQp *qp)
 {
     if (qp->wqc) {
-        g_free(qp->wqc);
+        g_aligned_free(qp->wqc);
         qp->wqc = NULL;
         e->wqc_bytes -= sizeof(RnicWqc);
     }
