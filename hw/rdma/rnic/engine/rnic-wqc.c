@@ -128,16 +128,10 @@ static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
     p->set = x & (RNIC_WQC_SETS - 1);
 }
 
-/*
- * Is entry c the list sg, resolved for access? (the bytes, not the hash)
- * In the same pass, out[] gets the SGEs with their cached regions: only
- * used when the answer is yes (a miss translates out[] afresh).
- */
-static bool rnic_wqc_take(const RnicWqcEntry *c, uint32_t access,
-                          const struct rnic_sge *sg, uint32_t nsge,
-                          RnicSgeRes *out)
+/* Is entry c the list sg, resolved for access? (the bytes, not the hash) */
+static bool rnic_wqc_same(const RnicWqcEntry *c, uint32_t access,
+                          const struct rnic_sge *sg, uint32_t nsge)
 {
-    uint64_t diff = 0;
     uint32_t i;
 
     if (c->nsge != nsge || c->access != access) {
@@ -148,13 +142,11 @@ static bool rnic_wqc_take(const RnicWqcEntry *c, uint32_t access,
 
         memcpy(a, &c->sge[i].key, sizeof(a));
         memcpy(b, &sg[i], sizeof(b));
-        diff |= (a[0] ^ b[0]) | (a[1] ^ b[1]);
-        out[i].addr = GUINT64_FROM_LE(sg[i].addr);
-        out[i].length = GUINT32_FROM_LE(sg[i].length);
-        out[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
-        out[i].mr = c->sge[i].mr;
+        if ((a[0] ^ b[0]) | (a[1] ^ b[1])) {
+            return false;
+        }
     }
-    return !diff;
+    return true;
 }
 
 /* Does every SGE's key still find the region, unchanged, it found then? */
@@ -204,8 +196,7 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
     }
     for (w = 0; w < RNIC_WQC_WAYS; w++) {
         if (wqc->fp[probe->set][w] == probe->fp &&
-            rnic_wqc_take(&wqc->ent[probe->set][w], access, sg, nsge,
-                          out->sge)) {
+            rnic_wqc_same(&wqc->ent[probe->set][w], access, sg, nsge)) {
             break;
         }
     }
@@ -226,6 +217,12 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
     c->mr_epoch = e->mr_gen;
     wqc->used[probe->set][w] = ++wqc->clock;
     qp->wqc_cold = 0;
+    for (i = 0; i < nsge; i++) {
+        out->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
+        out->sge[i].length = GUINT32_FROM_LE(sg[i].length);
+        out->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
+        out->sge[i].mr = c->sge[i].mr;
+    }
     /* out->segs[] (NULL: not wanted) holds RNIC_WQC_MAX_SGE */
     out->length = c->length;
     out->nsegs = 0;
