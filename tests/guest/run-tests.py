@@ -14,6 +14,12 @@ alone, one by one; each one's output and result is printed when it ends.
 A test whose QEMU device is missing from the binary is reported as
 "ok N - name # SKIP ...". Exit status 1 if any test failed. Failure details
 go to stdout as TAP comments ("# ...").
+
+Each test runs in a process group of its own, with the QEMUs and tools it
+starts: told to stop (SIGTERM, SIGINT, SIGHUP: a CI job's timeout, ^C),
+the runner stops every running test's group (SIGTERM, SIGKILL after
+STOP_GRACE seconds) and exits with 128 + the signal, leaving no guest
+behind.
 """
 
 import argparse
@@ -22,6 +28,7 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,7 +87,34 @@ def check_case(test: GuestCase, guest: Guest) -> str:
     return ""
 
 
+# seconds a stopped test's group has between SIGTERM and SIGKILL
+STOP_GRACE = 10
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """The runner (or a test's process) was told to stop by a signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def raise_stopped(signum, _frame):
+    raise Stopped(signum)
+
+
 def main() -> int:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, raise_stopped)
+    try:
+        return run_main()
+    except Stopped as stop:
+        print(f"Bail out! stopped by {stop}", flush=True)
+        return 128 + stop.signum
+
+
+def run_main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("patterns", nargs="*", help="test names (fnmatch patterns)")
@@ -124,9 +158,9 @@ def main() -> int:
 
     built = tempfile.mkdtemp(prefix="rnic-built-")
     os.environ.setdefault(guesttest.BUILT_DIR_ENV, built)
+    results = run_tests(tests, opts.qemu, max(1, opts.jobs), opts.timeout_scale, missing)
     try:
-        for test, outcome in run_tests(tests, opts.qemu, max(1, opts.jobs),
-                                       opts.timeout_scale, missing):
+        for test, outcome in results:
             status, detail, output, timing = outcome
             if output:
                 sys.stdout.write(output if output.endswith("\n") else output + "\n")
@@ -137,6 +171,7 @@ def main() -> int:
             if timing:
                 print(f"# {test.name}: {timing}", flush=True)
     finally:
+        results.close()     # a stopped run: its tests' groups end first
         shutil.rmtree(built, ignore_errors=True)
     return 1 if tap.failed else 0
 
@@ -166,6 +201,7 @@ def child(test, qemu: str, timeout_scale: float, out: Path) -> None:
     into OUT/stdout, its outcome into OUT/result; never returns."""
     code = 1
     try:
+        os.setpgid(0, 0)    # the test's group: it, its QEMUs, its tools
         fd = os.open(out / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 1)
         os.close(fd)
@@ -175,6 +211,29 @@ def child(test, qemu: str, timeout_scale: float, out: Path) -> None:
         code = 0
     finally:
         os._exit(code)  # pylint: disable=protected-access
+
+
+def stop_groups(pids) -> None:
+    """End the process groups of the tests PIDS: SIGTERM (a test's own
+    Python unwinds, stopping what it started; QEMU exits), SIGKILL to what
+    is left after STOP_GRACE seconds; the tests' processes reaped."""
+    def signal_groups(signum: int) -> None:
+        for pid in pids:
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:
+                pass
+    signal_groups(signal.SIGTERM)
+    left = set(pids)
+    deadline = time.monotonic() + STOP_GRACE
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                left.discard(pid)
+        time.sleep(0.1)
+    signal_groups(signal.SIGKILL)
+    for pid in left:
+        os.waitpid(pid, 0)
 
 
 def weight(test) -> int:
@@ -188,7 +247,7 @@ def run_tests(tests: List[object], qemu: str, jobs: int, timeout_scale: float, m
     as many at once as keep their guests within JOBS (one at least): the
     procedures, then the guest cases, then the alone ones one by one, each
     with nothing beside it."""
-    running = {}    # pid -> (test, start, directory)
+    running = {}    # pid -> (test, start, directory); pid = its group
 
     def reap():
         pid, status, usage = os.wait4(-1, 0)
@@ -208,26 +267,36 @@ def run_tests(tests: List[object], qemu: str, jobs: int, timeout_scale: float, m
     order = ([t for t in tests if isinstance(t, Procedure) and not t.alone] +
              [t for t in tests if isinstance(t, GuestCase) and not t.alone] +
              [t for t in tests if t.alone])
-    for test in order:
-        why = missing(test)
-        if why:
-            yield test, ("skip", why, "", "")
-            continue
-        while running and (test.alone or
-                           sum(weight(t) for t, _, _ in running.values()) + weight(test) > jobs):
+    try:
+        for test in order:
+            why = missing(test)
+            if why:
+                yield test, ("skip", why, "", "")
+                continue
+            while running and (test.alone or
+                               sum(weight(t) for t, _, _ in running.values()) + weight(test) > jobs):
+                done = reap()
+                if done:
+                    yield done
+            out = Path(tempfile.mkdtemp(prefix=f"rnic-test-{test.name}-"))
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                child(test, qemu, timeout_scale, out)
+            try:
+                os.setpgid(pid, pid)    # as the child does: whichever runs first
+            except OSError:
+                pass                    # it has ended, or set it itself
+            running[pid] = (test, time.monotonic(), out)
+        while running:
             done = reap()
             if done:
                 yield done
-        out = Path(tempfile.mkdtemp(prefix=f"rnic-test-{test.name}-"))
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            child(test, qemu, timeout_scale, out)
-        running[pid] = (test, time.monotonic(), out)
-    while running:
-        done = reap()
-        if done:
-            yield done
+    finally:
+        if running:     # stopped (Stopped, or the generator closed early)
+            stop_groups(list(running))
+            for _, _, out in running.values():
+                shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":
