@@ -82,6 +82,7 @@ typedef struct RnicWqcEntry {
 
 /* The fingerprints and LRU stamps of a set apart: one probe, one line. */
 struct RnicWqc {
+    void *alloc;                /* what to free: the table is line aligned */
     uint32_t clock;
     uint64_t fp[RNIC_WQC_SETS][RNIC_WQC_WAYS];     /* 0: empty */
     uint32_t used[RNIC_WQC_SETS][RNIC_WQC_WAYS];
@@ -241,7 +242,11 @@ static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
     uint64_t cap = ((uint64_t)e->cfg.mem_budget_mib << 20) / 8;
 
     if (!qp->wqc && e->wqc_bytes + sizeof(RnicWqc) <= cap) {
-        qp->wqc = g_aligned_alloc0(1, sizeof(RnicWqc), 64);
+        /* line aligned by hand: g_aligned_alloc0() is glib 2.72, QEMU 2.66 */
+        void *alloc = g_malloc0(sizeof(RnicWqc) + 63);
+
+        qp->wqc = (RnicWqc *)(((uintptr_t)alloc + 63) & ~(uintptr_t)63);
+        qp->wqc->alloc = alloc;
         e->wqc_bytes += sizeof(RnicWqc);
     }
     return qp->wqc;
@@ -300,7 +305,7 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
 void rnic_wqc_free(RnicEngine *e, RnicQp *qp)
 {
     if (qp->wqc) {
-        g_aligned_free(qp->wqc);
+        g_free(qp->wqc->alloc);
         qp->wqc = NULL;
         e->wqc_bytes -= sizeof(RnicWqc);
     }
