@@ -216,24 +216,33 @@ def child(test, qemu: str, timeout_scale: float, out: Path) -> None:
 def stop_groups(pids) -> None:
     """End the process groups of the tests PIDS: SIGTERM (a test's own
     Python unwinds, stopping what it started; QEMU exits), SIGKILL to what
-    is left after STOP_GRACE seconds; the tests' processes reaped."""
+    is left after STOP_GRACE seconds; the tests' processes reaped. A
+    second signal meanwhile is ignored: the cleanup runs to its end."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
     def signal_groups(signum: int) -> None:
         for pid in pids:
             try:
                 os.killpg(pid, signum)
             except ProcessLookupError:
                 pass
+
+    def reaped(pid: int, flags: int) -> bool:
+        try:
+            return os.waitpid(pid, flags)[0] != 0
+        except ChildProcessError:
+            return True     # reaped already (the signal came just after)
+
     signal_groups(signal.SIGTERM)
     left = set(pids)
     deadline = time.monotonic() + STOP_GRACE
     while left and time.monotonic() < deadline:
-        for pid in list(left):
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                left.discard(pid)
+        left = {pid for pid in left if not reaped(pid, os.WNOHANG)}
         time.sleep(0.1)
     signal_groups(signal.SIGKILL)
     for pid in left:
-        os.waitpid(pid, 0)
+        reaped(pid, 0)
 
 
 def weight(test) -> int:
