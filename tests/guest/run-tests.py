@@ -202,6 +202,10 @@ def child(test, qemu: str, timeout_scale: float, out: Path) -> None:
     code = 1
     try:
         os.setpgid(0, 0)    # the test's group: it, its QEMUs, its tools
+        # out of the terminal's foreground group: a read of it would stop us
+        fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.close(fd)
         fd = os.open(out / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 1)
         os.close(fd)
