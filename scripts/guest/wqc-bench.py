@@ -32,16 +32,20 @@ rnic_host_dma_read -> pci_dma_read), guest code, TCG, the host kernel.
 (guest 1 the nvmet-rdma target on a 32 MiB file, guest 2 the nvme-rdma
 host writing and reading back 8 MiB with O_DIRECT in 1 MiB requests,
 three rounds) with the cache on, and prints each side's counters and hit
-rate per round (the first includes the connect) and in all.
+rate per round (the first includes the connect) and in all. --bs
+changes the request size (dd bs=; 8 MiB in all): 4k is one page per
+request, one request at a time, the buffers the same every time.
 
 Usage: scripts/guest/wqc-bench.py [--rounds R] [--seconds S] [--iters N]
-                                  [--gather [--depth N]] [--nvme] [--no-build]
+                                  [--gather [--depth N]] [--nvme [--bs SIZE]]
+                                  [--no-build]
   --rounds R   rounds of (on, off), the median kept (default 3)
   --seconds S  ib_write_bw duration, -D; with --gather each form's (default 3)
   --iters N    ib_send_lat round trips, -n (default 1000)
   --gather     rnic_gather_bench's 8-SGE form on and off instead
   --depth N    --gather: gathers in flight, 1..16 (default 8)
   --nvme       the NVMe-oF hit rate instead (one pair, cache on)
+  --bs SIZE    --nvme: the O_DIRECT request size, 4k..1M (default 1M)
   --queue-size N  --nvme: the host's I/O queue size (nvme-rdma queue_size=,
                default its own, 128): each queue's target QP keeps one
                receive list per command slot in its cache
@@ -397,21 +401,26 @@ dd if=/dev/urandom of=/tmp/pattern bs=1M count=8 2>/dev/null
 """
 
 NVME_IO = """
-dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M count=8 oflag=direct 2>&1 | tail -1
-dd if=/dev/nvme0n1 of=/tmp/readback bs=1M count=8 iflag=direct 2>&1 | tail -1
+dd if=/tmp/pattern of=/dev/nvme0n1 bs={bs} count={count} oflag=direct 2>&1 | tail -1
+dd if=/dev/nvme0n1 of=/tmp/readback bs={bs} count={count} iflag=direct 2>&1 | tail -1
 cmp /tmp/pattern /tmp/readback && echo data_match=yes
 """
+
+NVME_BYTES = 8 << 20
+NVME_SIZES = {"4k": 4 << 10, "16k": 16 << 10, "64k": 64 << 10,
+              "256k": 256 << 10, "1M": 1 << 20}
 
 NVME_ROUNDS = 3
 
 
-def nvme_main(queue_size: Optional[int]) -> int:
+def nvme_main(queue_size: Optional[int], bs: str) -> int:
     # the scripts go to files first: a step's command sits in single quotes
     connect = NVME_CONNECT.replace(
         "{options}", f",queue_size={queue_size}" if queue_size else "")
+    io = NVME_IO.format(bs=bs, count=NVME_BYTES // NVME_SIZES[bs])
     setup = (f"cat >/tmp/target.sh <<'EOF'\n{NVME_TARGET}EOF\n",
              f"cat >/tmp/connect.sh <<'EOF'\n{connect}EOF\n"
-             f"cat >/tmp/io.sh <<'EOF'\n{NVME_IO}EOF\n")
+             f"cat >/tmp/io.sh <<'EOF'\n{io}EOF\n")
     steps = [stats_step(0), ("tgt", "sh /tmp/target.sh", "true", 1), stats_step(1)]
     for n in range(1, NVME_ROUNDS + 1):
         host = "sh /tmp/io.sh"
@@ -433,7 +442,7 @@ def nvme_main(queue_size: Optional[int]) -> int:
               file=sys.stderr)
         return 1
     print(f"\nNVMe-oF (nvmet-rdma <-> nvme-rdma), x-wqe-cache=on, {NVME_ROUNDS} rounds "
-          "of 8 MiB written and read back (1 MiB O_DIRECT requests); round 1 "
+          f"of 8 MiB written and read back ({bs} O_DIRECT requests); round 1 "
           "includes the connect:\n")
     for who, result in (("target (guest 1)", r1), ("host (guest 2)", r2)):
         for n in range(1, NVME_ROUNDS + 1):
@@ -454,6 +463,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--queue-size", type=int, default=None)
+    parser.add_argument("--bs", choices=sorted(NVME_SIZES), default="1M")
     parser.add_argument("--no-build", action="store_true")
     opts = parser.parse_args()
     if not 1 <= opts.rounds <= 16 or not 0 < opts.seconds <= 60 or \
@@ -466,7 +476,7 @@ def main() -> int:
     if not 1 <= opts.depth <= 16:
         parser.error("--depth 1..16")
     if opts.nvme:
-        return nvme_main(opts.queue_size)
+        return nvme_main(opts.queue_size, opts.bs)
     if opts.profile:
         return profile_main(opts)
     return gather_main(opts) if opts.gather else perftest_main(opts)

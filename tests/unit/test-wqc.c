@@ -463,6 +463,43 @@ static void test_bounded(void)
 }
 
 /*
+ * A QP's table has an entry per send and receive slot: on QPs of 512
+ * slots each, 384 lists that come round again (as a ULP's per-slot
+ * buffers do) are all hits on their third lap (the first lap enters them
+ * slowly, as lists that never repeat; the second finds the rest); a table
+ * of the smallest size, 128 entries, would have evicted each before it
+ * came round.
+ */
+static void test_sized(void)
+{
+    TvPair *p = g_new0(TvPair, 1);
+    TestHost *h;
+    uint64_t h0 = 0;
+    int lap, i;
+
+    tv_pair_init(test_host_new(NULL), p, 1, RNIC_EQ_ASYNC, 10, 9,
+                 TV_BUF_SIZE);
+    h = p->d;
+    for (lap = 0; lap < 3; lap++) {
+        h0 = tv_stat(h, RNIC_STAT_WQC_HITS);
+        tv_fill(h, p->bufa, 384 * 64, lap + 1);
+        for (i = 0; i < 384; i++) {
+            struct rnic_sq_wqe w = tv_wqe(i, RNIC_WR_RDMA_WRITE, 1);
+            struct rnic_sge s = tv_sge(p->bufa + i * 64, 64, p->mra);
+
+            w.rdma.remote_addr = p->bufb + i * 64;
+            w.rdma.rkey = p->mrb;
+            tv_post_send(h, p->a, &w, &s, NULL);
+            tv_expect_status(h, p->cqa, i, RNIC_WC_SUCCESS);
+        }
+        tv_assert_same(h, p->bufa, p->bufb, 384 * 64);
+    }
+    g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==,
+                     cache_on() ? 384 : 0);
+    tv_pair_free(p);
+}
+
+/*
  * A QP whose lists never repeat looks up only one in 16 after 64 misses;
  * a list that then repeats is found again and the QP is warm: of 48
  * repeats at least the last 16 are hits.
@@ -556,6 +593,7 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/wqc/recv", NULL, test_recv);
     tv_test_add_pair("/rnic/wqc/collision", NULL, test_collision);
     g_test_add_func("/rnic/wqc/bounded", test_bounded);
+    g_test_add_func("/rnic/wqc/sized-by-the-qp", test_sized);
     tv_test_add_pair("/rnic/wqc/cold", NULL, test_cold);
     tv_test_add_pair("/rnic/wqc/unrelated-change", NULL, test_unrelated);
     return g_test_run();

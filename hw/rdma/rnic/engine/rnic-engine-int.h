@@ -475,7 +475,7 @@ typedef struct RnicWqc RnicWqc;
 /* A cache probe: the fingerprint and set of one SGE list (rnic-wqc.c). */
 typedef struct RnicWqcProbe {
     uint64_t fp;
-    uint32_t set;
+    uint64_t set_hash;          /* its top bits: the set */
 } RnicWqcProbe;
 
 /* A receive WQE being filled by the responder. */

@@ -32,16 +32,22 @@
  *
  * Derived state: never migrated (a loaded QP starts without a cache),
  * freed with the QP, not kept across a device reset. Bounded: per QP
- * RNIC_WQC_SETS x RNIC_WQC_WAYS entries of at most RNIC_WQC_MAX_SGE SGEs,
- * allocated when the QP first posts a list it could hold, and all caches
- * together at most an eighth of the host memory budget (a QP past it runs
- * without one). x-wqe-cache=off (rnic_engine_set_wqe_cache) turns it off.
+ * RNIC_WQC_WAYS-way sets of entries of at most RNIC_WQC_MAX_SGE SGEs, as
+ * many entries as the QP has send and receive slots (a ULP's buffers are
+ * per slot: NVMe-oF's 128 command slots per queue each have a capsule, a
+ * response and a receive list), RNIC_WQC_MIN_ENTRIES to
+ * RNIC_WQC_MAX_ENTRIES, allocated when the QP first posts a list it could
+ * hold; all caches together at most an eighth of the host memory budget
+ * (a QP past it runs without one). x-wqe-cache=off
+ * (rnic_engine_set_wqe_cache) turns it off.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
 
-#define RNIC_WQC_SETS       16
 #define RNIC_WQC_WAYS       8
+#define RNIC_WQC_MIN_ENTRIES 128
+#define RNIC_WQC_MAX_ENTRIES 1024
+#define RNIC_WQC_LINE(n)    (((n) + 63) & ~(size_t)63)
 /*
  * After this many misses in a row (a QP whose lists never repeat), only
  * one list in RNIC_WQC_COLD_EVERY is looked up and entered, until a hit:
@@ -80,15 +86,21 @@ typedef struct RnicWqcEntry {
     RnicWqcSge sge[RNIC_WQC_MAX_SGE];
 } __attribute__((aligned(64))) RnicWqcEntry;
 
-/* The fingerprints and LRU stamps of a set apart: one probe, one line. */
+/*
+ * The table, in one allocation: this header, then per set its ways'
+ * fingerprints (one probe, one line), their LRU stamps, the entries (line
+ * aligned) and the regions' versions.
+ */
 struct RnicWqc {
     void *alloc;                /* what to free: the table is line aligned */
+    uint64_t bytes;             /* counted against the budget */
     uint32_t clock;
-    uint64_t fp[RNIC_WQC_SETS][RNIC_WQC_WAYS];     /* 0: empty */
-    uint32_t used[RNIC_WQC_SETS][RNIC_WQC_WAYS];
-    RnicWqcEntry ent[RNIC_WQC_SETS][RNIC_WQC_WAYS];
-    /* ent[][].mr[i]'s RnicMr.gen when resolved */
-    uint64_t mr_gen[RNIC_WQC_SETS][RNIC_WQC_WAYS][RNIC_WQC_MAX_SGE];
+    uint32_t set_shift;         /* a probe's hash >> set_shift: its set */
+    uint64_t (*fp)[RNIC_WQC_WAYS];                  /* 0: empty */
+    uint32_t (*used)[RNIC_WQC_WAYS];
+    RnicWqcEntry (*ent)[RNIC_WQC_WAYS];
+    /* ent[][].sge[i].mr's RnicMr.gen when resolved */
+    uint64_t (*mr_gen)[RNIC_WQC_WAYS][RNIC_WQC_MAX_SGE];
 };
 
 void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
@@ -100,9 +112,11 @@ void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
  * The fingerprint: the list's words folded (xor, a rotation apart so that
  * swapped fields differ) and mixed once by a multiply, never 0. It only
  * picks the way to compare: a collision, chosen or not, costs a compare.
- * The set: the first buffer's address in 64-byte units, folded to 4 bits,
- * so that buffers a stride apart (a cycle of 64-byte messages in 4 KiB, of
- * pages in a region) spread evenly over the sets instead of by chance.
+ * The set: the first buffer's address in 64-byte units (and its key),
+ * multiplied by 2^64 / the golden ratio, the top bits (the table's
+ * set_shift), so that buffers a stride apart (a cycle of 64-byte messages
+ * in 4 KiB, of pages in a region) spread evenly over the sets instead of
+ * by chance.
  */
 static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
                            uint32_t nsge, RnicWqcProbe *p)
@@ -121,12 +135,8 @@ static void rnic_wqc_probe(uint32_t access, const struct rnic_sge *sg,
     }
     h *= 0x9e3779b97f4a7c15ull;
     p->fp = (h ^ (h >> 31)) | 1;
-    x ^= GUINT32_FROM_LE(sg[0].lkey) >> 8;
-    x ^= x >> 32;
-    x ^= x >> 16;
-    x ^= x >> 8;
-    x ^= x >> 4;
-    p->set = x & (RNIC_WQC_SETS - 1);
+    x ^= (uint64_t)(GUINT32_FROM_LE(sg[0].lkey) >> 8) << 40;
+    p->set_hash = x * 0x9e3779b97f4a7c15ull;
 }
 
 /* Is entry c the list sg, resolved for access? (the bytes, not the hash) */
@@ -178,7 +188,7 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
 {
     RnicWqc *wqc = qp->wqc;
     RnicWqcEntry *c;
-    uint32_t w, i;
+    uint32_t set, w, i;
 
     probe->fp = 0;
     if (!e->wqc_on || !nsge || nsge > RNIC_WQC_MAX_SGE) {
@@ -195,9 +205,10 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
         rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
         return false;
     }
+    set = probe->set_hash >> wqc->set_shift;
     for (w = 0; w < RNIC_WQC_WAYS; w++) {
-        if (wqc->fp[probe->set][w] == probe->fp &&
-            rnic_wqc_same(&wqc->ent[probe->set][w], access, sg, nsge)) {
+        if (wqc->fp[set][w] == probe->fp &&
+            rnic_wqc_same(&wqc->ent[set][w], access, sg, nsge)) {
             break;
         }
     }
@@ -206,17 +217,17 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
         rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
         return false;
     }
-    c = &wqc->ent[probe->set][w];
+    c = &wqc->ent[set][w];
     if (c->qp_gen != qp->wqc_gen ||
         (c->mr_epoch != e->mr_gen &&
-         !rnic_wqc_current(e, pd, c, wqc->mr_gen[probe->set][w]))) {
-        wqc->fp[probe->set][w] = 0;
+         !rnic_wqc_current(e, pd, c, wqc->mr_gen[set][w]))) {
+        wqc->fp[set][w] = 0;
         rnic_stat_inc(e, RNIC_STAT_WQC_STALE);
         rnic_stat_inc(e, RNIC_STAT_WQC_MISSES);
         return false;
     }
     c->mr_epoch = e->mr_gen;
-    wqc->used[probe->set][w] = ++wqc->clock;
+    wqc->used[set][w] = ++wqc->clock;
     qp->wqc_cold = 0;
     for (i = 0; i < nsge; i++) {
         out->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
@@ -237,19 +248,50 @@ bool rnic_wqc_lookup(RnicEngine *e, RnicQp *qp, const RnicPd *pd,
     return true;
 }
 
+/* Entries for qp: one per send and receive slot, a power of two. */
+static uint32_t rnic_wqc_entries(const RnicQp *qp)
+{
+    uint32_t slots = (1u << qp->sq_log) +
+                     (qp->srq ? 1u << qp->srq->log_size : 1u << qp->rq_log);
+    uint32_t n = RNIC_WQC_MIN_ENTRIES;
+
+    while (n < slots && n < RNIC_WQC_MAX_ENTRIES) {
+        n <<= 1;
+    }
+    return n;
+}
+
 static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
 {
     uint64_t cap = ((uint64_t)e->cfg.mem_budget_mib << 20) / 8;
+    uint32_t n = rnic_wqc_entries(qp), sets = n / RNIC_WQC_WAYS;
+    /* the parts' offsets from the line-aligned start */
+    size_t fp = RNIC_WQC_LINE(sizeof(RnicWqc));
+    size_t used = fp + RNIC_WQC_LINE(sizeof(uint64_t) * n);
+    size_t ent = used + RNIC_WQC_LINE(sizeof(uint32_t) * n);
+    size_t gen = ent + sizeof(RnicWqcEntry) * n;
+    size_t bytes = gen + sizeof(uint64_t) * RNIC_WQC_MAX_SGE * n;
+    RnicWqc *wqc;
+    void *alloc;
+    uint8_t *base;
 
-    if (!qp->wqc && e->wqc_bytes + sizeof(RnicWqc) <= cap) {
-        /* line aligned by hand: g_aligned_alloc0() is glib 2.72, QEMU 2.66 */
-        void *alloc = g_malloc0(sizeof(RnicWqc) + 63);
-
-        qp->wqc = (RnicWqc *)(((uintptr_t)alloc + 63) & ~(uintptr_t)63);
-        qp->wqc->alloc = alloc;
-        e->wqc_bytes += sizeof(RnicWqc);
+    if (qp->wqc || e->wqc_bytes + bytes > cap) {
+        return qp->wqc;
     }
-    return qp->wqc;
+    /* line aligned by hand: g_aligned_alloc0() is glib 2.72, QEMU 2.66 */
+    alloc = g_malloc0(bytes + 63);
+    base = (uint8_t *)(((uintptr_t)alloc + 63) & ~(uintptr_t)63);
+    wqc = (RnicWqc *)base;
+    wqc->alloc = alloc;
+    wqc->bytes = bytes;
+    wqc->set_shift = 64 - __builtin_ctz(sets);
+    wqc->fp = (void *)(base + fp);
+    wqc->used = (void *)(base + used);
+    wqc->ent = (void *)(base + ent);
+    wqc->mr_gen = (void *)(base + gen);
+    e->wqc_bytes += bytes;
+    qp->wqc = wqc;
+    return wqc;
 }
 
 void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
@@ -258,7 +300,7 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
 {
     RnicWqc *wqc;
     RnicWqcEntry *c;
-    uint32_t w, v, i;
+    uint32_t set, w, v, i;
 
     /*
      * a mapped STag's translation depends on its members' entries too,
@@ -272,20 +314,21 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     if (!probe->fp || !(wqc = rnic_wqc_get(e, qp))) {
         return;
     }
+    set = probe->set_hash >> wqc->set_shift;
     /* an empty way, else the least recently used */
     for (v = 0, w = 0; w < RNIC_WQC_WAYS; w++) {
-        if (!wqc->fp[probe->set][w]) {
+        if (!wqc->fp[set][w]) {
             v = w;
             break;
         }
-        if ((int32_t)(wqc->used[probe->set][w] -
-                      wqc->used[probe->set][v]) < 0) {
+        if ((int32_t)(wqc->used[set][w] -
+                      wqc->used[set][v]) < 0) {
             v = w;
         }
     }
-    wqc->fp[probe->set][v] = probe->fp;
-    wqc->used[probe->set][v] = ++wqc->clock;
-    c = &wqc->ent[probe->set][v];
+    wqc->fp[set][v] = probe->fp;
+    wqc->used[set][v] = ++wqc->clock;
+    c = &wqc->ent[set][v];
     c->mr_epoch = e->mr_gen;
     c->qp_gen = qp->wqc_gen;
     c->access = access;
@@ -295,7 +338,7 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     for (i = 0; i < nsge; i++) {
         c->sge[i].key = sg[i];
         c->sge[i].mr = res->sge[i].mr;
-        wqc->mr_gen[probe->set][v][i] = c->sge[i].mr ? c->sge[i].mr->gen : 0;
+        wqc->mr_gen[set][v][i] = c->sge[i].mr ? c->sge[i].mr->gen : 0;
     }
     for (i = 0; i < res->nsegs; i++) {
         c->sge[i].seg = res->segs[i];
@@ -305,8 +348,8 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
 void rnic_wqc_free(RnicEngine *e, RnicQp *qp)
 {
     if (qp->wqc) {
+        e->wqc_bytes -= qp->wqc->bytes;
         g_free(qp->wqc->alloc);
         qp->wqc = NULL;
-        e->wqc_bytes -= sizeof(RnicWqc);
     }
 }
