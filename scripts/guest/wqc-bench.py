@@ -34,7 +34,9 @@ host writing and reading back 8 MiB with O_DIRECT in 1 MiB requests,
 three rounds) with the cache on, and prints each side's counters and hit
 rate per round (the first includes the connect) and in all. --bs
 changes the request size (dd bs=; 8 MiB in all): 4k is one page per
-request, one request at a time, the buffers the same every time.
+request, one request at a time (the hit rate then depends on how many
+lists a QP's cache holds: a capsule, a response and a receive list per
+command slot, 128 slots per queue).
 
 Usage: scripts/guest/wqc-bench.py [--rounds R] [--seconds S] [--iters N]
                                   [--gather [--depth N]] [--nvme [--bs SIZE]]
