@@ -261,22 +261,29 @@ static uint32_t rnic_wqc_entries(const RnicQp *qp)
     return n;
 }
 
+/* qp's table, made on its first insert (NULL: past the budget) */
 static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
 {
     uint64_t cap = ((uint64_t)e->cfg.mem_budget_mib << 20) / 8;
-    uint32_t n = rnic_wqc_entries(qp), sets = n / RNIC_WQC_WAYS;
-    /* the parts' offsets from the line-aligned start */
-    size_t fp = RNIC_WQC_LINE(sizeof(RnicWqc));
-    size_t used = fp + RNIC_WQC_LINE(sizeof(uint64_t) * n);
-    size_t ent = used + RNIC_WQC_LINE(sizeof(uint32_t) * n);
-    size_t gen = ent + sizeof(RnicWqcEntry) * n;
-    size_t bytes = gen + sizeof(uint64_t) * RNIC_WQC_MAX_SGE * n;
+    uint32_t n, sets;
+    size_t fp, used, ent, gen, bytes;
     RnicWqc *wqc;
     void *alloc;
     uint8_t *base;
 
-    if (qp->wqc || e->wqc_bytes + bytes > cap) {
+    if (qp->wqc) {
         return qp->wqc;
+    }
+    n = rnic_wqc_entries(qp);
+    sets = n / RNIC_WQC_WAYS;
+    /* the parts' offsets from the line-aligned start */
+    fp = RNIC_WQC_LINE(sizeof(RnicWqc));
+    used = fp + RNIC_WQC_LINE(sizeof(uint64_t) * n);
+    ent = used + RNIC_WQC_LINE(sizeof(uint32_t) * n);
+    gen = ent + sizeof(RnicWqcEntry) * n;
+    bytes = gen + sizeof(uint64_t) * RNIC_WQC_MAX_SGE * n;
+    if (e->wqc_bytes + bytes > cap) {
+        return NULL;
     }
     /* line aligned by hand: g_aligned_alloc0() is glib 2.72, QEMU 2.66 */
     alloc = g_malloc0(bytes + 63);
@@ -302,6 +309,9 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     RnicWqcEntry *c;
     uint32_t set, w, v, i;
 
+    if (!probe->fp) {
+        return;                 /* not looked up (the cache is off, ...) */
+    }
     /*
      * a mapped STag's translation depends on its members' entries too,
      * whose versions an entry does not record: such lists are not kept
@@ -311,7 +321,7 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
             return;
         }
     }
-    if (!probe->fp || !(wqc = rnic_wqc_get(e, qp))) {
+    if (!(wqc = rnic_wqc_get(e, qp))) {
         return;
     }
     set = probe->set_hash >> wqc->set_shift;
@@ -321,8 +331,7 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
             v = w;
             break;
         }
-        if ((int32_t)(wqc->used[set][w] -
-                      wqc->used[set][v]) < 0) {
+        if ((int32_t)(wqc->used[set][w] - wqc->used[set][v]) < 0) {
             v = w;
         }
     }
