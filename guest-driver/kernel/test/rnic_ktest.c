@@ -55,6 +55,14 @@
  *                placed outside the buffers
  *   inv_enforced a WRITE to the invalidated rkey fails with a remote access
  *                error (last: it moves the QP to the error state)
+ *
+ * Device removal (hot-unplug, driver unbind, rmmod rnic): the RDMA-CM
+ * reports RDMA_CM_EVENT_DEVICE_REMOVAL on every id of the device, then
+ * waits, inside the removal, until each of them is destroyed. The handler
+ * marks the side removed and wakes its waits; the thread that owns the
+ * side stops at its next wait (-ENODEV), frees the QPs, CQs, SRQ, MRs and
+ * PD, and destroys the id; the module's init then fails with -ENODEV.
+ * Nothing here waits for the device once it is going.
  */
 #include <linux/delay.h>
 #include <linux/inet.h>
@@ -164,6 +172,7 @@ struct kt_side {
 	atomic_t cq_events;
 	bool qp_error;		/* async event: the QP went to the error state */
 	bool expect_qp_error;
+	bool removed;		/* RDMA_CM_EVENT_DEVICE_REMOVAL: stop, free all */
 
 	/* receive buffers */
 	u8 *recv_buf[KT_RECV_BUFS];
@@ -239,7 +248,8 @@ static void kt_qp_event(struct ib_event *ev, void *ctx)
 
 /*
  * Poll one completion; sleep on the CQ event between polls (this exercises
- * req_notify_cq and the event queues). Returns 0, or -ETIMEDOUT.
+ * req_notify_cq and the event queues). Returns 0, -ETIMEDOUT, or -ENODEV
+ * once the device is being removed.
  */
 static int kt_poll(struct kt_side *s, struct ib_wc *wc)
 {
@@ -247,8 +257,11 @@ static int kt_poll(struct kt_side *s, struct ib_wc *wc)
 
 	for (;;) {
 		int events = atomic_read(&s->cq_events);
-		int n = ib_poll_cq(s->cq, 1, wc);
+		int n;
 
+		if (READ_ONCE(s->removed))
+			return -ENODEV;
+		n = ib_poll_cq(s->cq, 1, wc);
 		if (n > 0)
 			return 0;
 		if (n < 0)
@@ -262,7 +275,8 @@ static int kt_poll(struct kt_side *s, struct ib_wc *wc)
 			return -ETIMEDOUT;
 		wait_event_timeout(s->cq_wait,
 				   atomic_read(&s->cq_events) != events ||
-				   READ_ONCE(s->qp_error), HZ);
+				   READ_ONCE(s->qp_error) ||
+				   READ_ONCE(s->removed), HZ);
 	}
 }
 
@@ -632,7 +646,6 @@ static int kt_setup(struct kt_side *s, bool use_srq)
 	int i, ret;
 
 	s->dev = s->id->device;
-	init_waitqueue_head(&s->cq_wait);
 	s->pd = ib_alloc_pd(s->dev, 0);
 	if (IS_ERR(s->pd)) {
 		ret = PTR_ERR(s->pd);
@@ -738,6 +751,19 @@ static int kt_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		return 0;	/* no waiter for these */
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/*
+		 * The removal waits until this id is destroyed. The thread
+		 * that owns the side holds the QP, CQ, PD and MRs made on the
+		 * device and is the one to free them (kt_free) and destroy the
+		 * id: returning non-zero here would have the CM destroy the id
+		 * under it. So 0, and every wait of that thread ends now.
+		 */
+		kt_err("%s: device %s is being removed: stopping\n", s->name,
+		       dev_name(&id->device->dev));
+		WRITE_ONCE(s->removed, true);
+		wake_up(&s->cq_wait);
+		break;
 	default:
 		break;
 	}
@@ -749,11 +775,31 @@ static int kt_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static int kt_cm_wait(struct kt_side *s, enum rdma_cm_event_type want)
 {
-	if (!wait_for_completion_timeout(&s->cm_done, timeout_s * HZ)) {
-		kt_err("%s: timed out waiting for %s\n", s->name,
-		       rdma_event_msg(want));
-		return -ETIMEDOUT;
+	unsigned long left = timeout_s * HZ;
+
+	/*
+	 * In slices of a second: a removal whose completion a caller's
+	 * reinit_completion() dropped still ends the wait (s->removed).
+	 */
+	for (;;) {
+		unsigned long slice = min_t(unsigned long, left, HZ);
+
+		if (READ_ONCE(s->removed)) {
+			kt_err("%s: device removed while waiting for %s\n",
+			       s->name, rdma_event_msg(want));
+			return -ENODEV;
+		}
+		if (wait_for_completion_timeout(&s->cm_done, slice))
+			break;
+		left -= slice;
+		if (!left) {
+			kt_err("%s: timed out waiting for %s\n", s->name,
+			       rdma_event_msg(want));
+			return -ETIMEDOUT;
+		}
 	}
+	if (s->cm_event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return -ENODEV;
 	if (s->cm_event != want) {
 		kt_err("%s: got %s (status %d), expected %s\n", s->name,
 		       rdma_event_msg(s->cm_event), s->cm_status,
@@ -1056,6 +1102,7 @@ static int kt_server_start(struct kt_server *srv, const char *bind_addr)
 
 	srv->s.name = "server";
 	init_completion(&srv->s.cm_done);
+	init_waitqueue_head(&srv->s.cq_wait);
 	init_completion(&srv->finished);
 	srv->listen_id = rdma_create_id(&init_net, kt_cm_handler, &srv->s,
 					RDMA_PS_TCP, IB_QPT_RC);
@@ -1091,7 +1138,7 @@ err:
 
 static int kt_server_finish(struct kt_server *srv)
 {
-	/* the session waits at most timeout_s per step */
+	/* the session waits at most timeout_s per step, less on removal */
 	wait_for_completion(&srv->finished);
 	rdma_destroy_id(srv->listen_id);
 	return srv->result;
@@ -2520,6 +2567,10 @@ static int kt_test_ud_cq_resize(struct kt_side *s, u32 *ops)
 		int n;
 
 		while (!(n = ib_poll_cq(cq, 1, &wc))) {
+			if (READ_ONCE(s->removed)) {
+				ret = -ENODEV;
+				goto out;
+			}
 			if (time_after(jiffies, deadline)) {
 				kt_err("ud_cq_resize: %u sends, %u receives completed\n",
 				       sends, recvs);
@@ -2608,6 +2659,7 @@ static int kt_client(const char *dst)
 		return -ENOMEM;
 	s->name = "client";
 	init_completion(&s->cm_done);
+	init_waitqueue_head(&s->cq_wait);
 	ret = kt_parse_addr(&ss, dst);
 	if (ret) {
 		kt_err("client: bad peer address '%s'\n", dst);
@@ -2683,8 +2735,13 @@ static int kt_client(const char *dst)
 		start = ktime_get();
 		ret = kt_tests[i].run(s, &ops);
 		kt_report(s, kt_tests[i].name, ret, ops, start);
-		if (ret == -ETIMEDOUT)
+		if (ret == -ETIMEDOUT || READ_ONCE(s->removed))
 			break;
+	}
+	if (READ_ONCE(s->removed)) {
+		/* no DONE for the server: it is stopping too */
+		ret = -ENODEV;
+		goto out_disconnect;
 	}
 	if (destructive && i == ARRAY_SIZE(kt_tests) && kt_fr_rkey) {
 		struct kt_msg last = { .op = cpu_to_le32(KT_OP_LAST) };
@@ -2741,6 +2798,10 @@ static int __init rnic_ktest_init(void)
 	kfree(srv);
 	if (sret)
 		kt_err("server: session failed (%d)\n", sret);
+	if (ret == -ENODEV || sret == -ENODEV) {
+		kt_err("%s: FAILED: the device was removed\n", role);
+		return -ENODEV;
+	}
 	ret = ret ?: sret;
 	kt_info("%s: %s\n", role, ret ? "FAILED" : "all tests passed");
 	return ret ? -EIO : 0;
