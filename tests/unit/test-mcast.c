@@ -326,6 +326,213 @@ static void test_multi_network_qp(void)
     mc_fini(&m);
 }
 
+/*
+ * A user context's share of the groups (issue 40, G6): rnic-mcast.c's
+ * RNIC_MCAST_UCTX_GROUPS, a quarter of the device's.
+ */
+#define SHARE (RNIC_MCAST_GROUPS / 4)
+
+/* A UD QP of a user context (its own PD and CQ), ready. */
+typedef struct McUser {
+    uint32_t uctx, pd;
+    TvCq *cq;
+    TvQp *qp[2];
+} McUser;
+
+static void mc_user(Mc *m, McUser *u)
+{
+    int i;
+
+    u->uctx = tv_uctx(m->h);
+    u->pd = tv_pd(m->h, m->ctx, u->uctx);
+    u->cq = tv_cq(m->h, 6, RNIC_HANDLE_NONE, u->uctx);
+    for (i = 0; i < 2; i++) {
+        u->qp[i] = tv_qp(m->h, RNIC_QPT_UD, u->pd, u->cq, u->cq, NULL, 4,
+                         u->uctx);
+        tv_ud_ready(m->h, u->qp[i], QKEY);
+    }
+}
+
+static void mc_user_free(McUser *u)
+{
+    g_free(u->qp[0]);
+    g_free(u->qp[1]);
+    g_free(u->cq);
+}
+
+/* ATTACH_MCAST / DETACH_MCAST of a QP of user context 'u' to group n. */
+static uint8_t mc_ucmd(Mc *m, uint8_t op, const McUser *u, int qp, int n)
+{
+    struct rnic_admin_cmd c = { .opcode = op, .uctx = u->uctx };
+
+    memcpy(c.mcast.gid, group6, 16);
+    c.mcast.gid[14] = n >> 8;
+    c.mcast.gid[15] = n;
+    c.mcast.qp = u->qp[qp]->handle;
+    return tv_cmd(m->h, &c).status;
+}
+
+static uint8_t mc_kcmd(Mc *m, uint8_t op, int qp, int n)
+{
+    uint8_t g[16];
+
+    memcpy(g, group6, 16);
+    g[14] = n >> 8;
+    g[15] = n;
+    return mc_cmd(m, op, g, m->qp[qp]->handle);
+}
+
+/* The last event logged names the share. */
+static void assert_share_message(Mc *m)
+{
+    const char *msg = g_ptr_array_index(m->h->log, m->h->log->len - 1);
+    g_autofree char *want = g_strdup_printf("at most %u of the %u groups",
+                                            SHARE, RNIC_MCAST_GROUPS);
+
+    g_assert_nonnull(strstr(msg, "ATTACH_MCAST"));
+    g_assert_nonnull(strstr(msg, want));
+}
+
+/*
+ * Context A makes its share of groups (0x100..); its next new group is
+ * NO_RESOURCES, naming the share, while joining a group B made is free
+ * and B and the kernel can still make groups (the kernel more than a
+ * share). A group stays A's while A has a QP in it; after A leaves one
+ * (detach, or its QP destroyed) it can make one again.
+ */
+static void test_user_share(void)
+{
+    Mc m;
+    McUser a, b;
+    int i;
+
+    mc_init(&m, NULL);
+    mc_user(&m, &a);
+    mc_user(&m, &b);
+    for (i = 0; i < SHARE; i++) {
+        g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x100 + i),
+                         ==, RNIC_ST_OK);
+    }
+    /* A's other QP joins A's groups: nothing new */
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 1, 0x100), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 1, 0x1ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    assert_share_message(&m);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    g_assert_false(rnic_mcast_joined(m.h->engine, (uint8_t[16]){
+        0xff, 0x0e, [13] = 1, [14] = 1, [15] = 0xff }));
+    /* B makes groups; A joins one of them at no cost */
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 0, 0x200), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x200), ==,
+                     RNIC_ST_OK);
+    for (i = 1; i < SHARE; i++) {
+        g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 0,
+                                 0x200 + i), ==, RNIC_ST_OK);
+    }
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 0, 0x2ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    /* the kernel has no share: it takes every group left */
+    for (i = 0; i < RNIC_MCAST_GROUPS - 2 * SHARE; i++) {
+        g_assert_cmpuint(mc_kcmd(&m, RNIC_CMD_ATTACH_MCAST, 1, 0x300 + i), ==,
+                         RNIC_ST_OK);
+    }
+    g_assert_cmpuint(mc_kcmd(&m, RNIC_CMD_ATTACH_MCAST, 1, 0x3ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    /* the kernel leaves one: B is at its share, A too */
+    g_assert_cmpuint(mc_kcmd(&m, RNIC_CMD_DETACH_MCAST, 1, 0x300), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 1, 0x2ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    /* A's first QP leaves 0x100; its other QP keeps it A's */
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_DETACH_MCAST, &a, 0, 0x100), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    /* A leaves 0x101: one of its own again */
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_DETACH_MCAST, &a, 0, 0x101), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1ff), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1fe), ==,
+                     RNIC_ST_NO_RESOURCES);
+    /* A's QP 1 destroyed: 0x100 is free, so is a share */
+    {
+        struct rnic_admin_cmd c = { .opcode = RNIC_CMD_DESTROY_QP,
+                                    .uctx = a.uctx };
+
+        c.destroy.handle = a.qp[1]->handle;
+        tv_cmd_ok(m.h, &c);
+    }
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1fe), ==,
+                     RNIC_ST_OK);
+    mc_user_free(&a);
+    mc_user_free(&b);
+    mc_fini(&m);
+}
+
+/*
+ * The shares survive a save and load (image section 15 unchanged: a
+ * group's QPs in order, the first naming who holds it): A at its share
+ * with a group of B's joined is at its share after the load, B's group
+ * still B's; a detach then makes room as before.
+ */
+static void test_user_share_migration(void)
+{
+    Mc m;
+    McUser a, b;
+    TestHost *dst;
+    GByteArray *img = g_byte_array_new();
+    char *err = NULL;
+    int i;
+
+    mc_init(&m, NULL);
+    mc_user(&m, &a);
+    mc_user(&m, &b);
+    /* B's group first, A joins (B's: the first QP is B's); A's share */
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 0, 0x200), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x200), ==,
+                     RNIC_ST_OK);
+    for (i = 0; i < SHARE; i++) {
+        g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x100 + i),
+                         ==, RNIC_ST_OK);
+    }
+    rnic_engine_save(m.h->engine, img);
+    dst = test_host_new(NULL);
+    test_host_copy_guest(dst, m.h);
+    g_assert_true(rnic_engine_load(dst->engine, img->data, img->len, &err));
+    g_assert_null(err);
+    g_byte_array_unref(img);
+    test_host_free(m.h);
+    m.h = dst;
+
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    assert_share_message(&m);
+    /* B holds one: SHARE - 1 more */
+    for (i = 1; i < SHARE; i++) {
+        g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 1, 0x200 + i),
+                         ==, RNIC_ST_OK);
+    }
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &b, 1, 0x2ff), ==,
+                     RNIC_ST_NO_RESOURCES);
+    /* A leaves one of its groups: room for one */
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_DETACH_MCAST, &a, 0, 0x105), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 0, 0x1ff), ==,
+                     RNIC_ST_OK);
+    g_assert_cmpuint(mc_ucmd(&m, RNIC_CMD_ATTACH_MCAST, &a, 1, 0x1fe), ==,
+                     RNIC_ST_NO_RESOURCES);
+    mc_user_free(&a);
+    mc_user_free(&b);
+    mc_fini(&m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -334,5 +541,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/mcast/multi-network-qp", test_multi_network_qp);
     g_test_add_func("/rnic/mcast/bad-input", test_bad_input);
     g_test_add_func("/rnic/mcast/migration", test_migration);
+    g_test_add_func("/rnic/mcast/user-share", test_user_share);
+    g_test_add_func("/rnic/mcast/user-share-migration",
+                    test_user_share_migration);
     return g_test_run();
 }

@@ -9,9 +9,29 @@
  * checking its Q_Key and taking a receive WQE as for a unicast UD packet.
  * The device has RNIC_MCAST_GROUPS groups of RNIC_MCAST_QPS QPs at most,
  * in one table: a lookup is a bounded scan.
+ *
+ * A user context's share: a group counts against the context that holds
+ * it, the owner of its first QP (qps[0]): the context whose QP made it,
+ * for as long as one of its QPs is in it, then the context of the QP
+ * attached longest. ATTACH_MCAST of a user context's QP that would make
+ * a new group fails (NO_RESOURCES) when the context holds
+ * RNIC_MCAST_UCTX_GROUPS already; joining a group that exists costs
+ * nothing, and the kernel's QPs (RNIC_UCTX_KERNEL) have no share. What a
+ * context holds is counted from the table when a group is to be made (64
+ * groups, each its first QP's owner), so that nothing is left to keep in
+ * step: detach, QP destroy (before which FREE_UCTX is refused), reset and
+ * a state load (image section 15 keeps each group's QPs in order, and its
+ * load attaches them in that order) give the same count by construction.
  */
 #include <string.h>
 #include "rnic-admin.h"
+
+/*
+ * A quarter of the groups: a process needs a few (RDMA-CM applications
+ * join one or a handful), four contexts are needed to take every group,
+ * and three quarters stay for the others (with half, two would do).
+ */
+#define RNIC_MCAST_UCTX_GROUPS  (RNIC_MCAST_GROUPS / 4)
 
 /*
  * A multicast GID: IPv6 ff00::/8, or IPv4-mapped 224.0.0.0/4 (what
@@ -44,6 +64,27 @@ static RnicMcast *rnic_mcast_find(RnicEngine *e, uint32_t ctx,
 static uint32_t rnic_mcast_net(const RnicQp *qp)
 {
     return qp->ctx ? qp->ctx->handle : RNIC_PD_MULTI_NET;
+}
+
+/* The context of the QP with handle 'h' (the kernel's if there is none). */
+static uint32_t rnic_mcast_qp_owner(RnicEngine *e, uint32_t h)
+{
+    RnicQp *qp = rnic_qp_lookup(e, h);
+
+    return qp ? qp->owner : RNIC_UCTX_KERNEL;
+}
+
+/* The groups user context 'uctx' holds (the first QP of each is its). */
+static unsigned rnic_mcast_held(RnicEngine *e, uint32_t uctx)
+{
+    unsigned i, n = 0;
+
+    for (i = 0; i < RNIC_MCAST_GROUPS; i++) {
+        const RnicMcast *g = &e->mcast[i];
+
+        n += g->nqps && rnic_mcast_qp_owner(e, g->qps[0]) == uctx;
+    }
+    return n;
 }
 
 bool rnic_mcast_joined(RnicEngine *e, const uint8_t mgid[16])
@@ -91,9 +132,28 @@ bool rnic_mcast_attach(RnicEngine *e, RnicQp *qp, const uint8_t mgid[16])
     return true;
 }
 
-static void rnic_mcast_remove(RnicMcast *g, unsigned i)
+/*
+ * Take qps[i] out, keeping the order of attachment: the first QP names
+ * the context the group counts against, which keeps it while it has
+ * another QP in the group (that one becomes the first).
+ */
+static void rnic_mcast_remove(RnicEngine *e, RnicMcast *g, unsigned i)
 {
-    g->qps[i] = g->qps[--g->nqps];
+    unsigned j;
+
+    if (i == 0 && g->nqps > 1) {
+        uint32_t holder = rnic_mcast_qp_owner(e, g->qps[0]);
+
+        for (j = 1; j < g->nqps; j++) {
+            if (rnic_mcast_qp_owner(e, g->qps[j]) == holder) {
+                g->qps[0] = g->qps[j];
+                i = j;
+                break;
+            }
+        }
+    }
+    g->nqps--;
+    memmove(&g->qps[i], &g->qps[i + 1], (g->nqps - i) * sizeof(g->qps[0]));
 }
 
 /* Detach 'qp' from (its ctx, mgid); false: it was not attached. */
@@ -105,7 +165,7 @@ static bool rnic_mcast_detach(RnicEngine *e, RnicQp *qp,
 
     for (i = 0; g && i < g->nqps; i++) {
         if (g->qps[i] == qp->handle) {
-            rnic_mcast_remove(g, i);
+            rnic_mcast_remove(e, g, i);
             qp->mcast--;
             return true;
         }
@@ -122,7 +182,7 @@ void rnic_mcast_qp_destroy(RnicEngine *e, RnicQp *qp)
 
         for (j = 0; j < g->nqps; j++) {
             if (g->qps[j] == qp->handle) {
-                rnic_mcast_remove(g, j);
+                rnic_mcast_remove(e, g, j);
                 qp->mcast--;
                 break;
             }
@@ -180,6 +240,7 @@ static void rnic_cmd_mcast(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                            RnicAdminResult *res, bool attach)
 {
     const char *name = attach ? "ATTACH_MCAST" : "DETACH_MCAST";
+    unsigned held = 0;
     RnicQp *qp;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
@@ -200,7 +261,19 @@ static void rnic_cmd_mcast(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         "%s: the GID is not a multicast address", name);
         return;
     }
-    if (attach && !rnic_mcast_attach(e, qp, cmd->mcast.gid)) {
+    /* a new group of a user context's: within the context's share */
+    if (attach && qp->owner != RNIC_UCTX_KERNEL &&
+        !rnic_mcast_find(e, rnic_mcast_net(qp), cmd->mcast.gid)) {
+        held = rnic_mcast_held(e, qp->owner);
+    }
+    if (held >= RNIC_MCAST_UCTX_GROUPS) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "%s: user context %u holds %u groups: a user "
+                        "context may make at most %u of the %u groups "
+                        "(joining a group that exists is not limited)",
+                        name, qp->owner, held, RNIC_MCAST_UCTX_GROUPS,
+                        RNIC_MCAST_GROUPS);
+    } else if (attach && !rnic_mcast_attach(e, qp, cmd->mcast.gid)) {
         rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
                         "%s: %u groups of %u QPs in use", name,
                         RNIC_MCAST_GROUPS, RNIC_MCAST_QPS);

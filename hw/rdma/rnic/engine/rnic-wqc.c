@@ -37,9 +37,10 @@
  * per slot: NVMe-oF's 128 command slots per queue each have a capsule, a
  * response and a receive list), RNIC_WQC_MIN_ENTRIES to
  * RNIC_WQC_MAX_ENTRIES, allocated when the QP first posts a list it could
- * hold; all caches together at most an eighth of the host memory budget
- * (a QP past it runs without one). x-wqe-cache=off
- * (rnic_engine_set_wqe_cache) turns it off.
+ * hold; each table charged to the host memory budget (rnic_mem_charge)
+ * and all of them together at most an eighth of it (a QP past either runs
+ * without one). x-wqe-cache=off (rnic_engine_set_wqe_cache) turns it off
+ * and frees the tables.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -103,9 +104,18 @@ struct RnicWqc {
     uint64_t (*mr_gen)[RNIC_WQC_WAYS][RNIC_WQC_MAX_SGE];
 };
 
+/* Off: every table is freed (their bytes back to the budget). */
 void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
 {
+    uint32_t i;
+    RnicQp *qp;
+
     e->wqc_on = on;
+    if (!on) {
+        RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+            rnic_wqc_free(e, qp);
+        }
+    }
 }
 
 /*
@@ -261,10 +271,15 @@ static uint32_t rnic_wqc_entries(const RnicQp *qp)
     return n;
 }
 
-/* qp's table, made on its first insert (NULL: past the budget) */
+/*
+ * qp's table, made on its first insert and charged to the host memory
+ * budget (NULL: past the caches' eighth of the budget, or past the budget
+ * itself; the QP runs without one, and tries again at its next insert).
+ */
 static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
 {
-    uint64_t cap = ((uint64_t)e->cfg.mem_budget_mib << 20) / 8;
+    uint64_t budget = (uint64_t)e->cfg.mem_budget_mib << 20;
+    uint64_t cap = budget / 8;
     uint32_t n, sets;
     size_t fp, used, ent, gen, bytes;
     RnicWqc *wqc;
@@ -282,11 +297,21 @@ static RnicWqc *rnic_wqc_get(RnicEngine *e, RnicQp *qp)
     ent = used + RNIC_WQC_LINE(sizeof(uint32_t) * n);
     gen = ent + sizeof(RnicWqcEntry) * n;
     bytes = gen + sizeof(uint64_t) * RNIC_WQC_MAX_SGE * n;
-    if (e->wqc_bytes + bytes > cap) {
+    /*
+     * a table is optional: one that does not fit is not made, and is not
+     * the guest's error (no ERR_MEM_BUDGET event, which rnic_mem_charge
+     * sends when it refuses)
+     */
+    if (e->wqc_bytes + bytes > cap || e->mem_used > budget - bytes ||
+        !rnic_mem_charge(e, bytes)) {
         return NULL;
     }
     /* line aligned by hand: g_aligned_alloc0() is glib 2.72, QEMU 2.66 */
-    alloc = g_malloc0(bytes + 63);
+    alloc = g_try_malloc0(bytes + 63);
+    if (!alloc) {
+        rnic_mem_release(e, bytes);
+        return NULL;
+    }
     base = (uint8_t *)(((uintptr_t)alloc + 63) & ~(uintptr_t)63);
     wqc = (RnicWqc *)base;
     wqc->alloc = alloc;
@@ -354,10 +379,12 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
     }
 }
 
+/* Every table's end: QP destroy (so device reset, engine free), off. */
 void rnic_wqc_free(RnicEngine *e, RnicQp *qp)
 {
     if (qp->wqc) {
         e->wqc_bytes -= qp->wqc->bytes;
+        rnic_mem_release(e, qp->wqc->bytes);
         g_free(qp->wqc->alloc);
         qp->wqc = NULL;
     }
