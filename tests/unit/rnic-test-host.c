@@ -234,6 +234,17 @@ TestHost *test_host_new_sized(const RnicEngineConfig *cfg, uint64_t ram_size)
 
 void test_host_free(TestHost *h)
 {
+    guint i;
+
+    /* every call of the test stayed within its bound (docs/spec.md §8) */
+    if (rnic_engine_call_overruns(h->engine)) {
+        for (i = 0; i < h->log->len; i++) {
+            if (strstr(g_ptr_array_index(h->log, i), "call_bound")) {
+                g_printerr("%s\n", (char *)g_ptr_array_index(h->log, i));
+            }
+        }
+    }
+    g_assert_cmpuint(rnic_engine_call_overruns(h->engine), ==, 0);
     rnic_engine_free(h->engine);
     g_ptr_array_free(h->frames, TRUE);
     g_ptr_array_free(h->log, TRUE);

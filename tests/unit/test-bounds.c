@@ -460,6 +460,25 @@ static void test_prompt_after_load(void)
 }
 
 /*
+ * An enabled device with network context 0 (GID 0), a kernel PD and CQ of
+ * 2^cq_log entries; *pd and *cq set. 'remote': a GID of that context on
+ * no host, for RC QPs connected nowhere (tv_rc_connect).
+ */
+static uint32_t kernel_pd(TestHost *h, uint32_t cq_log, TvCq **cq,
+                          uint8_t remote[16])
+{
+    uint32_t ctx, pd;
+
+    tv_enable(h, 6);
+    ctx = tv_net_ctx(h, 0);
+    tv_gid(h, 0, ctx, 1);
+    tv_gid_bytes(remote, ctx, 200);
+    pd = tv_pd(h, ctx, 0);
+    *cq = tv_cq(h, cq_log, RNIC_HANDLE_NONE, 0);
+    return pd;
+}
+
+/*
  * A QP with 4,096 posted receives goes to ERR inside one timer call (a
  * SEND to a peer that never answers, retry count 0): that call flushes a
  * bounded part (256 WQEs, about as many CQE writes), the rest follows in
@@ -468,7 +487,7 @@ static void test_prompt_after_load(void)
 static void test_flush_bounded(void)
 {
     TestHost *h = test_host_new(NULL);
-    uint32_t ctx, pd, mr, i;
+    uint32_t pd, mr, i;
     uint8_t remote[16];
     uint64_t buf, before;
     struct rnic_sge s;
@@ -478,12 +497,7 @@ static void test_flush_bounded(void)
     TvQp *qp;
     unsigned recv_flushed = 0, send_failed = 0;
 
-    tv_enable(h, 6);
-    ctx = tv_net_ctx(h, 0);
-    tv_gid(h, 0, ctx, 1);
-    tv_gid_bytes(remote, ctx, 200);
-    pd = tv_pd(h, ctx, 0);
-    cq = tv_cq(h, 13, RNIC_HANDLE_NONE, 0);
+    pd = kernel_pd(h, 13, &cq, remote);
     qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 12, 0);
     tv_retry_cnt = 0;
     tv_rc_connect(h, qp, 0, remote, 0x99);
@@ -523,6 +537,302 @@ static void test_flush_bounded(void)
     test_host_free(h);
 }
 
+/* A completion is in 'cq' now (read without running the engine). */
+static bool cqe_ready(TestHost *h, TvCq *cq)
+{
+    uint32_t mask = (1u << cq->log) - 1;
+    struct rnic_cqe c;
+
+    memcpy(&c, test_ptr(h, cq->ring + (uint64_t)(cq->cons & mask) *
+                        sizeof(c)), sizeof(c));
+    return (c.owner & 1) == (((cq->cons >> cq->log) & 1) ^ 1);
+}
+
+/* Runs, one at a time, until 'cq' has a completion; how many it took. */
+static unsigned run_until_cqe(TestHost *h, TvCq *cq)
+{
+    unsigned runs = 0;
+
+    while (!cqe_ready(h, cq)) {
+        g_assert_true(h->scheduled);
+        h->scheduled = false;
+        rnic_engine_run(h->engine);
+        g_assert_cmpuint(++runs, <, 100000);
+    }
+    return runs;
+}
+
+/* The most one call of kind 'call' did so far. */
+static RnicCallWork call_max(TestHost *h, RnicCall call)
+{
+    RnicCallWork m;
+
+    rnic_engine_call_max(h->engine, call, &m);
+    return m;
+}
+
+#define FR_PAGES        32768           /* RNIC_MR_MAX_FAST_REG_PAGES */
+#define PHASE_ENTRIES   (1u << 18)      /* rnic_phase_budget.entries */
+#define PHASE_PERSIST   (1u << 20)      /* rnic_phase_budget.persist_bytes */
+#define SCM_CHUNK       (256u << 10)    /* RNIC_SCM_CHUNK */
+
+/*
+ * Local work requests are charged (issue 40, G1): a send queue full of
+ * fast-registers of 32768 pages and local invalidations, rung once with
+ * the doorbell's work done inline (as QEMU does in the vCPU's MMIO exit):
+ * that call starts one turn (64 WQEs) and reads at most the phase's budget
+ * of page-list entries plus one list; each run after it a bounded part;
+ * every WQE completes, in order. Before, the one doorbell ran all 4096
+ * WQEs: 2048 lists of 256 KiB, 512 MiB read.
+ */
+static void test_local_wr_flood(void)
+{
+    TestHost *h = test_host_new(NULL);
+    uint32_t pd, stag, i, runs = 0;
+    uint8_t remote[16];
+    struct rnic_sq_wqe fr, inv;
+    struct rnic_cqe cqe;
+    RnicCallWork m;
+    TvCq *cq;
+    TvQp *qp;
+
+    pd = kernel_pd(h, 13, &cq, remote);
+    qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 12, 0);
+    tv_rc_connect(h, qp, 0, remote, 0x99);
+    stag = tv_alloc_mr(h, pd, FR_PAGES, 0x10);
+    fr = tv_fast_reg_wqe(h, 0, stag, 0x40000000, 0x100000, FR_PAGES,
+                         RNIC_ACCESS_LOCAL_WRITE);
+    inv = tv_wqe(0, RNIC_WR_LOCAL_INV, 0);
+    inv.imm_or_inv = stag;
+    for (i = 0; i < 4096; i++) {
+        struct rnic_sq_wqe *w = i & 1 ? &inv : &fr;
+
+        w->wr_id = i;
+        tv_write_send(h, qp, w, NULL, NULL);
+    }
+    h->run_now = true;
+    g_assert_cmpint(tv_ring_sq(h, qp), ==, 0);
+    h->run_now = false;
+    m = call_max(h, RNIC_CALL_DOORBELL);
+    g_assert_cmpuint(m.wqes, <=, 64);
+    g_assert_cmpuint(m.entries, <=, PHASE_ENTRIES + FR_PAGES);
+    g_assert_true(h->scheduled);
+    while (h->scheduled) {
+        h->scheduled = false;
+        rnic_engine_run(h->engine);
+        runs++;
+    }
+    m = call_max(h, RNIC_CALL_RUN);
+    g_assert_cmpuint(m.entries, <=, PHASE_ENTRIES + FR_PAGES);
+    /* 2048 lists of 32768 entries, 2^18 + one list per run at most */
+    g_assert_cmpuint(runs, >=, 2048u * FR_PAGES / (PHASE_ENTRIES + FR_PAGES));
+    for (i = 0; i < 4096; i++) {
+        g_assert_cmpint(tv_poll(h, cq, &cqe, 1), ==, 1);
+        g_assert_cmpuint(cqe.wr_id, ==, i);
+        g_assert_cmpuint(cqe.status, ==, RNIC_WC_SUCCESS);
+    }
+    g_assert_cmpint(tv_poll(h, cq, &cqe, 1), ==, 0);
+    g_free(cq);
+    g_free(qp);
+    test_host_free(h);
+}
+
+/*
+ * A registration refused for want of memory forces one compaction of the
+ * registration log, not one per refused work request (issue 40, G1): with
+ * the budget full of page lists, fast-registers on four QPs fail with
+ * LOC_PROT_ERR; the log is compacted for the first only (it has not grown
+ * since).
+ */
+static void test_refused_fast_reg_compacts_once(void)
+{
+    RnicEngineConfig cfg;
+    TestHost *h;
+    uint32_t pd, stag[8], i, n = 0;
+    uint8_t remote[16];
+    struct rnic_sq_wqe fr;
+    struct rnic_cqe cqe;
+    GArray *log = NULL;
+    unsigned compactions = 0;
+    TvCq *cq;
+    TvQp *qp[5];
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.max_mr = 1024;
+    cfg.mem_budget_mib = 2;
+    h = test_host_new(&cfg);
+    pd = kernel_pd(h, 8, &cq, remote);
+    for (i = 0; i < 5; i++) {
+        qp[i] = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 4, 0);
+        tv_rc_connect(h, qp[i], 0, remote, 0x99 + i);
+    }
+    /* fast-registers of 256 KiB page lists until one is refused */
+    for (i = 0; i < G_N_ELEMENTS(stag); i++) {
+        stag[i] = tv_alloc_mr(h, pd, FR_PAGES, 0x10);
+        fr = tv_fast_reg_wqe(h, i, stag[i], 0x40000000, 0x100000, FR_PAGES,
+                             RNIC_ACCESS_LOCAL_WRITE);
+        tv_post_send(h, qp[0], &fr, NULL, NULL);
+        g_assert_cmpint(tv_poll(h, cq, &cqe, 1), ==, 1);
+        if (cqe.status != RNIC_WC_SUCCESS) {
+            g_assert_cmpuint(cqe.status, ==, RNIC_WC_LOC_PROT_ERR);
+            break;
+        }
+        n++;
+    }
+    g_assert_cmpuint(n, >=, 1);
+    g_assert_cmpuint(n, <, G_N_ELEMENTS(stag));
+    log = h->engine->reglog;
+    /* the same on four more QPs: refused, the log left as it is */
+    for (i = 1; i < 5; i++) {
+        fr = tv_fast_reg_wqe(h, 100 + i, stag[n], 0x40000000, 0x100000,
+                             FR_PAGES, RNIC_ACCESS_LOCAL_WRITE);
+        tv_post_send(h, qp[i], &fr, NULL, NULL);
+        g_assert_cmpint(tv_poll(h, cq, &cqe, 1), ==, 1);
+        g_assert_cmpuint(cqe.wr_id, ==, 100 + i);
+        g_assert_cmpuint(cqe.status, ==, RNIC_WC_LOC_PROT_ERR);
+        compactions += h->engine->reglog != log;
+        log = h->engine->reglog;
+    }
+    g_assert_cmpuint(compactions, ==, 0);
+    g_free(cq);
+    for (i = 0; i < 5; i++) {
+        g_free(qp[i]);
+    }
+    test_host_free(h);
+}
+
+/* A loopback pair with a persistent window of 'pages' pages. */
+static TvPair *window_pair(uint32_t pages)
+{
+    RnicEngineConfig cfg;
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.scm_pages = pages;
+    cfg.scm_persistent = true;
+    return tv_pair_new(&cfg);
+}
+
+#define WIN_PAGES   8192                /* 32 MiB */
+#define WIN_BYTES   ((uint64_t)WIN_PAGES << 12)
+#define SEM_ALL     ((1u << RNIC_SCM_SEM_COUNT) - 1)
+
+/* b's region over the whole window, every right and semantic. */
+static uint32_t window_region(TvPair *p)
+{
+    return tv_reg_scm(p->d, p->pd, 0, 0, WIN_BYTES,
+                      TV_ACCESS_ALL | RNIC_ACCESS_FLUSH_PERSISTENT, SEM_ALL,
+                      RNIC_SCM_SEM_PLAIN << RNIC_SCM_KEY_SEM_SHIFT, NULL);
+}
+
+/* CPU stores all over the window that nothing persisted yet. */
+static void window_dirty(TvPair *p)
+{
+    memset(p->d->scm, 0x5c, WIN_BYTES);
+    g_assert_cmpint(memcmp(p->d->scm, p->d->scm_durable, WIN_BYTES), !=, 0);
+}
+
+/*
+ * What a request asks to persist is done in chunks across engine calls
+ * and what answers it leaves after the last one (issue 40, G2): 'w' (a
+ * FLUSH, a DURABLE READ or a MGMT write of the whole window) is posted
+ * on a; runs go one at a time until a's completion; then the window is
+ * durable, no call persisted more than a phase's budget and a chunk, and
+ * it took several runs.
+ */
+static void window_request(TvPair *p, const struct rnic_sq_wqe *w,
+                           const struct rnic_sge *s)
+{
+    TestHost *h = p->d;
+    unsigned persists = h->persists, runs;
+    struct rnic_cqe cqe;
+    RnicCall c;
+
+    window_dirty(p);
+    tv_write_send(h, p->a, w, s, NULL);
+    g_assert_cmpint(tv_ring_sq(h, p->a), ==, 0);
+    runs = run_until_cqe(h, p->cqa);
+    g_assert_cmpint(memcmp(h->scm, h->scm_durable, WIN_BYTES), ==, 0);
+    g_assert_cmpuint(h->persists - persists, >=, WIN_BYTES / SCM_CHUNK);
+    g_assert_cmpuint(runs, >=, WIN_BYTES / (PHASE_PERSIST + SCM_CHUNK));
+    for (c = 0; c < RNIC_CALL_COUNT; c++) {
+        g_assert_cmpuint(call_max(h, c).persist_bytes, <=,
+                         (c == RNIC_CALL_RUN ? 4 : 1) *
+                         (PHASE_PERSIST + SCM_CHUNK));
+    }
+    cqe = tv_poll_one(h, p->cqa);
+    g_assert_cmpuint(cqe.wr_id, ==, w->wr_id);
+    g_assert_cmpuint(cqe.status, ==, RNIC_WC_SUCCESS);
+}
+
+static void test_flush_whole_window(void)
+{
+    TvPair *p = window_pair(WIN_PAGES);
+    uint32_t stag = window_region(p);
+    struct rnic_sq_wqe w = tv_flush_wqe(7, 0, stag, 0, RNIC_FLUSH_PERSISTENT,
+                                        RNIC_FLUSH_MR);
+
+    window_request(p, &w, NULL);
+    tv_pair_free(p);
+}
+
+static void test_durable_read_window(void)
+{
+    TvPair *p = window_pair(WIN_PAGES);
+    uint32_t stag = window_region(p);
+    uint64_t sink = test_alloc(p->d, WIN_BYTES, 4096);
+    uint32_t mr = tv_reg_mr(p->d, p->pd, sink, WIN_BYTES, TV_ACCESS_ALL, 0,
+                            NULL);
+    struct rnic_sq_wqe w = tv_wqe(8, RNIC_WR_RDMA_READ, 1);
+    struct rnic_sge s = tv_sge(sink, WIN_BYTES, mr);
+
+    w.rdma.remote_addr = 0;
+    w.rdma.rkey = RNIC_SCM_STAG(stag, RNIC_SCM_SEM_DURABLE);
+    window_request(p, &w, &s);
+    g_assert_cmpint(memcmp(test_ptr(p->d, sink), p->d->scm, WIN_BYTES), ==, 0);
+    tv_pair_free(p);
+}
+
+static void test_mgmt_persist_window(void)
+{
+    TvPair *p = window_pair(WIN_PAGES);
+    uint32_t stag = window_region(p);
+    struct rnic_scm_mgmt *m = test_ptr(p->d, p->bufa);
+    struct rnic_sq_wqe w = tv_wqe(9, RNIC_WR_RDMA_WRITE, 1);
+    struct rnic_sge s = tv_sge(p->bufa, sizeof(*m), p->mra);
+
+    memset(m, 0, sizeof(*m));
+    m->op = RNIC_SCM_MGMT_PERSIST;
+    m->length = WIN_BYTES;
+    w.rdma.remote_addr = 0;
+    w.rdma.rkey = RNIC_SCM_STAG(stag, RNIC_SCM_SEM_MGMT);
+    window_request(p, &w, &s);
+    tv_pair_free(p);
+}
+
+/*
+ * SCM_PERSIST is charged by the bytes it persists (issue 40, G3): of the
+ * whole window, it is done over several admin runs (the command stays at
+ * the head of the queue), none persisting more than a phase's budget and
+ * a chunk; its completion comes after the last chunk.
+ */
+static void test_scm_persist_cmd_window(void)
+{
+    TvPair *p = window_pair(WIN_PAGES);
+    TestHost *h = p->d;
+    struct rnic_admin_cmd c = { .opcode = RNIC_CMD_SCM_PERSIST };
+    unsigned persists = h->persists;
+
+    window_dirty(p);
+    c.scm.offset = 0;
+    c.scm.length = WIN_BYTES;
+    g_assert_cmpuint(tv_cmd(h, &c).status, ==, RNIC_ST_OK);
+    g_assert_cmpint(memcmp(h->scm, h->scm_durable, WIN_BYTES), ==, 0);
+    g_assert_cmpuint(h->persists - persists, >=, WIN_BYTES / SCM_CHUNK);
+    g_assert_cmpuint(call_max(h, RNIC_CALL_RUN).persist_bytes, <=,
+                     PHASE_PERSIST + SCM_CHUNK);
+    tv_pair_free(p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -535,5 +845,16 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/bounds/mnet-index-space", test_mnet_index_space);
     g_test_add_func("/rnic/bounds/prompt-after-load", test_prompt_after_load);
     g_test_add_func("/rnic/bounds/flush-bounded", test_flush_bounded);
+    g_test_add_func("/rnic/bounds/local-wr-flood", test_local_wr_flood);
+    g_test_add_func("/rnic/bounds/refused-fast-reg-compacts-once",
+                    test_refused_fast_reg_compacts_once);
+    g_test_add_func("/rnic/bounds/flush-whole-window",
+                    test_flush_whole_window);
+    g_test_add_func("/rnic/bounds/durable-read-window",
+                    test_durable_read_window);
+    g_test_add_func("/rnic/bounds/mgmt-persist-window",
+                    test_mgmt_persist_window);
+    g_test_add_func("/rnic/bounds/scm-persist-cmd-window",
+                    test_scm_persist_cmd_window);
     return g_test_run();
 }

@@ -403,6 +403,49 @@ static void test_mgmt(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(st.cookie, ==, 6);
 }
 
+/*
+ * A region's MGMT status counts what was persisted through that region
+ * only (issue 40, G4): a peer given the management key of one region does
+ * not learn of the persists of others (FLUSH, MGMT, durable writes).
+ */
+static void test_mgmt_status_per_region(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    uint32_t stag = scm_region(p, ALL_SEMS);
+    uint32_t other = tv_reg_scm(p->d, p->pd, 0, REG_OFF + REG_LEN, REG_LEN,
+                                TV_ACCESS_ALL | RNIC_ACCESS_FLUSH_PERSISTENT,
+                                ALL_SEMS, KEY(RNIC_SCM_SEM_PLAIN), NULL);
+    struct rnic_scm_status st;
+
+    /* the other region persists: a FLUSH, a MGMT request, a durable write */
+    g_assert_cmpuint(scm_flush(p, 1, RNIC_SCM_STAG(other, RNIC_SCM_SEM_PLAIN),
+                               0, 4096, RNIC_FLUSH_PERSISTENT,
+                               RNIC_FLUSH_RANGE), ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(mgmt(p, other, RNIC_SCM_MGMT_PERSIST, 0, 8192, 0xaaa,
+                          &st), ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(scm_write(p, 2, RNIC_SCM_STAG(other,
+                                                   RNIC_SCM_SEM_DURABLE),
+                               0, 64), ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(p->d->persists, >=, 3);
+    /* this one's status: nothing persisted through it, its own cookie */
+    g_assert_cmpuint(mgmt(p, stag, RNIC_SCM_MGMT_STATUS, 0, 0, 0xbbb, &st),
+                     ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(st.persists, ==, 0);
+    g_assert_cmpuint(st.persisted_bytes, ==, 0);
+    g_assert_cmpuint(st.cookie, ==, 0xbbb);
+    /* its own persist is counted */
+    g_assert_cmpuint(mgmt(p, stag, RNIC_SCM_MGMT_PERSIST, 0, 4096, 0xccc,
+                          &st), ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(st.persists, ==, 1);
+    g_assert_cmpuint(st.persisted_bytes, ==, 4096);
+    /* and the other's: its three */
+    g_assert_cmpuint(mgmt(p, other, RNIC_SCM_MGMT_STATUS, 0, 0, 0xddd, &st),
+                     ==, RNIC_WC_SUCCESS);
+    g_assert_cmpuint(st.persists, ==, 3);
+    g_assert_cmpuint(st.persisted_bytes, ==, 4096 + 8192 + 64);
+    g_assert_cmpuint(st.cookie, ==, 0xddd);
+}
+
 /* A window that does not persist: no persistence to ask for. */
 static void test_volatile(void)
 {
@@ -617,6 +660,8 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/scm/refused", test_refused);
     tv_test_add_pair("/rnic/scm/allowed", win_cfg(true), test_allowed);
     tv_test_add_pair("/rnic/scm/mgmt", win_cfg(true), test_mgmt);
+    tv_test_add_pair("/rnic/scm/mgmt-status-per-region", win_cfg(true),
+                     test_mgmt_status_per_region);
     g_test_add_func("/rnic/scm/volatile", test_volatile);
     g_test_add_func("/rnic/scm/persist-cmd", test_persist_cmd);
     tv_test_add_pair("/rnic/scm/local", win_cfg(true), test_local);

@@ -331,6 +331,9 @@ static void rnic_host_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
     case RNIC_EV_ERR_MEM_BUDGET:
         trace_rnic_err_mem_budget(v[0], v[1], v[2], why);
         break;
+    case RNIC_EV_ERR_CALL_BOUND:
+        trace_rnic_err_call_bound(v[0], v[1], v[2], v[3], why);
+        break;
     case RNIC_EV_ERR_WIRE_TX:
         trace_rnic_err_wire_tx(v[0], v[1], v[2], v[3], why);
         break;

@@ -342,14 +342,13 @@ static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)
 
 /*
  * Work per rnic_admin_process() call, which holds the BQL: this many
- * commands, or until the commands have done this much work (admin_work:
- * page-list entries read, CQEs staged by RESIZE_CQ, STag index probes;
- * 2^20 is 8 MiB of DMA, about a millisecond, one maximal REG_MR). The
- * rest waits for the next run: a full queue of maximal registrations is
- * 4,096 runs, not one of seconds.
+ * commands, or until the commands have spent the phase's budget
+ * (rnic_work_spent: page-list entries read, CQEs staged by RESIZE_CQ,
+ * STag index probes, bytes persisted by SCM_PERSIST). The rest waits for
+ * the next run: a full queue of maximal registrations is 4,096 runs, not
+ * one of seconds.
  */
 #define RNIC_ADMIN_RUN_CMDS         64
-#define RNIC_ADMIN_RUN_WORK         RNIC_MR_MAX_PAGES
 
 void rnic_admin_process(RnicEngine *e)
 {
@@ -362,7 +361,7 @@ void rnic_admin_process(RnicEngine *e)
     }
     entries = rnic_aq_entries(e);
     mask = entries - 1;
-    e->admin_work = 0;
+    rnic_work_phase(e);
     while (regs->aq_head != regs->aq_tail &&
            regs->acq_tail - regs->acq_head < entries) {
         struct rnic_admin_cmd cmd;
@@ -370,7 +369,7 @@ void rnic_admin_process(RnicEngine *e)
         RnicAdminResult res;
 
         if (done == RNIC_ADMIN_RUN_CMDS ||
-            e->admin_work >= RNIC_ADMIN_RUN_WORK) {
+            rnic_work_spent(e)) {
             rnic_engine_schedule(e);    /* the rest in the next run */
             break;
         }
@@ -383,7 +382,12 @@ void rnic_admin_process(RnicEngine *e)
             rnic_admin_fatal(e, RNIC_FATAL_AQ_DMA, "command ring not readable");
             break;
         }
+        rnic_work_wqes(e, 1);
         rnic_admin_execute(e, &cmd, &res);
+        if (res.again) {
+            rnic_engine_schedule(e);    /* the same command, next run */
+            break;
+        }
         rnic_stat_inc(e, RNIC_STAT_ADMIN_CMDS);
         if (res.status != RNIC_ST_OK) {
             rnic_stat_inc(e, RNIC_STAT_ADMIN_ERRORS);

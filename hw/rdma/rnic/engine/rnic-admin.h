@@ -15,6 +15,12 @@ typedef struct RnicAdminResult {
     uint32_t result0;
     uint32_t result1;
     uint32_t result2;
+    /*
+     * Not finished: the phase's budget is spent before the command's work
+     * (SCM_PERSIST of a long range): it stays at the head of the queue, is
+     * read again and goes on (its handler keeps the cursor) in the next run.
+     */
+    bool again;
 } RnicAdminResult;
 
 typedef void (*RnicAdminHandler)(RnicEngine *e,

@@ -407,7 +407,7 @@ void rnic_cmd_resize_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         "RESIZE_CQ: no host memory to stage %u CQEs", entries);
         return;
     }
-    e->admin_work += entries;
+    rnic_work_entries(e, entries);
     for (i = 0; i < entries; i++) {
         struct rnic_cqe *cqe = (struct rnic_cqe *)buf + i;
         /* the index the consumer will find in slot i next */

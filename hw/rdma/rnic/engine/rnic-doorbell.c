@@ -177,9 +177,11 @@ static RnicAccessResult rnic_doorbell_record(RnicEngine *e, uint32_t page,
     return RNIC_ACCESS_OK;
 }
 
+/* Up to 'budget' queue visits, and while the phase's budget lasts. */
 static void rnic_doorbells_process_budget(RnicEngine *e, uint32_t budget)
 {
-    while (!rnic_list_empty(&e->work) && budget--) {
+    rnic_work_phase(e);
+    while (!rnic_list_empty(&e->work) && budget-- && !rnic_work_spent(e)) {
         RnicWork *w = rnic_container_of(e->work.next, RnicWork, link);
 
         rnic_list_del(&w->link);
@@ -231,7 +233,7 @@ RnicAccessResult rnic_engine_doorbell(RnicEngine *e, uint32_t page,
         return rnic_doorbell_record(e, page, offset, value);
     }
     /* rnic_engine_schedule() only notes requests until the end */
-    rnic_engine_enter(e);
+    rnic_engine_enter(e, RNIC_CALL_DOORBELL);
     e->run_inline = true;
     result = rnic_doorbell_record(e, page, offset, value);
     if (e->run_scheduled) {

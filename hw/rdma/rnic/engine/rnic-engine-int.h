@@ -20,6 +20,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 #include "rnic-engine.h"
 #include "rnic-eth.h"
 #include "rnic-packet.h"
@@ -326,6 +327,10 @@ struct RnicMr {
     RnicMap *map;
     const RnicMrTable *members;
     struct rnic_scm_status *scm_status; /* SCM: after its first MGMT write */
+    /* SCM: persists asked for through this region and their bytes (its
+     * MGMT status; not migrated) */
+    uint64_t scm_persists;
+    uint64_t scm_persisted_bytes;
     /*
      * A memory window (kind RNIC_MR_KIND_MW, rnic-mw.c): [iova, iova +
      * length) of 'parent' with the rights in 'access'. Bound while parent
@@ -543,6 +548,13 @@ typedef struct RnicResp {
     uint64_t w_va;
     uint32_t w_len;
     uint32_t w_done;
+    /*
+     * Window range [persist_off, persist_end) to make durable before any
+     * further responder packet (ACK, NAK, response) leaves: FLUSH, DURABLE
+     * READ and MGMT persist, done in chunks (rnic_scm_persist_step).
+     */
+    uint64_t persist_off;
+    uint64_t persist_end;
     /* READ/atomic resources: a ring of 'nres' */
     RnicRespRes *res;
     uint32_t nres;
@@ -700,6 +712,15 @@ typedef struct RnicScmRange {
 typedef struct RnicScm {
     RnicScmRange pending[8];
     uint32_t npending;
+    /*
+     * SCM_PERSIST in progress across admin runs: the command at the queue
+     * head (index, offset, length) and how much of it is durable
+     */
+    bool cmd_active;
+    uint32_t cmd_index;
+    uint64_t cmd_off;
+    uint64_t cmd_len;
+    uint64_t cmd_done;
     uint64_t persists;          /* host persist calls, since the start */
     uint64_t persisted_bytes;
 } RnicScm;
@@ -748,14 +769,24 @@ struct RnicEngine {
     uint64_t pbl_pages;         /* page-list entries held, all entries */
     uint64_t mem_used;          /* host memory account (rnic_mem_charge) */
     uint64_t reglog_charged;    /* of which registration-log records */
-    /* work of this admin run: page-list entries read, CQEs staged, STag
-     * index probes (rnic_admin_process budget) */
-    uint64_t admin_work;
+    /*
+     * Work counted per call (RnicCall, docs/spec.md §8): this call's, the
+     * current phase's (an admin run, a run over the queues, a frame: what
+     * rnic_work_spent() holds against its budget), the most per kind.
+     */
+    RnicCall call_kind;
+    RnicCallWork call;
+    RnicCallWork phase;
+    RnicCallWork call_max[RNIC_CALL_COUNT];
+    uint64_t call_overruns;
     /* the admin command being executed (its failures' events), or NULL */
     const struct rnic_admin_cmd *admin_cmd;
 
     /* registration log */
     GArray *reglog;             /* of RnicRegLogRec */
+    /* its length after the last compaction or clear: until it grows, a
+     * compaction would free nothing (rnic_pbl_new does not force one) */
+    uint64_t reglog_compacted_len;
     uint64_t reglog_appended;   /* records ever appended (statistics) */
 
     /* generations: cached pointers are valid while these are unchanged */
@@ -850,18 +881,90 @@ uint64_t rnic_mrt_bytes(const RnicEngineConfig *cfg);
 
 /*
  * Bracket an entry point that does work (runs, timers, doorbells, frames,
- * register writes): see RnicEngine.depth.
+ * register writes): see RnicEngine.depth. The outermost call's work is
+ * counted as a call of kind 'call' (a nested one's is its caller's).
  */
-static inline void rnic_engine_enter(RnicEngine *e)
+static inline void rnic_engine_enter(RnicEngine *e, RnicCall call)
 {
-    e->depth++;
+    if (!e->depth++) {
+        e->call_kind = call;
+        memset(&e->call, 0, sizeof(e->call));
+        memset(&e->phase, 0, sizeof(e->phase));
+    }
 }
 void rnic_engine_leave(RnicEngine *e);
+/* The call that ends: its maxima, and held against its bound. */
+void rnic_call_account(RnicEngine *e);
+
+/*
+ * Work accounting (RnicCallWork): each path charges what it does; loops
+ * that may go on (over queues, WQEs, commands, persist chunks) stop when
+ * rnic_work_spent() says the phase's budget is spent and leave the rest
+ * to the next run. A phase is an admin run, a run over the queues, a
+ * receive; rnic_work_phase() starts one.
+ */
+static inline void rnic_work_phase(RnicEngine *e)
+{
+    memset(&e->phase, 0, sizeof(e->phase));
+}
+
+static inline void rnic_work_wqes(RnicEngine *e, uint64_t n)
+{
+    e->call.wqes += n;
+    e->phase.wqes += n;
+}
+
+static inline void rnic_work_frame(RnicEngine *e, uint64_t bytes)
+{
+    e->call.frames++;
+    e->phase.frames++;
+    e->call.dma_bytes += bytes;
+    e->phase.dma_bytes += bytes;
+}
+
+static inline void rnic_work_entries(RnicEngine *e, uint64_t n)
+{
+    e->call.entries += n;
+    e->phase.entries += n;
+}
+
+static inline void rnic_work_dma(RnicEngine *e, uint64_t bytes)
+{
+    e->call.dma_bytes += bytes;
+    e->phase.dma_bytes += bytes;
+}
+
+static inline void rnic_work_persist(RnicEngine *e, uint64_t bytes)
+{
+    e->call.persist_bytes += bytes;
+    e->phase.persist_bytes += bytes;
+}
+
+/* A phase's budget (rnic-engine.c): the next piece of work waits. */
+extern const RnicCallWork rnic_phase_budget;
+
+static inline bool rnic_work_spent(const RnicEngine *e)
+{
+    const RnicCallWork *b = &rnic_phase_budget;
+
+    return e->phase.wqes >= b->wqes || e->phase.frames >= b->frames ||
+           e->phase.entries >= b->entries ||
+           e->phase.dma_bytes >= b->dma_bytes ||
+           e->phase.persist_bytes >= b->persist_bytes;
+}
+
+/* Persist bytes the phase may still do (0: spent). */
+static inline uint64_t rnic_work_persist_room(const RnicEngine *e)
+{
+    return rnic_work_spent(e) ? 0 :
+           rnic_phase_budget.persist_bytes - e->phase.persist_bytes;
+}
 void rnic_raise_irq(RnicEngine *e, unsigned vector);
 
 static inline int rnic_dma_read(RnicEngine *e, uint64_t addr, void *buf,
                                 size_t len)
 {
+    rnic_work_dma(e, len);
     if (e->ops->dma_read(e->opaque, addr, buf, len)) {
         rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
         return -1;
@@ -872,6 +975,7 @@ static inline int rnic_dma_read(RnicEngine *e, uint64_t addr, void *buf,
 static inline int rnic_dma_write(RnicEngine *e, uint64_t addr, const void *buf,
                                  size_t len)
 {
+    rnic_work_dma(e, len);
     if (e->ops->dma_write(e->opaque, addr, buf, len)) {
         rnic_stat_inc(e, RNIC_STAT_DMA_ERRORS);
         return -1;
@@ -1215,6 +1319,8 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
                      uint32_t access, const struct rnic_sge *sg,
                      const RnicSgeList *res, uint32_t nsge);
 void rnic_wqc_free(RnicEngine *e, RnicQp *qp);
+/* Every QP's table freed (the host memory budget needs the room). */
+void rnic_wqc_reclaim(RnicEngine *e);
 /* Resolve SGEs (lkey, PD, bounds, access); false on a protection error. */
 bool rnic_sges_resolve(RnicEngine *e, const RnicMrTable *t, const RnicPd *pd,
                        RnicSgeRes *sge, uint32_t nsge, uint32_t access);
@@ -1290,15 +1396,26 @@ bool rnic_scm_is_mgmt(const RnicMr *mr, uint32_t stag);
 void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,
                       uint64_t va, uint64_t len);
 /* Before a READ through 'stag' is answered (DURABLE: persist first). */
-void rnic_scm_before_read(RnicEngine *e, const RnicMr *mr, uint32_t stag,
-                          uint64_t va, uint64_t len);
-/* Persist [va, va + len) of a region now (FLUSH, management). */
-void rnic_scm_persist(RnicEngine *e, const RnicMr *mr, uint64_t va,
+void rnic_scm_before_read(RnicEngine *e, RnicQp *qp, RnicMr *mr,
+                          uint32_t stag, uint64_t va, uint64_t len);
+/*
+ * Persist [va, va + len) of a region before qp's responder sends anything
+ * more (FLUSH, management): added to its persist range, done in chunks.
+ */
+void rnic_scm_persist(RnicEngine *e, RnicQp *qp, RnicMr *mr, uint64_t va,
                       uint64_t len);
+/*
+ * Persist the next chunks of qp's persist range, as much as the phase's
+ * budget allows; true when none is left (its responses may go).
+ */
+bool rnic_scm_persist_step(RnicEngine *e, RnicQp *qp);
+/* All of it now (before a state image is taken). */
+void rnic_scm_persist_all(RnicEngine *e, RnicQp *qp);
 /* Persist what was collected: before any responder packet leaves. */
 void rnic_scm_persist_pending(RnicEngine *e);
 /* A management request written through the MGMT key; false: fatal. */
-bool rnic_scm_mgmt(RnicEngine *e, RnicMr *mr, const RnicPayload *pl);
+bool rnic_scm_mgmt(RnicEngine *e, RnicQp *qp, RnicMr *mr,
+                   const RnicPayload *pl);
 /* The region's status bytes from region byte 'va' (MGMT reads). */
 const uint8_t *rnic_scm_status_bytes(RnicMr *mr, uint64_t va);
 

@@ -113,6 +113,13 @@ bool rnic_mem_charge(RnicEngine *e, uint64_t bytes)
 {
     uint64_t budget = (uint64_t)e->cfg.mem_budget_mib << 20;
 
+    if (bytes <= budget && e->mem_used > budget - bytes && e->wqc_bytes) {
+        /*
+         * WQE caches are derived state: they give way to what the guest
+         * asks for (the same commands succeed with the cache off)
+         */
+        rnic_wqc_reclaim(e);
+    }
     if (bytes > budget || e->mem_used > budget - bytes) {
         rnic_event(e, ERR_MEM_BUDGET, "host memory budget reached", bytes,
                    e->cfg.mem_budget_mib, e->mem_used);
@@ -212,15 +219,146 @@ void rnic_engine_schedule(RnicEngine *e)
 
 void rnic_engine_run(RnicEngine *e)
 {
-    rnic_engine_enter(e);
+    rnic_engine_enter(e, RNIC_CALL_RUN);
     e->run_scheduled = false;
     if (e->prompt_peers) {
         rnic_state_prompt_peers(e);
     }
-    rnic_admin_process(e);
+    rnic_admin_process(e);          /* each a phase (rnic_work_phase) */
     rnic_doorbells_process(e);
+    rnic_work_phase(e);
     rnic_eth_run(e);
     rnic_engine_leave(e);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Work per call                                                          */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A phase's budget: the loops of a phase (admin commands, queue visits,
+ * a visit's WQEs, persist chunks) start nothing more once one figure is
+ * reached. 2^18 page-list entries are 2 MiB of DMA (8 fast-registers of
+ * 32768 pages); 16 MiB and 16384 frames are what 256 queue visits of 64
+ * KiB of requests always allowed; 1 MiB persisted is about 10 ms of
+ * msync of a file-backed window.
+ */
+const RnicCallWork rnic_phase_budget = {
+    .wqes = 1024,
+    .frames = 16384,
+    .entries = 1u << 18,
+    .dma_bytes = 16u << 20,
+    .persist_bytes = 1u << 20,
+};
+
+/*
+ * The most one piece of work may add after the budget's check let it
+ * start: a maximal REG_MR (2^20 entries) or a mapped registration of 4096
+ * interleaved segments (4096^2 / 8 pair checks) with a registration-log
+ * compaction (max_mr records, at most 2^24); a QP flush turn (256 send
+ * and 256 receive WQEs, a CQE each); a queue visit's 64 packets, each
+ * answered on a loopback peer by up to 64 READ responses and an ACK; 64
+ * READ responses of 4 KiB and a 64 KiB WQE with its bounce copy; a
+ * persist chunk beyond the budget and the durable writes a phase placed.
+ */
+static const RnicCallWork rnic_item_max = {
+    .wqes = 2 * 256 + 64,
+    .frames = 64 * 66,
+    .entries = (1u << 21) + (1u << 20) + (1u << 24),
+    .dma_bytes = 64 * 66 * 4096 + (128u << 10),
+    .persist_bytes = (256u << 10) + 64 * 66 * 4096,
+};
+
+/* Phases per call: a run is the post-load prompt, admin, queues, Ethernet. */
+static const uint8_t rnic_call_phases[RNIC_CALL_COUNT] = {
+    [RNIC_CALL_REG] = 1,
+    [RNIC_CALL_DOORBELL] = 1,
+    [RNIC_CALL_RUN] = 4,
+    [RNIC_CALL_RECEIVE] = 1,
+    [RNIC_CALL_TIMER] = 1,
+    [RNIC_CALL_LINK] = 1,
+};
+
+static RnicCallWork rnic_call_bounds[RNIC_CALL_COUNT];
+
+const RnicCallWork *rnic_engine_call_bound(RnicCall call)
+{
+    const RnicCallWork *b = &rnic_phase_budget, *m = &rnic_item_max;
+    RnicCallWork *c;
+    uint64_t n;
+
+    if (call >= RNIC_CALL_COUNT) {
+        return NULL;
+    }
+    c = &rnic_call_bounds[call];
+    n = rnic_call_phases[call];
+    c->wqes = n * (b->wqes + m->wqes);
+    c->frames = n * (b->frames + m->frames);
+    c->entries = n * (b->entries + m->entries);
+    c->dma_bytes = n * (b->dma_bytes + m->dma_bytes);
+    c->persist_bytes = n * (b->persist_bytes + m->persist_bytes);
+    return c;
+}
+
+const char *rnic_call_name(RnicCall call)
+{
+    static const char *const names[RNIC_CALL_COUNT] = {
+        [RNIC_CALL_REG] = "register write",
+        [RNIC_CALL_DOORBELL] = "doorbell",
+        [RNIC_CALL_RUN] = "run",
+        [RNIC_CALL_RECEIVE] = "receive",
+        [RNIC_CALL_TIMER] = "timer",
+        [RNIC_CALL_LINK] = "link change",
+    };
+
+    return call < RNIC_CALL_COUNT ? names[call] : "?";
+}
+
+void rnic_call_account(RnicEngine *e)
+{
+    static const char *const figures[] = {
+        "WQEs", "frames", "page-list entries", "DMA bytes", "persisted bytes",
+    };
+    const RnicCallWork *bound = rnic_engine_call_bound(e->call_kind);
+    const RnicCallWork *c = &e->call;
+    RnicCallWork *max = &e->call_max[e->call_kind];
+    const uint64_t v[] = {
+        c->wqes, c->frames, c->entries, c->dma_bytes, c->persist_bytes,
+    };
+    const uint64_t b[] = {
+        bound->wqes, bound->frames, bound->entries, bound->dma_bytes,
+        bound->persist_bytes,
+    };
+    bool over = false;
+    unsigned i;
+
+    G_STATIC_ASSERT(G_N_ELEMENTS(figures) == G_N_ELEMENTS(v));
+    max->wqes = MAX(max->wqes, c->wqes);
+    max->frames = MAX(max->frames, c->frames);
+    max->entries = MAX(max->entries, c->entries);
+    max->dma_bytes = MAX(max->dma_bytes, c->dma_bytes);
+    max->persist_bytes = MAX(max->persist_bytes, c->persist_bytes);
+    for (i = 0; i < G_N_ELEMENTS(v); i++) {
+        if (v[i] > b[i]) {
+            rnic_event(e, ERR_CALL_BOUND, figures[i], e->call_kind, i, v[i],
+                       b[i]);
+            over = true;
+        }
+    }
+    e->call_overruns += over;
+}
+
+void rnic_engine_call_max(const RnicEngine *e, RnicCall call,
+                          RnicCallWork *max)
+{
+    if (call < RNIC_CALL_COUNT) {
+        *max = e->call_max[call];
+    }
+}
+
+uint64_t rnic_engine_call_overruns(const RnicEngine *e)
+{
+    return e->call_overruns;
 }
 
 void rnic_raise_irq(RnicEngine *e, unsigned vector)

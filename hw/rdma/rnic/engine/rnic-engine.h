@@ -233,6 +233,41 @@ void rnic_engine_run(RnicEngine *e);
 /* The deadline given to RnicHostOps.timer_arm has passed. */
 void rnic_engine_timer_expired(RnicEngine *e);
 
+/*
+ * Bounded work per call (docs/spec.md §8, "Work per engine call"). The
+ * engine counts what each call into it does and holds it against the
+ * bound of its kind; a call that does more is an engine bug (a path that
+ * forgot its budget), counted and reported as event UB_CALL_BOUND. The
+ * unit tests and the fuzzers fail on one.
+ */
+typedef enum RnicCall {
+    RNIC_CALL_REG,          /* rnic_engine_reg_write (admin doorbell incl.) */
+    RNIC_CALL_DOORBELL,     /* rnic_engine_doorbell (with its inline work) */
+    RNIC_CALL_RUN,          /* rnic_engine_run: admin run, queues, Ethernet */
+    RNIC_CALL_RECEIVE,      /* rnic_engine_receive: one frame */
+    RNIC_CALL_TIMER,        /* rnic_engine_timer_expired */
+    RNIC_CALL_LINK,         /* rnic_engine_set_link */
+    RNIC_CALL_COUNT
+} RnicCall;
+
+typedef struct RnicCallWork {
+    uint64_t wqes;          /* work requests started, flushed, commands */
+    uint64_t frames;        /* packets and frames sent or received */
+    uint64_t entries;       /* page-list entries read, segments checked,
+                             * STag index probes, CQEs staged */
+    uint64_t dma_bytes;     /* bytes moved to or from guest memory */
+    uint64_t persist_bytes; /* bytes made durable (RnicHostOps.persist) */
+} RnicCallWork;
+
+const char *rnic_call_name(RnicCall call);
+/* The stated bound of one call of kind 'call'. */
+const RnicCallWork *rnic_engine_call_bound(RnicCall call);
+/* The most one call of kind 'call' did, each figure on its own, so far. */
+void rnic_engine_call_max(const RnicEngine *e, RnicCall call,
+                          RnicCallWork *max);
+/* Calls that did more than their bound, so far. */
+uint64_t rnic_engine_call_overruns(const RnicEngine *e);
+
 /* Bytes of host memory the guest's objects hold now (the budget's account). */
 uint64_t rnic_engine_mem_used(const RnicEngine *e);
 /*

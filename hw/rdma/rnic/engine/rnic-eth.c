@@ -168,7 +168,7 @@ void rnic_engine_set_link(RnicEngine *e, bool up)
     RnicEth *eth = &e->eth;
     bool was_up = !eth->link_down;
 
-    rnic_engine_enter(e);
+    rnic_engine_enter(e, RNIC_CALL_LINK);
     eth->link_down = !up;
     rnic_eth_status_link(e);
     if (was_up != up) {
@@ -255,6 +255,7 @@ static void rnic_eth_tx_process(RnicEngine *e)
                 iov.iov_len = RNIC_ETH_MIN_FRAME;
             }
             e->ops->transmit(e->opaque, &iov, 1);
+            rnic_work_frame(e, iov.iov_len);
             rnic_stat_inc(e, RNIC_STAT_ETH_TX_FRAMES);
             e->stats[RNIC_STAT_ETH_TX_BYTES] += flen;
         }
@@ -436,11 +437,23 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
     return true;
 }
 
+static uint64_t rnic_iov_bytes(const struct iovec *iov, int iovcnt)
+{
+    uint64_t n = 0;
+    int i;
+
+    for (i = 0; i < iovcnt; i++) {
+        n += iov[i].iov_len;
+    }
+    return n;
+}
+
 bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt)
 {
     bool taken;
 
-    rnic_engine_enter(e);
+    rnic_engine_enter(e, RNIC_CALL_RECEIVE);
+    rnic_work_frame(e, rnic_iov_bytes(iov, iovcnt));
     taken = rnic_eth_receive(e, iov, iovcnt);
     rnic_engine_leave(e);
     return taken;

@@ -56,6 +56,7 @@ typedef enum RnicEventClass {
     X(SCM_MGMT, TRACE, "mr_index op status")                                  \
     X(ERR_ADMIN, ERR, "opcode cmd_id status")                                 \
     X(ERR_MEM_BUDGET, ERR, "bytes budget_mib used")                           \
+    X(ERR_CALL_BOUND, ERR, "call figure value bound")                         \
     X(ERR_WIRE_TX, ERR, "opcode dest_qp psn count")                           \
     X(ERR_WIRE_RX, ERR, "opcode dest_qp psn vlan count")                      \
     X(ERR_STATE_LOAD, ERR, "")                                                \

@@ -200,13 +200,13 @@ RnicMap *rnic_map_new(RnicEngine *e, const struct rnic_map_seg *in,
         goto fail;
     }
     if (repeat == 1) {
-        e->admin_work += nsegs;
+        rnic_work_entries(e, nsegs);
         if (rnic_map_list_overlaps(map)) {
             *why = "two segments overlap in a member";
             goto fail;
         }
     } else {
-        e->admin_work += nsegs * nsegs / 8;
+        rnic_work_entries(e, nsegs * nsegs / 8);
         for (i = 0; i < nsegs; i++) {
             for (j = i + 1; j < nsegs; j++) {
                 if (rnic_map_pair_overlaps(&map->segs[i], &map->segs[j],

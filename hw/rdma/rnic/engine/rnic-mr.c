@@ -58,12 +58,16 @@ static RnicPbl *rnic_pbl_new(RnicEngine *e, uint32_t npages, uint8_t shift,
     if (!rnic_pbl_fits(e, npages, contiguous)) {
         /*
          * Records of deregistered MRs may still hold their page lists:
-         * compact the log (work of the order of the live MRs) and retry.
+         * compact the log (work of the order of the live MRs) and retry;
+         * not again until the log has grown (it would free nothing), so
+         * a run of refused registrations costs one compaction, not one
+         * each.
          */
-        if (e->reglog->len <= e->mr_count) {
+        if (e->reglog->len <= e->mr_count ||
+            e->reglog->len == e->reglog_compacted_len) {
             return NULL;
         }
-        e->admin_work += e->mr_count;
+        rnic_work_entries(e, e->mr_count);
         rnic_reglog_compact(e, true);
         if (!rnic_pbl_fits(e, npages, contiguous)) {
             return NULL;
@@ -199,7 +203,7 @@ static RnicPbl *rnic_pbl_read(RnicEngine *e, uint64_t addr, uint8_t levels,
         return NULL;
     }
     if (levels > 0) {
-        e->admin_work += npages;    /* the admin run's work budget */
+        rnic_work_entries(e, npages);    /* the phase's work budget */
     }
     if (levels == 0) {
         pbl->pages[0] = addr;
@@ -390,7 +394,7 @@ static uint32_t rnic_mrt_alloc_index(RnicEngine *e, RnicMrTable *t)
         return 0;
     }
     w0 = g_rand_int_range(e->rand, 0, words);
-    e->admin_work += words / 64;
+    rnic_work_entries(e, words / 64);
     for (i = 0; i < words; i++) {
         uint64_t bits = e->mrt_unused[(w0 + i) % words];
 
@@ -553,6 +557,7 @@ static void rnic_reglog_clear(RnicEngine *e)
         rnic_map_unref(e, r->map);
     }
     g_array_set_size(e->reglog, 0);
+    e->reglog_compacted_len = 0;
     rnic_reglog_account(e);
 }
 
@@ -613,6 +618,7 @@ void rnic_reglog_compact(RnicEngine *e, bool force)
     rnic_reglog_clear(e);
     g_array_free(e->reglog, TRUE);
     e->reglog = log;
+    e->reglog_compacted_len = log->len;
     rnic_reglog_account(e);
 }
 

@@ -1079,6 +1079,7 @@ void rnic_qp_flush(RnicEngine *e, RnicQp *qp)
         !rnic_qp_flush_rq(e, qp, &budget)) {
         rnic_qp_work(e, qp, 0);
     }
+    rnic_work_wqes(e, RNIC_FLUSH_BUDGET - budget);
 }
 
 static void rnic_qp_flush_send_queue(RnicEngine *e, RnicQp *qp)
@@ -1088,6 +1089,7 @@ static void rnic_qp_flush_send_queue(RnicEngine *e, RnicQp *qp)
     if (!rnic_qp_flush_sq(e, qp, &budget)) {
         rnic_qp_work(e, qp, 0);
     }
+    rnic_work_wqes(e, RNIC_FLUSH_BUDGET - budget);
 }
 
 void rnic_qp_error(RnicEngine *e, RnicQp *qp)
@@ -1100,6 +1102,7 @@ void rnic_qp_error(RnicEngine *e, RnicQp *qp)
     rnic_qp_flush(e, qp);
     qp->resp.res_pending = 0;
     qp->resp.ack_owed = false;
+    qp->resp.persist_off = qp->resp.persist_end = 0;
     if (qp->srq) {
         rnic_async_event(e, RNIC_EQE_LAST_WQE_REACHED, qp->handle, qp->qpn);
     }
@@ -1165,6 +1168,7 @@ void rnic_qp_process(RnicEngine *e, RnicQp *qp)
         (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD)) {
         uint32_t budget = rnic_req_budget(qp);
 
+        /* a full turn, or the phase's budget spent (rnic_req_process) */
         if (rnic_req_process(e, qp, budget) >= budget) {
             rnic_qp_work(e, qp, RNIC_QPW_SQ);
         }

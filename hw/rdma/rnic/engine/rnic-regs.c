@@ -142,6 +142,7 @@ static void rnic_enable(RnicEngine *e)
     }
     regs->aq_head = regs->aq_tail = 0;
     regs->acq_head = regs->acq_tail = 0;
+    e->scm.cmd_active = false;  /* no SCM_PERSIST goes on */
     regs->dev_status |= RNIC_STATUS_READY;
 }
 
@@ -156,6 +157,7 @@ static void rnic_disable(RnicEngine *e)
     regs->fatal_code = RNIC_FATAL_NONE;
     regs->aq_head = regs->aq_tail = 0;
     regs->acq_head = regs->acq_tail = 0;
+    e->scm.cmd_active = false;  /* no SCM_PERSIST goes on */
 }
 
 static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
@@ -231,6 +233,9 @@ void rnic_engine_leave(RnicEngine *e)
     if (e->depth == 1 && e->scm.npending) {
         rnic_scm_persist_pending(e);   /* durable writes: not past the call */
     }
+    if (e->depth == 1) {
+        rnic_call_account(e);
+    }
     if (--e->depth == 0 && e->ctrl_deferred) {
         e->ctrl_deferred = false;
         rnic_ctrl_write(e, e->ctrl_value);
@@ -300,7 +305,7 @@ RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
     if (offset == RNIC_REG_DEV_CTRL) {
         return rnic_ctrl_write(e, value);   /* deferred when nested */
     }
-    rnic_engine_enter(e);
+    rnic_engine_enter(e, RNIC_CALL_REG);
     result = rnic_reg_write(e, offset, value);
     rnic_engine_leave(e);
     return result;

@@ -721,6 +721,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     }
     qp->sq_hi = index + 1;
     rnic_stat_inc(e, RNIC_STAT_WQES);
+    rnic_work_wqes(e, 1);
     rnic_event(e, WQE_START, NULL, qp->qpn, index, wqe->hdr.opcode,
                wqe->length);
     if (rnic_wr_is_local(wqe->hdr.opcode)) {
@@ -779,9 +780,21 @@ static bool rnic_req_window_full(RnicQp *qp, uint32_t psn)
     return rnic_psn_diff(psn, base) >= RNIC_MAX_UNACKED;
 }
 
+/*
+ * WQEs one turn of a QP starts at most, local ones (fast-register,
+ * invalidate, bind) included: they send nothing, and without this a full
+ * queue of them ran to its end in one turn.
+ */
+#define RNIC_REQ_TURN_WQES 64
+
+/*
+ * Transmit up to 'budget' packets; returns packets sent, or 'budget' when
+ * the QP stopped with WQEs left (the turn's or the phase's budget spent:
+ * the caller queues it again).
+ */
 uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
 {
-    uint32_t sent = 0;
+    uint32_t sent = 0, started = 0;
 
     while (sent < budget && !qp->rnr_wait &&
            (qp->state == RNIC_QPS_RTS || qp->state == RNIC_QPS_SQD)) {
@@ -801,6 +814,10 @@ uint32_t rnic_req_process(RnicEngine *e, RnicQp *qp, uint32_t budget)
             if (qp->state == RNIC_QPS_SQD) {
                 break;
             }
+            if (started == RNIC_REQ_TURN_WQES || rnic_work_spent(e)) {
+                return budget;      /* the rest in another turn */
+            }
+            started++;
             ret = rnic_req_start(e, qp, index);
             if (ret == RNIC_START_STOP) {
                 break;

@@ -82,6 +82,15 @@ static void rnic_resp_send_aeth(RnicEngine *e, RnicQp *qp, uint32_t psn,
 }
 
 /*
+ * Responses still to send or a persist still to do before them: an ACK or
+ * NAK waits (owed) until neither is left.
+ */
+static bool rnic_resp_busy(const RnicResp *resp)
+{
+    return resp->res_pending || resp->persist_off != resp->persist_end;
+}
+
+/*
  * The ACK owed once no response is pending: at the end of a receive batch
  * (rnic_resp_stream), and before a READ or atomic response is queued, so
  * that acknowledgements leave in PSN order.
@@ -90,7 +99,7 @@ static void rnic_resp_flush_owed_ack(RnicEngine *e, RnicQp *qp)
 {
     RnicResp *resp = &qp->resp;
 
-    if (resp->ack_owed && !resp->res_pending) {
+    if (resp->ack_owed && !rnic_resp_busy(resp)) {
         resp->ack_owed = false;
         rnic_resp_send_aeth(e, qp, resp->ack_psn, resp->ack_syndrome);
     }
@@ -103,6 +112,11 @@ static uint32_t rnic_resp_stream(RnicEngine *e, RnicQp *qp, uint32_t budget)
     uint32_t pmtu = rnic_qp_pmtu(qp);
     uint32_t sent = 0;
 
+    /* what a FLUSH, DURABLE READ or MGMT request persists goes first */
+    if (!rnic_scm_persist_step(e, qp)) {
+        rnic_qp_work(e, qp, RNIC_QPW_RESP);     /* the rest next run */
+        return 0;
+    }
     while (resp->res_pending && sent < budget) {
         RnicRespRes *res = &resp->res[resp->res_send % resp->nres];
         RNIC_UNINIT RnicDmaSeg segs[RNIC_PKT_MAX_SEGS];
@@ -207,14 +221,14 @@ static void rnic_resp_ack(RnicEngine *e, RnicQp *qp, uint32_t psn, bool now)
      * replaces it (a duplicate's ACK may be older than the one owed)
      */
     if (resp->ack_owed && rnic_psn_diff(psn, resp->ack_psn) < 0) {
-        if (now && !resp->res_pending) {
+        if (now && !rnic_resp_busy(resp)) {
             resp->ack_owed = false;
             rnic_resp_send_aeth(e, qp, resp->ack_psn, resp->ack_syndrome);
         }
         return;
     }
-    if (resp->res_pending || !now) {
-        if (!resp->res_pending && !resp->ack_owed) {
+    if (rnic_resp_busy(resp) || !now) {
+        if (!rnic_resp_busy(resp) && !resp->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
         }
         resp->ack_owed = true;
@@ -254,7 +268,7 @@ static void rnic_resp_nak(RnicEngine *e, RnicQp *qp, uint32_t psn,
 {
     RnicResp *resp = &qp->resp;
 
-    if (resp->res_pending) {
+    if (rnic_resp_busy(resp)) {
         if (!resp->ack_owed) {
             rnic_qp_work(e, qp, RNIC_QPW_RESP);
         }
@@ -284,6 +298,7 @@ static void rnic_resp_nak_fatal(RnicEngine *e, RnicQp *qp, uint32_t psn,
     resp->res_pending = 0;
     resp->res_send = resp->res_head;
     resp->ack_owed = false;
+    resp->persist_off = resp->persist_end = 0;
     rnic_resp_send_aeth(e, qp, psn, syndrome);
 }
 
@@ -591,7 +606,7 @@ static void rnic_resp_write(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt,
             return;
         }
         if (rnic_scm_is_mgmt(mr, resp->w_rkey)) {
-            placed = rnic_scm_mgmt(e, mr, &pkt->payload);
+            placed = rnic_scm_mgmt(e, qp, mr, &pkt->payload);
         } else {
             placed = !rnic_mr_place(e, mr, va, &pkt->payload, 0, len);
             rnic_scm_written(e, mr, resp->w_rkey, va, len);
@@ -715,7 +730,7 @@ static void rnic_resp_read(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
         if (!mr) {
             return;
         }
-        rnic_scm_before_read(e, mr, pkt->reth.rkey, pkt->reth.va, len);
+        rnic_scm_before_read(e, qp, mr, pkt->reth.rkey, pkt->reth.va, len);
     }
     rnic_resp_flush_owed_ack(e, qp);
     res = rnic_resp_res_new(resp);
@@ -867,9 +882,9 @@ static void rnic_resp_flush(RnicEngine *e, RnicQp *qp, const RnicPacket *pkt)
     rnic_event(e, FLUSH, NULL, qp->qpn, pkt->psn, f->plt, f->sel, len);
     if (f->plt & RNIC_FLUSH_PERSISTENT) {
         if (f->sel == RNIC_FLUSH_MR) {
-            rnic_scm_persist(e, mr, mr->iova, mr->length);
+            rnic_scm_persist(e, qp, mr, mr->iova, mr->length);
         } else {
-            rnic_scm_persist(e, mr, pkt->reth.va, len);
+            rnic_scm_persist(e, qp, mr, pkt->reth.va, len);
         }
     }
     rnic_resp_answer_empty(e, qp, pkt, RNIC_RES_FLUSH);

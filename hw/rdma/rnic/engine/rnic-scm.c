@@ -21,7 +21,11 @@
  * Persistence goes through RnicHostOps.persist, batched: what durable
  * writes leave to persist is collected (a few ranges, merged) and
  * persisted before the next responder packet (ACK, NAK, response) leaves
- * and at the end of every engine call.
+ * and at the end of every engine call. What a single request asks to
+ * persist (FLUSH, a DURABLE READ, a MGMT request: up to the whole window)
+ * and SCM_PERSIST are done in chunks of at most RNIC_SCM_CHUNK, as many
+ * per engine call as its budget allows (rnic_work_spent), the answer
+ * leaving after the last one.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -32,6 +36,8 @@
 #define RNIC_SCM_PAGE_SHIFT 12
 /* a ZERO management request clears at most this much (bounded work) */
 #define RNIC_SCM_ZERO_MAX   (1u << 20)
+/* one host persist call at most (the phase's budget allows a few) */
+#define RNIC_SCM_CHUNK      (256u << 10)
 
 static uint64_t rnic_scm_size(const RnicEngine *e)
 {
@@ -236,9 +242,26 @@ static void rnic_scm_persist_off(RnicEngine *e, uint64_t off, uint64_t len)
         return;
     }
     rnic_event(e, SCM_PERSIST, NULL, off, len);
+    rnic_work_persist(e, len);
     e->ops->persist(e->opaque, off, len);
     e->scm.persists++;
     e->scm.persisted_bytes += len;
+}
+
+/*
+ * Persist the next chunks of [*off, end), as much as the phase's budget
+ * allows (one chunk at least); true when all of it is durable.
+ */
+static bool rnic_scm_persist_chunks(RnicEngine *e, uint64_t *off,
+                                    uint64_t end)
+{
+    do {
+        uint64_t n = MIN(end - *off, RNIC_SCM_CHUNK);
+
+        rnic_scm_persist_off(e, *off, n);
+        *off += n;
+    } while (*off < end && !rnic_work_spent(e));
+    return *off >= end;
 }
 
 void rnic_scm_persist_pending(RnicEngine *e)
@@ -278,6 +301,13 @@ static void rnic_scm_defer(RnicEngine *e, uint64_t off, uint64_t len)
     s->npending++;
 }
 
+/* The region's own account of what was persisted through it. */
+static void rnic_scm_count(RnicMr *mr, uint64_t len)
+{
+    mr->scm_persists++;
+    mr->scm_persisted_bytes += len;
+}
+
 void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,
                       uint64_t va, uint64_t len)
 {
@@ -285,31 +315,74 @@ void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,
     if (len && mr && mr->kind == RNIC_MR_KIND_SCM &&
         rnic_stag_sem(stag) == RNIC_SCM_SEM_DURABLE) {
         rnic_scm_defer(e, rnic_scm_off(mr, va), len);
+        rnic_scm_count((RnicMr *)mr, len);
     }
 }
 
-void rnic_scm_persist(RnicEngine *e, const RnicMr *mr, uint64_t va,
+void rnic_scm_persist(RnicEngine *e, RnicQp *qp, RnicMr *mr, uint64_t va,
                       uint64_t len)
 {
-    if (mr->kind == RNIC_MR_KIND_SCM && e->cfg.scm_persistent) {
-        rnic_scm_persist_off(e, rnic_scm_off(mr, va), len);
+    RnicResp *resp = &qp->resp;
+    uint64_t off;
+
+    if (mr->kind != RNIC_MR_KIND_SCM || !e->cfg.scm_persistent || !len) {
+        return;
     }
+    off = rnic_scm_off(mr, va);
+    rnic_scm_count(mr, len);
+    /*
+     * one range per QP: a second one widens it to cover both (persisting
+     * more than asked is harmless; the window bounds it)
+     */
+    if (resp->persist_off == resp->persist_end) {
+        resp->persist_off = off;
+        resp->persist_end = off + len;
+    } else {
+        resp->persist_off = MIN(resp->persist_off, off);
+        resp->persist_end = MAX(resp->persist_end, off + len);
+    }
+    rnic_qp_work(e, qp, RNIC_QPW_RESP);     /* rnic_scm_persist_step */
 }
 
-void rnic_scm_before_read(RnicEngine *e, const RnicMr *mr, uint32_t stag,
-                          uint64_t va, uint64_t len)
+bool rnic_scm_persist_step(RnicEngine *e, RnicQp *qp)
+{
+    RnicResp *resp = &qp->resp;
+
+    if (resp->persist_off == resp->persist_end) {
+        return true;
+    }
+    if (rnic_work_spent(e) ||
+        !rnic_scm_persist_chunks(e, &resp->persist_off, resp->persist_end)) {
+        return false;
+    }
+    resp->persist_off = resp->persist_end = 0;
+    return true;
+}
+
+void rnic_scm_persist_all(RnicEngine *e, RnicQp *qp)
+{
+    RnicResp *resp = &qp->resp;
+
+    rnic_scm_persist_off(e, resp->persist_off,
+                         resp->persist_end - resp->persist_off);
+    resp->persist_off = resp->persist_end = 0;
+}
+
+void rnic_scm_before_read(RnicEngine *e, RnicQp *qp, RnicMr *mr,
+                          uint32_t stag, uint64_t va, uint64_t len)
 {
     if (mr->kind == RNIC_MR_KIND_SCM &&
         rnic_stag_sem(stag) == RNIC_SCM_SEM_DURABLE) {
-        rnic_scm_persist(e, mr, va, len);
+        rnic_scm_persist(e, qp, mr, va, len);
     }
 }
 
 /*
  * SCM_PERSIST (kernel only): [offset, offset + length) of the window made
  * durable, stores of the guest's CPUs through BAR4 included: the driver's
- * flush of the window as an nvdimm region. One host persist, like a FLUSH
- * of a whole region.
+ * flush of the window as an nvdimm region. In chunks: a range longer than
+ * the admin run's budget stays at the queue head and goes on in the next
+ * run (res->again), completed when all of it is durable.
  */
 void rnic_cmd_scm_persist(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                           RnicAdminResult *res)
@@ -317,6 +390,8 @@ void rnic_cmd_scm_persist(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     uint64_t off = GUINT64_FROM_LE(cmd->scm.offset);
     uint64_t len = GUINT64_FROM_LE(cmd->scm.length);
     uint64_t size = rnic_scm_size(e);
+    RnicScm *s = &e->scm;
+    uint64_t at;
 
     if (!rnic_admin_check_uctx(e, cmd, res, true)) {
         return;
@@ -333,14 +408,29 @@ void rnic_cmd_scm_persist(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         " outside the window of %#" PRIx64, off, len, size);
         return;
     }
-    rnic_scm_persist_off(e, off, len);
+    /* the same command as last run (not rewritten meanwhile): go on */
+    if (!s->cmd_active || s->cmd_index != e->regs.aq_head ||
+        s->cmd_off != off || s->cmd_len != len) {
+        s->cmd_active = true;
+        s->cmd_index = e->regs.aq_head;
+        s->cmd_off = off;
+        s->cmd_len = len;
+        s->cmd_done = 0;
+    }
+    at = off + s->cmd_done;
+    if (len && !rnic_scm_persist_chunks(e, &at, off + len)) {
+        s->cmd_done = at - off;
+        res->again = true;
+        return;
+    }
+    s->cmd_active = false;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Management requests                                                    */
 /* ---------------------------------------------------------------------- */
 
-static uint32_t rnic_scm_mgmt_run(RnicEngine *e, RnicMr *mr,
+static uint32_t rnic_scm_mgmt_run(RnicEngine *e, RnicQp *qp, RnicMr *mr,
                                   const struct rnic_scm_mgmt *m)
 {
     uint64_t off = GUINT64_FROM_LE(m->offset);
@@ -371,11 +461,13 @@ static uint32_t rnic_scm_mgmt_run(RnicEngine *e, RnicMr *mr,
         return op == RNIC_SCM_MGMT_ZERO ? RNIC_SCM_ST_OK :
                RNIC_SCM_ST_NOT_PERSISTENT;
     }
-    rnic_scm_persist(e, mr, mr->iova + off, len);
+    /* durable before the WRITE's ACK and any later response leave */
+    rnic_scm_persist(e, qp, mr, mr->iova + off, len);
     return RNIC_SCM_ST_OK;
 }
 
-bool rnic_scm_mgmt(RnicEngine *e, RnicMr *mr, const RnicPayload *pl)
+bool rnic_scm_mgmt(RnicEngine *e, RnicQp *qp, RnicMr *mr,
+                   const RnicPayload *pl)
 {
     struct rnic_scm_mgmt m;
     struct rnic_scm_status *st;
@@ -400,12 +492,13 @@ bool rnic_scm_mgmt(RnicEngine *e, RnicMr *mr, const RnicPayload *pl)
             at += n;
         }
     }
-    st->status = GUINT32_TO_LE(rnic_scm_mgmt_run(e, mr, &m));
+    st->status = GUINT32_TO_LE(rnic_scm_mgmt_run(e, qp, mr, &m));
     st->op = m.op;
     st->cookie = m.cookie;
     st->region_length = GUINT64_TO_LE(mr->length);
-    st->persists = GUINT64_TO_LE(e->scm.persists);
-    st->persisted_bytes = GUINT64_TO_LE(e->scm.persisted_bytes);
+    /* this region's, not the device's: other regions are not its reader's */
+    st->persists = GUINT64_TO_LE(mr->scm_persists);
+    st->persisted_bytes = GUINT64_TO_LE(mr->scm_persisted_bytes);
     st->persistent = GUINT32_TO_LE(e->cfg.scm_persistent);
     rnic_event(e, SCM_MGMT, NULL, RNIC_STAG_INDEX(mr->stag),
                GUINT32_FROM_LE(m.op), GUINT32_FROM_LE(st->status));

@@ -158,7 +158,7 @@ static bool rnic_srq_resize(RnicEngine *e, RnicSrq *srq,
                         nmask + 1);
         return false;
     }
-    e->admin_work += (uint64_t)posted * stride / 8;
+    rnic_work_entries(e, (uint64_t)posted * stride / 8);
     for (i = srq->cons; i != srq->prod; i++) {
         if (rnic_dma_copy(e, ring + (uint64_t)(i & nmask) * stride,
                           srq->ring + (uint64_t)(i & omask) * stride,

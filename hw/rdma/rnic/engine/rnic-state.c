@@ -183,8 +183,18 @@ static const RnicSection *rnic_section_find(uint16_t tag)
 void rnic_engine_save(RnicEngine *e, GByteArray *out)
 {
     RnicImageWriter w = { .out = out };
+    RnicQp *qp;
+    uint32_t h;
     size_t i;
 
+    /*
+     * what responders still had to persist (rnic_scm_persist_step) is made
+     * durable now: the image has no persist range, the answers follow on
+     * the destination
+     */
+    RNIC_TABLE_FOREACH(&e->qps, h, qp) {
+        rnic_scm_persist_all(e, qp);
+    }
     rnic_image_put_u32(&w, RNIC_IMAGE_MAGIC);
     rnic_image_put_u32(&w, RNIC_IMAGE_VERSION);
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {

@@ -126,6 +126,7 @@ void rnic_xmit(RnicEngine *e, RnicQp *qp, RnicPacket *pkt)
     rnic_event(e, PKT_TX, NULL, qp->qpn, pkt->dest_qp, pkt->opcode, pkt->psn,
                pkt->payload.len);
     rnic_qp_stat_inc(e, qp, RNIC_STAT_SENT_PKTS);
+    rnic_work_frame(e, pkt->payload.len);
     if (rnic_qpt_connected(qp->type)) {
         /* the connected peer, cached until a QP or GID changes */
         if (qp->peer_gen != e->qp_gen) {
@@ -223,19 +224,29 @@ void rnic_qp_timer_cancel(RnicEngine *e, RnicQp *qp)
     rnic_list_del(&qp->timer_link);
 }
 
+/*
+ * QPs whose timer is handled per call at most (each may time out and
+ * flush a turn of its queues); the others are due still and the timer,
+ * re-armed at the earliest deadline, fires again at once.
+ */
+#define RNIC_TIMER_BATCH 64
+
 void rnic_engine_timer_expired(RnicEngine *e)
 {
     uint64_t now = e->ops->clock_ns(e->opaque);
     RnicLink due, *l, *next;
+    uint32_t n = 0;
 
-    rnic_engine_enter(e);
+    rnic_engine_enter(e, RNIC_CALL_TIMER);
     e->timer_armed = UINT64_MAX;
     rnic_list_init(&due);
-    for (l = e->timers.next; l != &e->timers; l = next) {
+    for (l = e->timers.next; l != &e->timers && n < RNIC_TIMER_BATCH;
+         l = next) {
         RnicQp *qp = rnic_container_of(l, RnicQp, timer_link);
 
         next = l->next;
         if (qp->timer_deadline <= now) {
+            n++;
             rnic_list_del(l);
             rnic_list_add_tail(&due, l);
         }

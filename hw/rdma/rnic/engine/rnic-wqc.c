@@ -105,16 +105,21 @@ struct RnicWqc {
 };
 
 /* Off: every table is freed (their bytes back to the budget). */
-void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
+void rnic_wqc_reclaim(RnicEngine *e)
 {
     uint32_t i;
     RnicQp *qp;
 
+    RNIC_TABLE_FOREACH(&e->qps, i, qp) {
+        rnic_wqc_free(e, qp);
+    }
+}
+
+void rnic_engine_set_wqe_cache(RnicEngine *e, bool on)
+{
     e->wqc_on = on;
     if (!on) {
-        RNIC_TABLE_FOREACH(&e->qps, i, qp) {
-            rnic_wqc_free(e, qp);
-        }
+        rnic_wqc_reclaim(e);
     }
 }
 
