@@ -574,7 +574,7 @@ static RnicCallWork call_max(TestHost *h, RnicCall call)
 #define FR_PAGES        32768           /* RNIC_MR_MAX_FAST_REG_PAGES */
 #define PHASE_ENTRIES   (1u << 18)      /* rnic_phase_budget.entries */
 #define PHASE_PERSIST   (1u << 20)      /* rnic_phase_budget.persist_bytes */
-#define SCM_CHUNK       (256u << 10)    /* RNIC_SCM_CHUNK */
+#define SCM_CHUNK       (1u << 20)      /* RNIC_SCM_CHUNK */
 
 /*
  * Local work requests are charged (issue 40, G1): a send queue full of

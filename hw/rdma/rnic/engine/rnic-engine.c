@@ -266,7 +266,7 @@ static const RnicCallWork rnic_item_max = {
     .frames = 64 * 66,
     .entries = (1u << 21) + (1u << 20) + (1u << 24),
     .dma_bytes = 64 * 66 * 4096 + (128u << 10),
-    .persist_bytes = (256u << 10) + 64 * 66 * 4096,
+    .persist_bytes = (1u << 20) + 64 * 66 * 4096,
 };
 
 /* Phases per call: a run is the post-load prompt, admin, queues, Ethernet. */

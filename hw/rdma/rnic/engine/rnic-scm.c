@@ -36,8 +36,9 @@
 #define RNIC_SCM_PAGE_SHIFT 12
 /* a ZERO management request clears at most this much (bounded work) */
 #define RNIC_SCM_ZERO_MAX   (1u << 20)
-/* one host persist call at most (the phase's budget allows a few) */
-#define RNIC_SCM_CHUNK      (256u << 10)
+/* one host persist call at most: as much as a phase's budget (about 10 ms
+ * of msync of a file-backed window, most of it the sync itself) */
+#define RNIC_SCM_CHUNK      (1u << 20)
 
 static uint64_t rnic_scm_size(const RnicEngine *e)
 {
