@@ -707,6 +707,38 @@ static void test_budget_full(TvFixture *f, gconstpointer cfg)
     g_assert_cmpuint(tv_stat(h, RNIC_STAT_WQC_HITS) - h0, ==, 1);
 }
 
+/*
+ * Caches give way to the guest's objects: a charge that needs the room a
+ * table holds frees the tables first and succeeds (as it would with the
+ * cache off), and the QP makes a new table once there is room again.
+ */
+static void test_budget_gives_way(TvFixture *f, gconstpointer cfg)
+{
+    TvPair *p = f->p;
+    TestHost *h = p->d;
+    RnicEngine *e = h->engine;
+    uint64_t budget = (uint64_t)rnic_engine_config(e)->mem_budget_mib << 20;
+    struct rnic_sq_wqe w = write_wqe(30, p->bufb, p->mrb);
+    struct rnic_sge s[2];
+    uint64_t room;
+
+    rnic_engine_set_wqe_cache(e, true);
+    two_sges(s, p->bufa, p->mra);
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 30, RNIC_WC_SUCCESS);
+    g_assert_nonnull(rnic_qp_lookup(e, p->a->handle)->wqc);
+    g_assert_cmpuint(e->wqc_bytes, >, 0);
+    room = budget - mem_used(h);
+    g_assert_true(rnic_mem_charge(e, room + 1));
+    g_assert_null(rnic_qp_lookup(e, p->a->handle)->wqc);
+    g_assert_cmpuint(e->wqc_bytes, ==, 0);
+    rnic_mem_release(e, room + 1);
+    w.wr_id = 31;
+    tv_post_send(h, p->a, &w, s, NULL);
+    tv_expect_status(h, p->cqa, 31, RNIC_WC_SUCCESS);
+    g_assert_nonnull(rnic_qp_lookup(e, p->a->handle)->wqc);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -728,5 +760,7 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/wqc/unrelated-change", NULL, test_unrelated);
     tv_test_add_pair("/rnic/wqc/budget-charged", NULL, test_budget_charged);
     tv_test_add_pair("/rnic/wqc/budget-full", NULL, test_budget_full);
+    tv_test_add_pair("/rnic/wqc/budget-gives-way", NULL,
+                     test_budget_gives_way);
     return g_test_run();
 }
