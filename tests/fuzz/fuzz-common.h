@@ -9,6 +9,16 @@
  * names a directory), or into $RNIC_FUZZ_SEEDS when that is set; an empty
  * $RNIC_FUZZ_SEEDS writes none. File names are the SHA-1 of the contents,
  * as libFuzzer names the inputs it keeps.
+ *
+ * Targets that drive an engine (rnic-engine.h included before this file)
+ * also get the check of the per-call work bound (docs/spec.md §8):
+ * fuzz_calls_check() after every step aborts when a call into the engine
+ * did more than its kind's bound (rnic_engine_call_overruns), naming the
+ * call kind, the figure, its value and the bound; fuzz_calls_note() after
+ * every input (and before an engine is freed) keeps the largest figure
+ * each kind of call reached in this process, printed as a table to stderr
+ * at exit, on SIGINT/SIGTERM and every FUZZ_CALLS_EVERY inputs
+ * (fuzz_calls_init(), from LLVMFuzzerInitialize).
  */
 #ifndef RNIC_FUZZ_COMMON_H
 #define RNIC_FUZZ_COMMON_H
@@ -140,5 +150,139 @@ static inline void fuzz_seeds(int argc, char **argv,
         write_seeds(dir);
     }
 }
+
+#ifdef RNIC_ENGINE_H
+#include <signal.h>
+#include <unistd.h>
+
+#define FUZZ_CALLS_EVERY    1000000     /* inputs between two tables */
+
+static const char *const fuzz_call_figures[] = {
+    "WQEs", "frames", "entries", "DMA bytes", "persisted bytes",
+};
+
+static inline void fuzz_call_figs(const RnicCallWork *w, uint64_t v[5])
+{
+    v[0] = w->wqes;
+    v[1] = w->frames;
+    v[2] = w->entries;
+    v[3] = w->dma_bytes;
+    v[4] = w->persist_bytes;
+}
+
+/* The largest figure per call kind over the process, and its inputs. */
+static RnicCallWork fuzz_calls_seen[RNIC_CALL_COUNT];
+static uint64_t fuzz_calls_inputs;
+static const char *fuzz_calls_target = "?";
+
+static inline void fuzz_calls_table(const char *why)
+{
+    unsigned c, i;
+
+    fprintf(stderr, "%s: work per engine call, the most one call did in "
+            "%" G_GUINT64_FORMAT " inputs (%s), against the bound:\n",
+            fuzz_calls_target, fuzz_calls_inputs, why);
+    fprintf(stderr, "  %-15s %-16s %14s %14s\n", "call", "figure", "max",
+            "bound");
+    for (c = 0; c < RNIC_CALL_COUNT; c++) {
+        uint64_t v[5], b[5];
+
+        fuzz_call_figs(&fuzz_calls_seen[c], v);
+        fuzz_call_figs(rnic_engine_call_bound(c), b);
+        for (i = 0; i < 5; i++) {
+            fprintf(stderr, "  %-15s %-16s %14" G_GUINT64_FORMAT
+                    " %14" G_GUINT64_FORMAT "%s\n", rnic_call_name(c),
+                    fuzz_call_figures[i], v[i], b[i],
+                    v[i] > b[i] ? "  OVER" : "");
+        }
+    }
+}
+
+static inline void fuzz_calls_at_exit(void)
+{
+    fuzz_calls_table("at exit");
+}
+
+static inline void fuzz_calls_on_signal(int sig)
+{
+    /* not async-signal-safe, but the process ends here */
+    fuzz_calls_table(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    _exit(128 + sig);
+}
+
+/*
+ * From LLVMFuzzerInitialize: the table at exit and on SIGINT/SIGTERM
+ * (libFuzzer keeps a handler it finds installed; it would _Exit on these
+ * without running atexit handlers).
+ */
+static inline void fuzz_calls_init(const char *target)
+{
+    fuzz_calls_target = target;
+    atexit(fuzz_calls_at_exit);
+    signal(SIGINT, fuzz_calls_on_signal);
+    signal(SIGTERM, fuzz_calls_on_signal);
+}
+
+/* Keep the largest figures engine 'e' has seen so far. */
+static inline void fuzz_calls_note(const RnicEngine *e)
+{
+    unsigned c;
+
+    for (c = 0; c < RNIC_CALL_COUNT; c++) {
+        RnicCallWork m, *s = &fuzz_calls_seen[c];
+
+        rnic_engine_call_max(e, c, &m);
+        s->wqes = MAX(s->wqes, m.wqes);
+        s->frames = MAX(s->frames, m.frames);
+        s->entries = MAX(s->entries, m.entries);
+        s->dma_bytes = MAX(s->dma_bytes, m.dma_bytes);
+        s->persist_bytes = MAX(s->persist_bytes, m.persist_bytes);
+    }
+}
+
+/* After every input: its maxima noted, the table every so often. */
+static inline void fuzz_calls_input_done(const RnicEngine *e)
+{
+    fuzz_calls_note(e);
+    if (++fuzz_calls_inputs % FUZZ_CALLS_EVERY == 0) {
+        fuzz_calls_table("so far");
+    }
+}
+
+/*
+ * After every step: abort when a call did more than its bound. The
+ * figures over their bound are named from the engine's maxima (which
+ * hold the overrunning call's values: a later call may only raise them).
+ */
+static inline void fuzz_calls_check(const RnicEngine *e, const char *where)
+{
+    unsigned c, i;
+
+    if (!rnic_engine_call_overruns(e)) {
+        return;
+    }
+    for (c = 0; c < RNIC_CALL_COUNT; c++) {
+        uint64_t v[5], b[5];
+        RnicCallWork m;
+
+        rnic_engine_call_max(e, c, &m);
+        fuzz_call_figs(&m, v);
+        fuzz_call_figs(rnic_engine_call_bound(c), b);
+        for (i = 0; i < 5; i++) {
+            if (v[i] > b[i]) {
+                fprintf(stderr, "call bound exceeded (%s): a %s call did "
+                        "%" G_GUINT64_FORMAT " %s, its bound is %"
+                        G_GUINT64_FORMAT "\n", where, rnic_call_name(c),
+                        v[i], fuzz_call_figures[i], b[i]);
+            }
+        }
+    }
+    fprintf(stderr, "call bound exceeded (%s): %" G_GUINT64_FORMAT
+            " call(s) over their bound\n", where,
+            rnic_engine_call_overruns(e));
+    fuzz_calls_note(e);
+    abort();
+}
+#endif /* RNIC_ENGINE_H */
 
 #endif /* RNIC_FUZZ_COMMON_H */

@@ -15,12 +15,20 @@
  *    its guard page, so the device has no reason ever to write a guard:
  *    a dma_write there aborts, dma_map stops short of it, and the
  *    canaries are checked after every step that wrote guest memory;
- *  - every engine entry point is counted against its bound: an admin run
+ *  - every engine entry point is held against the bound the engine states
+ *    for its kind (rnic_engine_call_bound, docs/spec.md §8: WQEs, frames,
+ *    page-list entries, DMA bytes, persisted bytes): after every step the
+ *    program aborts when rnic_engine_call_overruns() is not zero, naming
+ *    the call kind, the figure, its value and the bound (fuzz-common.h);
+ *    the largest figure of each kind over the process is printed at exit
+ *    (and every million inputs, and on SIGINT/SIGTERM);
+ *  - and, counted by this host on its side as well: an admin run
  *    completes at most 64 commands and reads at most 2 * 8 MiB + 64 * 64
  *    bytes (plus what the packets it sends read), a receive call sends at
  *    most 64 frames, a run or a timer call at most 256 * 64 + 1;
- *  - a memory window of WIN_SIZE (regions of kind SCM, persistence): an
- *    access or a persist outside it aborts;
+ *  - a memory window of WIN_SIZE (2 MiB: a whole-window persist takes
+ *    several of the engine's 256 KiB chunks; regions of kind SCM,
+ *    persistence): an access or a persist outside it aborts;
  *  - it re-enters the engine from its callbacks as a guest can: an MSI
  *    whose address is BAR0 (a DEV_CTRL write of RESET or 0, or a doorbell),
  *    and DMA into a window that is BAR0 (rings may be placed there).
@@ -39,15 +47,16 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
-#include "fuzz-common.h"
 #include "rnic-engine-int.h"
+#include "fuzz-common.h"
 #include "rnic-roce.h"
 
 #define UNIT        (32 * 1024)
 #define PAGE        4096
 #define UNITS       49
 #define RAM_SIZE    ((uint64_t)UNITS * UNIT)
-#define WIN_SIZE    (16 * PAGE)
+#define WIN_PAGES   512
+#define WIN_SIZE    (WIN_PAGES * PAGE)
 #define USABLE      (UNIT - PAGE)       /* bytes before the guard page */
 #define CANARY      0xa5
 #define MMIO_BASE   0x40000000ull       /* DMA here is BAR0 */
@@ -73,6 +82,10 @@
 #define MAX_FRAME_BYTES     RNIC_ETH_MAX_FRAME
 
 #define NH          8                   /* handles kept per kind */
+/* a long fast-reg page list: one page-list unit of entries */
+#define LONG_PAGES  (USABLE / 8)
+/* a mapped registration's table in a data unit: at most 16 KiB of it */
+#define MAP_SEGS    ((4 * PAGE) / (uint32_t)sizeof(struct rnic_map_seg))
 
 enum { K_CTX, K_UCTX, K_PD, K_EQ, K_CQ, K_SRQ, K_QP, K_MR, K_KINDS };
 
@@ -99,6 +112,7 @@ typedef struct Host {
     RnicEngine *e;
     uint8_t *ram;
     uint8_t *win;                       /* the memory window */
+    uint64_t win_lo, win_hi;            /* its bytes written since clear */
     uint64_t persists;
     Obj objs[K_KINDS][NH];
     Pending pending[1u << AQ_LOG2];
@@ -165,6 +179,31 @@ static uint8_t *win_at(uint64_t addr, uint64_t len)
     return H.win + off;
 }
 
+/* The same for a write: the window's written range grows. */
+static uint8_t *win_write_at(uint64_t addr, uint64_t len)
+{
+    uint8_t *p = win_at(addr, len);
+    uint64_t off = addr - RNIC_SCM_DMA_BASE;
+
+    if (len) {
+        H.win_lo = MIN(H.win_lo, off);
+        H.win_hi = MAX(H.win_hi, off + len);
+    }
+    return p;
+}
+
+#ifdef FUZZ_WQC_DIFF
+/* The window zero again (only what was written since the last time). */
+static void win_clear(void)
+{
+    if (H.win_lo < H.win_hi) {
+        memset(H.win + H.win_lo, 0, H.win_hi - H.win_lo);
+    }
+    H.win_lo = WIN_SIZE;
+    H.win_hi = 0;
+}
+#endif
+
 static void h_persist(void *opaque, uint64_t off, uint64_t len)
 {
     win_at(RNIC_SCM_DMA_BASE + off, len);
@@ -209,7 +248,7 @@ static int h_dma_write(void *opaque, uint64_t addr, const void *buf,
         return 0;
     }
     if (addr >= RNIC_SCM_DMA_BASE) {
-        memcpy(win_at(addr, len), buf, len);
+        memcpy(win_write_at(addr, len), buf, len);
         return 0;
     }
     if (addr > RAM_SIZE || len > RAM_SIZE - addr) {
@@ -228,7 +267,7 @@ static void *h_dma_map(void *opaque, uint64_t addr, uint64_t *len,
 
     if (addr >= RNIC_SCM_DMA_BASE) {
         *len = MIN(*len, RNIC_SCM_DMA_BASE + WIN_SIZE - addr);
-        return win_at(addr, *len);
+        return is_write ? win_write_at(addr, *len) : win_at(addr, *len);
     }
     if (addr >= RAM_SIZE || in_guard(addr)) {
         return NULL;
@@ -327,7 +366,13 @@ static bool h_event_enabled(void *opaque, RnicEvent ev)
 
 static void h_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
 {
-    g_free(rnic_event_describe(ev, a));
+    char *text = rnic_event_describe(ev, a);
+
+    if (ev == RNIC_EV_ERR_CALL_BOUND) {
+        /* the step's check aborts; the engine's own words first */
+        fprintf(stderr, "event: %s\n", text);
+    }
+    g_free(text);
 }
 
 static const RnicHostOps host_ops = {
@@ -532,6 +577,27 @@ static uint64_t page_list(Prog *g, uint32_t n, uint64_t first)
     return pbl;
 }
 
+/*
+ * A long page list in a page-list unit: 'n' (<= LONG_PAGES) data pages,
+ * the usable pages of the data units round robin (never a guard page);
+ * returns its address.
+ */
+static uint64_t page_list_long(Prog *g, uint32_t n)
+{
+    uint64_t pbl = unit_addr(U_PBL + u8(g) % 4);
+    uint64_t *l = (uint64_t *)(H.ram + pbl);
+    const uint32_t per_unit = USABLE / PAGE;
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        uint32_t k = i % (N_DATA * per_unit);
+
+        l[i] = unit_addr(U_DATA + k / per_unit) + (uint64_t)(k % per_unit) *
+               PAGE;
+    }
+    return pbl;
+}
+
 static void post_cmd(struct rnic_admin_cmd *c, int kind, const Obj *o,
                      bool ring)
 {
@@ -655,7 +721,12 @@ static void op_admin(Prog *g)
         break;
     case RNIC_CMD_CREATE_QP:
         o.type = u8(g) % RNIC_QPT_COUNT;
-        o.sq = ring_for(u8(g) % 6, 6 + u8(g) % 3);
+        {
+            /* 0xf0..0xff: as deep as a ring unit holds (2^9, clamped) */
+            uint8_t x = u8(g);
+
+            o.sq = ring_for(x >= 0xf0 ? 6 + x % 4 : x % 6, 6 + u8(g) % 3);
+        }
         o.rq = ring_for(u8(g) % 6, 4 + u8(g) % 4);
         c.qp.sq_addr = o.sq.addr;
         c.qp.pd = pick(g, K_PD);
@@ -742,16 +813,37 @@ static void op_admin(Prog *g)
             c.mr.length = PAGE - (va & (PAGE - 1));
         }
         c.mr.pd = pick(g, K_PD);
-        c.mr.npages = op == RNIC_CMD_ALLOC_MR ? 1 + u8(g) % 8 : np;
+        if (op == RNIC_CMD_ALLOC_MR) {
+            /* bit 7: a long list (LONG_PAGES); bit 6: a mapped STag of
+             * up to RNIC_MAP_MAX_SEGS segments (levels, shift 0) */
+            uint8_t x = u8(g);
+
+            c.mr.npages = x & 0x80 ? LONG_PAGES : 1 + x % 8;
+            if (x & 0x40) {
+                c.mr.kind = RNIC_MR_KIND_MAPPED;
+                c.mr.npages = x & 0x80 ? RNIC_MAP_MAX_SEGS : MAP_SEGS;
+            }
+        } else {
+            c.mr.npages = np;
+        }
         c.mr.access = u16(g) & RNIC_ACCESS_ALL;
-        c.mr.page_shift = 12;
+        c.mr.page_shift = c.mr.kind == RNIC_MR_KIND_MAPPED ? 0 : 12;
+        if (c.mr.kind == RNIC_MR_KIND_MAPPED) {
+            c.mr.levels = 0;
+            c.mr.pbl_addr = 0;
+        }
         c.mr.key = u8(g);
         if (op == RNIC_CMD_REG_MR && (flags & 0x20)) {
             /* a range of the window, with storage semantics */
             c.mr.kind = RNIC_MR_KIND_SCM;
             c.mr.pbl_addr = u16(g) % (WIN_SIZE + 2);
             c.mr.length = 1 + u16(g) % (WIN_SIZE + 1);
-            c.mr.sems = u8(g) & 0x7f;
+            c.mr.sems = u8(g);
+            if (c.mr.sems & 0x80) {     /* the whole window */
+                c.mr.pbl_addr = 0;
+                c.mr.length = WIN_SIZE;
+            }
+            c.mr.sems &= 0x7f;
             c.mr.npages = c.mr.levels = c.mr.page_shift = 0;
         }
         kind = K_MR;
@@ -775,8 +867,19 @@ static void op_admin(Prog *g)
         kind = K_MR;
         break;
     case RNIC_CMD_SCM_PERSIST:  /* a range of the window, or past it */
-        c.scm.offset = u8(g) & 1 ? u64(g) : u16(g) % (WIN_SIZE + 2);
-        c.scm.length = u8(g) & 1 ? u64(g) : u16(g) % (WIN_SIZE + 2);
+        /* bit 1 of the selector: in pages */
+        for (int k = 0; k < 2; k++) {
+            uint8_t x = u8(g);
+            uint64_t v = x & 1 ? u64(g) : x & 2 ?
+                         (uint64_t)(u16(g) % (WIN_PAGES + 2)) * PAGE :
+                         u16(g) % (WIN_SIZE + 2);
+
+            if (k) {
+                c.scm.length = v;
+            } else {
+                c.scm.offset = v;
+            }
+        }
         break;
     default:                    /* destroy and the rest */
         c.destroy.handle = pick(g, u8(g) % K_KINDS);
@@ -793,6 +896,8 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
     struct rnic_sq_wqe *w = (void *)slot;
     struct rnic_sge *s = (void *)(slot + sizeof(*w));
     uint32_t i, max = (stride - sizeof(*w)) / sizeof(*s);
+    uint64_t mapped_table = 0;
+    uint32_t mapped_len = 0;
     Obj *peer;
 
     memset(slot, 0, stride);
@@ -816,7 +921,11 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
         w->atomic.swap = u8(g);
     } else if (w->opcode == RNIC_WR_FLUSH) {
         w->flush.length = u16(g);
-        w->flush.type = u8(g) % 5;
+        w->flush.type = u8(g);
+        if (w->flush.type & 0x80) {     /* a range of up to 2 MiB */
+            w->flush.length <<= 5;
+        }
+        w->flush.type %= 5;
         w->flush.level = u8(g) % 3;
     } else if (w->opcode == RNIC_WR_ATOMIC_WRITE) {
         uint64_t v = u64(g);
@@ -834,16 +943,53 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
         w->bind.length = u16(g);
         w->bind.access = u8(g) & 0x3f;
     } else if (w->opcode == RNIC_WR_REG_MR) {
+        /*
+         * the page-count byte: bit 7 a long list (56 .. LONG_PAGES pages);
+         * bit 6 a mapped STag instead, its segment table at 'va' (list
+         * form: 21 .. MAP_SEGS segments of 8 bytes of the member, the
+         * STag 'rkey' picked above at 'remote_addr'; bit 5: interleaved,
+         * 2 repetitions of 2 .. 64 segments), named by SGE 0 (the WQE's
+         * SGEs) or inline (RNIC_WQE_INLINE, as many as fit)
+         */
+        uint32_t member = w->rdma.rkey;
+        uint64_t base = w->rdma.remote_addr;
         uint64_t va = data_addr(g, 4 * PAGE);
-        uint32_t np = 1 + u8(g) % 4;
+        uint8_t x = u8(g);
+        uint32_t np = x & 0x80 ? ((x & 0x3f) + 1) * (LONG_PAGES / 64) :
+                      1 + x % 4;
+        uint8_t cut = u8(g);
 
         w->reg.iova = va;
-        w->reg.length = np * PAGE - (u8(g) & 0xff);
-        w->reg.pbl_addr = page_list(g, np, va);
+        w->reg.length = (uint64_t)np * PAGE - cut;
+        w->reg.pbl_addr = x & 0x80 ? page_list_long(g, np) :
+                          page_list(g, np, va);
         w->reg.stag = pick(g, K_MR);
         w->reg.access = u16(g) & RNIC_ACCESS_ALL;
         w->reg.npages = np;
         w->reg.page_shift = 12;
+        if (x & 0x40) {
+            bool il = x & 0x20;
+            uint32_t n = il ? 2 + (x & 0x1f) * 2 : ((x & 0x1f) + 1) * 21;
+            struct rnic_map_seg t;      /* 'va' need not be aligned */
+            uint32_t k;
+
+            n = MIN(n, MAP_SEGS);
+            for (k = 0; k < n; k++) {
+                t.addr = base + (uint64_t)k * (il ? 16 : 8);
+                t.length = 8;
+                t.lkey = member;
+                t.skip = il ? 16 * n - 8 : 0;
+                t.rsvd = 0;
+                memcpy(H.ram + va + k * sizeof(t), &t, sizeof(t));
+            }
+            w->reg.npages = n;
+            w->reg.length = (uint64_t)(il ? 2 : 1) * n * 8;
+            w->reg.pbl_addr = 0;
+            w->reg.page_shift = 0;
+            w->imm_or_inv = il ? 2 : 1;
+            mapped_table = va;
+            mapped_len = n * sizeof(t);
+        }
     } else if (u8(g) & 1) {
         peer = pick_obj(g, K_QP);
         w->ud.remote_qpn = peer ? peer->qpn : 1;
@@ -862,6 +1008,21 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
         s[i].length = u16(g) % 9000;
         s[i].addr = data_addr(g, MIN(s[i].length, USABLE));
         s[i].lkey = pick(g, K_MR);
+    }
+    if (mapped_len) {
+        if (w->flags & RNIC_WQE_INLINE) {
+            /* as much of the table as the slot holds, inline */
+            uint32_t room = stride - sizeof(*w);
+
+            room -= room % sizeof(struct rnic_map_seg);
+            w->inline_len = MIN(mapped_len, room);
+            memcpy(slot + sizeof(*w), H.ram + mapped_table, w->inline_len);
+            w->reg.npages = w->inline_len / sizeof(struct rnic_map_seg);
+            w->reg.length = w->reg.npages * 8ull * w->imm_or_inv;
+        } else if (w->num_sge) {
+            s[0].addr = mapped_table;
+            s[0].length = mapped_len;
+        }
     }
 }
 
@@ -888,11 +1049,61 @@ static uint8_t *slot_of(Ring *r, uint32_t index)
                               r->shift);
 }
 
-/* Post (or rewrite an already posted) WQE of a QP's SQ/RQ or an SRQ. */
+/*
+ * The WQE of 'slot' in every slot of its ring after it (the ring full,
+ * 2^log WQEs from 'index'). With 'alternate', every second one is a
+ * LOCAL_INV of the STag the WQE registers or binds, and each pair uses the
+ * next key; BIND_MWs rebind from the key the one before gave.
+ */
+static uint32_t next_key(uint32_t stag, uint32_t n)
+{
+    return (stag & ~0xffu) | ((stag + n) & 0xff);
+}
+
+static void fill_ring(Ring *r, uint32_t index, bool send, bool alternate)
+{
+    uint32_t n = 1u << r->log, stride = 1u << r->shift, k;
+    const uint8_t *first = slot_of(r, index);
+    const struct rnic_sq_wqe *w0 = (const void *)first;
+
+    for (k = 1; k < n; k++) {
+        uint8_t *slot = slot_of(r, index + k);
+        struct rnic_sq_wqe *w = (void *)slot;
+        uint32_t p = alternate ? k / 2 : k, stag;
+
+        memmove(slot, first, stride);
+        if (!send) {
+            continue;
+        }
+        w->wr_id = k;
+        stag = w0->opcode == RNIC_WR_REG_MR ? w0->reg.stag :
+               w0->opcode == RNIC_WR_BIND_MW ? w0->bind.new_rkey :
+               w0->imm_or_inv;
+        if (alternate && (k & 1)) {
+            memset(slot, 0, sizeof(*w));
+            w->wr_id = k;
+            w->opcode = RNIC_WR_LOCAL_INV;
+            w->flags = RNIC_WQE_SIGNALED;
+            w->imm_or_inv = next_key(stag, p);
+        } else if (alternate && w0->opcode == RNIC_WR_REG_MR) {
+            w->reg.stag = next_key(stag, p);
+        } else if (w0->opcode == RNIC_WR_BIND_MW && p) {
+            w->bind.mw_rkey = next_key(stag, p - 1);
+            w->bind.new_rkey = next_key(stag, p);
+        }
+    }
+}
+
+/*
+ * Post (or rewrite an already posted) WQE of a QP's SQ/RQ or an SRQ;
+ * 'which' bit 7: the ring filled with it (fill_ring; bit 6: alternating
+ * with LOCAL_INVs), one doorbell for all.
+ */
 static void op_wqe(Prog *g, bool rewrite)
 {
     uint8_t which = u8(g);
     Obj *o = pick_obj(g, which & 2 ? K_SRQ : K_QP);
+    bool send;
     Ring *r;
     uint32_t index;
     uint64_t db;
@@ -904,11 +1115,16 @@ static void op_wqe(Prog *g, bool rewrite)
     if (which & 2) {
         r = &o->sq;             /* an SRQ's ring */
     }
+    send = r == &o->sq && !(which & 2);
     index = rewrite ? r->prod - 1 - u8(g) % 4 : r->prod++;
-    if (r == &o->sq && !(which & 2)) {
+    if (send) {
         build_send(g, slot_of(r, index), 1u << r->shift);
     } else {
         build_recv(g, slot_of(r, index), 1u << r->shift);
+    }
+    if (!rewrite && (which & 0x80)) {
+        fill_ring(r, index, send, which & 0x40);
+        r->prod += (1u << r->log) - 1;
     }
     if (!rewrite && !(which & 4)) {
         db = rnic_db_value(o->handle, 0, r->prod);
@@ -1014,7 +1230,7 @@ static void op_mem_write(Prog *g)
 static void op_frame(Prog *g)
 {
     static uint8_t f[RNIC_ETH_MAX_FRAME], payload[4096];
-    uint8_t mode = u8(g);
+    uint8_t mode = u8(g), sel;
     RnicRoceHdr hd;
     size_t len;
     Obj *qp;
@@ -1043,9 +1259,13 @@ static void op_frame(Prog *g)
     hd.dest_qp = qp ? qp->qpn : u8(g);
     hd.ack_req = mode & 4;
     hd.psn = u8(g);
-    hd.reth.va = u8(g) & 1 ? data_addr(g, 8) : u64(g);
+    sel = u8(g);
+    hd.reth.va = sel & 1 ? data_addr(g, 8) : u64(g);
     hd.reth.rkey = pick(g, K_MR);
     hd.reth.dma_len = u16(g);
+    if (sel & 2) {              /* up to 2 MiB (a READ of a window) */
+        hd.reth.dma_len <<= 5;
+    }
     hd.atomic_eth.va = hd.reth.va & ~7ull;
     hd.atomic_eth.rkey = hd.reth.rkey;
     hd.aeth.syndrome = u8(g);
@@ -1081,11 +1301,12 @@ static void reset_host(void)
      * both runs from the same state: a new engine (a reset keeps handle
      * cursors running), STag randomness seeded alike
      */
+    fuzz_calls_note(H.e);       /* its maxima, before it goes */
     rnic_engine_free(H.e);
     H.e = rnic_engine_new(&H.cfg, &host_ops, NULL);
     rnic_engine_set_wqe_cache(H.e, H.wqe_cache);
     g_rand_set_seed(H.e->rand, 1);
-    memset(H.win, 0, WIN_SIZE);
+    win_clear();
     H.frames = H.tx_digest = H.irqs = H.persists = 0;
 #else
     rnic_engine_reset(H.e);
@@ -1110,6 +1331,7 @@ static void reset_host(void)
     rnic_engine_reg_write(H.e, RNIC_REG_AQ_SIZE_LOG2, AQ_LOG2);
     rnic_engine_reg_write(H.e, RNIC_REG_DEV_CTRL,
                           RNIC_CTRL_ENABLE | RNIC_CTRL_AQ_IRQ);
+    fuzz_calls_check(H.e, "reset");
     if (getenv("RNIC_FUZZ_DEBUG")) {
         uint32_t st;
 
@@ -1123,11 +1345,17 @@ enum {
     OP_STEP, OP_MEM, OP_ETH, OP_MSI, OP_COUNT
 };
 
+static const char *const op_names[OP_COUNT] = {
+    "admin", "run", "send", "rewrite", "doorbell", "register", "frame",
+    "clock step", "memory", "Ethernet", "MSI",
+};
+
 static void step(Prog *g)
 {
     uint64_t writes = H.writes;
+    uint8_t op = u8(g) % OP_COUNT;
 
-    switch (u8(g) % OP_COUNT) {
+    switch (op) {
     case OP_ADMIN:
         op_admin(g);
         break;
@@ -1166,6 +1394,7 @@ static void step(Prog *g)
     if (H.writes != writes) {
         check_canaries();
     }
+    fuzz_calls_check(H.e, op_names[op]);
 }
 
 static void run_program(const uint8_t *data, size_t size)
@@ -1181,6 +1410,7 @@ static void run_program(const uint8_t *data, size_t size)
     advance(1000000000ull);
     run_all();
     check_canaries();
+    fuzz_calls_check(H.e, "end of program");
 }
 
 #ifdef FUZZ_WQC_DIFF
@@ -1207,29 +1437,44 @@ static void outcome(Outcome *o)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t *ram, *win;
+    uint64_t lo, hi;
     Outcome on, off;
 
     if (!ram) {
         ram = g_malloc(RAM_SIZE);
-        win = g_malloc(WIN_SIZE);
+        win = g_malloc0(WIN_SIZE);
     }
     H.wqe_cache = true;
     run_program(data, size);
     outcome(&on);
     memcpy(ram, H.ram, RAM_SIZE);
-    memcpy(win, H.win, WIN_SIZE);
+    /* the window: only what the runs wrote (both start from zeros) */
+    lo = H.win_lo;
+    hi = H.win_hi;
+    if (lo < hi) {
+        memcpy(win + lo, H.win + lo, hi - lo);
+    }
     H.wqe_cache = false;
     run_program(data, size);
     outcome(&off);
     CHECK(!memcmp(&on, &off, sizeof(on)));
     CHECK(!memcmp(ram, H.ram, RAM_SIZE));
-    CHECK(!memcmp(win, H.win, WIN_SIZE));
+    if (lo < hi || H.win_lo < H.win_hi) {
+        uint64_t a = MIN(lo, H.win_lo), z = MAX(hi, H.win_hi);
+
+        CHECK(!memcmp(win + a, H.win + a, z - a));
+    }
+    if (lo < hi) {
+        memset(win + lo, 0, hi - lo);
+    }
+    fuzz_calls_input_done(H.e);
     return 0;
 }
 #else
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     run_program(data, size);
+    fuzz_calls_input_done(H.e);
     return 0;
 }
 #endif
@@ -1380,6 +1625,262 @@ static void seed_rc_loopback(GByteArray *b)
         seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
         seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
     }
+}
+
+static void emit_le(GByteArray *b, uint64_t v, int bytes)
+{
+    int i;
+
+    for (i = 0; i < bytes; i++) {
+        emit(b, 1, (int)(v >> (8 * i)) & 0xff);
+    }
+}
+
+/* OP_RUN and a clock step, 'n' times: long work resumed across calls. */
+static void seed_runs(GByteArray *b, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        emit(b, 3, OP_RUN, OP_STEP, 4);
+    }
+}
+
+/*
+ * RC loopback as seed_rc_loopback, but QPs whose SQ is as deep as a ring
+ * unit holds: 2^8 WQEs of 64 bytes ('sge' false) or 2^7 of 128 bytes
+ * (room for one SGE); the same commands (cmds 1..15), so handles land in
+ * the same slots.
+ */
+static void seed_rc_deep(GByteArray *b, bool sge)
+{
+    int i;
+
+    ADMIN(b, RNIC_CMD_CREATE_NET_CTX, 0, 0, 0, 0);
+    RUN(b);
+    ADMIN(b, RNIC_CMD_ADD_GID, 0, 0, 0, 1);
+    ADMIN(b, RNIC_CMD_ADD_GID, 0, 1, 1, 1);
+    RUN(b);
+    ADMIN(b, RNIC_CMD_ALLOC_PD, 0, 0, 1);
+    ADMIN(b, RNIC_CMD_CREATE_EQ, 0, 2, 0, 1, 1);
+    RUN(b);
+    ADMIN(b, RNIC_CMD_CREATE_CQ, 0, 5, 0, 5, 0);
+    RUN(b);
+    ADMIN(b, RNIC_CMD_REG_MR, 4, 0xff, 0x3f, 0, 0, 0, 1, 0, 4, 0x1f, 0x00,
+          0x5a);
+    /* SQ: log byte 0xf2 (2^8, clamped), stride 2^6 or 2^7 */
+    ADMIN(b, RNIC_CMD_CREATE_QP, 0, RNIC_QPT_RC, 0xf2, sge, 4, 2, 4, 6, 6);
+    ADMIN(b, RNIC_CMD_CREATE_QP, 0, RNIC_QPT_RC, 0xf2, sge, 4, 2, 4, 6, 6);
+    RUN(b);
+    for (i = 0; i < 2; i++) {
+        uint8_t me = i ? 1 : 0, other = i ? 0 : 1;
+
+        seed_modify(b, me, RNIC_QPS_INIT, 0, 0, 0, 0);
+        seed_modify(b, me, RNIC_QPS_RTR, 1, me, other, other);
+        seed_modify(b, me, RNIC_QPS_RTS, 2, me, other, other);
+    }
+}
+
+/*
+ * A REG_MR work request on QP 0's SQ, 'which' (0xc1: the ring filled,
+ * alternating with LOCAL_INVs), of MR slot 'stag_slot': 'x' the
+ * page-count byte of build_send (a long list, or a mapped STag's table of
+ * 8-byte segments of the MR slot 7 from the start of data unit 0, its
+ * table at 0x0000 of data unit 0 named by one SGE under MR 7).
+ */
+static void seed_fast_reg(GByteArray *b, uint8_t which, uint8_t x,
+                          uint8_t stag_slot)
+{
+    bool mapped = x & 0x40;
+
+    emit(b, 7, OP_SEND, which, 0, 1, RNIC_WR_REG_MR, RNIC_WQE_SIGNALED,
+         mapped ? 1 : 0);
+    emit(b, 5, 0, 0, 0, 0, 0);          /* immediate 0 */
+    emit(b, 5, 1, 0, 0, 0, 7);          /* data unit 0 at 0, MR 7 */
+    /* va: data unit 0 at 0x1000 (the table: 0), the count, no cut, page
+     * list unit 0, the MR, local write and remote read/write */
+    emit(b, 3, 0, mapped ? 0 : 0x10, 0);
+    emit(b, 6, x, 0, 0, stag_slot, 0x07, 0x00);
+    if (mapped) {
+        emit(b, 6, 0, 0x40, 0, 0, 0, 7);    /* SGE: replaced by the table */
+    }
+}
+
+/*
+ * A BIND_MW of QP 0 posted with 'which': the window of MR slot 'mw', its
+ * new key its key xor 'key_xor', over 4 KiB at 0x1000 of the MR (slot 7).
+ * (build_send's order: the key byte, then the window.)
+ */
+static void seed_bind_which(GByteArray *b, uint8_t which, uint8_t mw,
+                            uint8_t key_xor, uint8_t access)
+{
+    emit(b, 12, OP_SEND, which, 0, 1, RNIC_WR_BIND_MW, RNIC_WQE_SIGNALED, 0,
+         0, 0, 0, 0, 0);
+    emit(b, 5, 1, 0, 0x10, 0, 7);
+    emit(b, 9, key_xor, mw, 7, 0x00, 0x10, 0, 0x00, 0x10, access);
+}
+
+/*
+ * RC loopback with deep SQs and a region of the whole 2 MiB window (cmd
+ * 16, MR slot 0: REG_MR kind SCM at iova 0, every semantic allowed, its
+ * STag's key DURABLE, remote read/write and both FLUSH rights).
+ */
+static void seed_rc_window(GByteArray *b)
+{
+    seed_rc_deep(b, false);
+    ADMIN(b, RNIC_CMD_REG_MR, 0x20, 0xff, 0x0f, 0, 0, 0, 0, 0, 0, 0, 1, 0, 4,
+          0x07, 0x03, RNIC_SCM_SEM_DURABLE << RNIC_SCM_KEY_SEM_SHIFT | 0x1c,
+          0, 0, 0, 0, 0x80 | 0x3f);
+    RUN(b);
+}
+
+/*
+ * A FLUSH of the whole region (MR slot 0, PLAIN key: wr_id 0x80) for
+ * global visibility and persistence, from QP 0 posted with 'which'.
+ */
+static void seed_flush(GByteArray *b, uint8_t which)
+{
+    emit(b, 7, OP_SEND, which, 0, 0x80, RNIC_WR_FLUSH, RNIC_WQE_SIGNALED, 0);
+    emit(b, 5, 0, 0, 0, 0, 0);          /* immediate 0 */
+    emit(b, 1, 0);
+    emit_le(b, 0, 8);                   /* remote address 0 */
+    /* region slot 0; length 0xffff << 5 (bit 7 of the type), type 3
+     * (128 % 5), level MR */
+    emit(b, 5, 0, 0xff, 0xff, 0x80, RNIC_FLUSH_MR);
+}
+
+/* Seeds of issue 40: full SQs of local WRs, persists of a 2 MiB window. */
+static void write_bound_seeds(const char *dir, GByteArray *b)
+{
+    /* fast-register MR slot 0 (ALLOC_MR of LONG_PAGES, cmd 16) */
+    static const uint8_t alloc_long[] = {
+        OP_ADMIN, RNIC_CMD_ALLOC_MR, 4, 0xff, 0x0f, 0, 0, 0, 0, 4, 0x80,
+        0x0f, 0x00, 0x40,
+    };
+    /* a mapped STag, MR slot 0 (ALLOC_MR kind MAPPED of MAP_SEGS) */
+    static const uint8_t alloc_mapped[] = {
+        OP_ADMIN, RNIC_CMD_ALLOC_MR, 4, 0xff, 0x0f, 0, 0, 0, 0, 4, 0x40,
+        0x07, 0x00, 0x41,
+    };
+    /* the MGMT request: persist the whole region, cookie 0x40 */
+    struct rnic_scm_mgmt m = {
+        .op = RNIC_SCM_MGMT_PERSIST, .offset = 0, .length = WIN_SIZE,
+        .cookie = 0x40,
+    };
+    int i;
+
+    /*
+     * A full SQ (256) of fast-registers of LONG_PAGES pages, each with a
+     * LOCAL_INV after it, rung once; then a full SQ of LOCAL_INVs
+     */
+    g_byte_array_set_size(b, 0);
+    seed_rc_deep(b, false);
+    g_byte_array_append(b, alloc_long, sizeof(alloc_long));
+    RUN(b);
+    seed_fast_reg(b, 0xc1, 0x80 | 0x3f, 0);
+    seed_runs(b, 4);
+    fuzz_write_seed_bytes(dir, b);
+    emit(b, 9, OP_SEND, 0x81, 0, 1, RNIC_WR_LOCAL_INV, RNIC_WQE_SIGNALED, 0,
+         1, 0);                         /* imm: MR slot 0's STag */
+    emit(b, 5, 1, 0, 0, 0, 7);
+    emit(b, 1, 0);
+    seed_runs(b, 4);
+    fuzz_write_seed_bytes(dir, b);
+
+    /* the same without the LOCAL_INVs: all but the first fail */
+    g_byte_array_set_size(b, 0);
+    seed_rc_deep(b, false);
+    g_byte_array_append(b, alloc_long, sizeof(alloc_long));
+    RUN(b);
+    seed_fast_reg(b, 0x81, 0x80 | 0x3f, 0);
+    seed_runs(b, 4);
+    fuzz_write_seed_bytes(dir, b);
+
+    /*
+     * A full SQ (128) of mapped registrations of MAP_SEGS segments (list
+     * form) with LOCAL_INVs, rung once; the same interleaved (64 segments,
+     * 2 repetitions)
+     */
+    for (i = 0; i < 2; i++) {
+        g_byte_array_set_size(b, 0);
+        seed_rc_deep(b, true);
+        g_byte_array_append(b, alloc_mapped, sizeof(alloc_mapped));
+        RUN(b);
+        seed_fast_reg(b, 0xc1, i ? 0x40 | 0x20 | 0x1f : 0x40 | 0x1f, 0);
+        seed_runs(b, 4);
+        fuzz_write_seed_bytes(dir, b);
+    }
+
+    /*
+     * Memory windows (cmds 16, 17: type 1 in slot 0, type 2 in slot 1): a
+     * full SQ of binds of the type 1 window (each a new key), then a full
+     * SQ of binds of the type 2 window each invalidated after it
+     */
+    g_byte_array_set_size(b, 0);
+    seed_rc_deep(b, false);
+    ADMIN(b, RNIC_CMD_ALLOC_MW, 0, 4, RNIC_MW_TYPE_1, 0x31);
+    ADMIN(b, RNIC_CMD_ALLOC_MW, 0, 4, RNIC_MW_TYPE_2, 0x32);
+    RUN(b);
+    seed_bind_which(b, 0x81, 0, 1,
+                    RNIC_ACCESS_REMOTE_WRITE | RNIC_ACCESS_REMOTE_READ);
+    seed_runs(b, 4);
+    fuzz_write_seed_bytes(dir, b);
+    seed_bind_which(b, 0xc1, 1, 1, RNIC_ACCESS_REMOTE_WRITE);
+    seed_runs(b, 4);
+    fuzz_write_seed_bytes(dir, b);
+
+    /* FLUSH of the whole 2 MiB region: one, then a full SQ of them */
+    g_byte_array_set_size(b, 0);
+    seed_rc_window(b);
+    seed_flush(b, 1);
+    seed_runs(b, 6);
+    fuzz_write_seed_bytes(dir, b);
+    seed_flush(b, 0x81);
+    seed_runs(b, 8);
+    fuzz_write_seed_bytes(dir, b);
+
+    /*
+     * MGMT PERSIST of the whole region: the request (32 bytes at 0x3000 of
+     * data unit 0) WRITten from QP 0 through the MGMT key (wr_id 0xd0) at
+     * the region's offset 0; a READ of its status after it
+     */
+    g_byte_array_set_size(b, 0);
+    seed_rc_window(b);
+    emit(b, 5, OP_MEM, sizeof(m), 0x00, 0x30, 0);
+    g_byte_array_append(b, (const uint8_t *)&m, sizeof(m));
+    emit(b, 7, OP_SEND, 1, 0, 0xd0, RNIC_WR_RDMA_WRITE, RNIC_WQE_SIGNALED, 1);
+    emit(b, 5, 0, 0, 0, 0, 0);
+    emit(b, 1, 0);
+    emit_le(b, 0, 8);
+    emit(b, 2, 0, 0);                   /* region slot 0, no UD address */
+    emit(b, 6, sizeof(m), 0, 0x00, 0x30, 0, 7);
+    seed_runs(b, 6);
+    fuzz_write_seed_bytes(dir, b);
+
+    /*
+     * SCM_PERSIST of the whole window twice (in pages: selector 2), and a
+     * DURABLE READ of 2 MiB - 32 from the peer (host 3) to QP 0 connected
+     * to it: a READ request frame (opcode 0x0c, PSN 100) through the
+     * region's DURABLE key (its own), length 0xffff << 5
+     */
+    g_byte_array_set_size(b, 0);
+    seed_rc_window(b);
+    for (i = 0; i < 2; i++) {
+        ADMIN(b, RNIC_CMD_SCM_PERSIST, 0, 2, 0, 0, 2, 0x00, 0x02);
+    }
+    seed_runs(b, 4);
+    fuzz_write_seed_bytes(dir, b);
+    g_byte_array_set_size(b, 0);
+    seed_rc_window(b);
+    seed_modify(b, 0, RNIC_QPS_RESET, 4, 0, 0, 0);
+    seed_modify(b, 0, RNIC_QPS_INIT, 0, 0, 0, 0);
+    seed_modify(b, 0, RNIC_QPS_RTR, 1, 0, 2, 0x77);
+    seed_modify(b, 0, RNIC_QPS_RTS, 2, 0, 2, 0x77);
+    emit(b, 9, OP_FRAME, 4, 2, 0, 0, 0x0c, 0, 100, 2);
+    emit_le(b, 0, 8);                   /* va 0 */
+    emit(b, 10, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0);
+    seed_runs(b, 8);
+    fuzz_write_seed_bytes(dir, b);
 }
 
 static void write_seeds(const char *dir)
@@ -1566,6 +2067,7 @@ static void write_seeds(const char *dir)
     emit(b, 6, OP_REG, 12, 4, 0, 0, 0);
     emit(b, 1, OP_RUN);
     fuzz_write_seed_bytes(dir, b);
+    write_bound_seeds(dir, b);
     g_byte_array_unref(b);
 }
 
@@ -1583,9 +2085,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.scm_persistent = 1;
     H.ram = g_malloc0(RAM_SIZE);
     H.win = g_malloc0(WIN_SIZE);
+    H.win_lo = WIN_SIZE;
+    H.win_hi = 0;
     H.e = rnic_engine_new(&cfg, &host_ops, NULL);
 #ifdef FUZZ_WQC_DIFF
     H.cfg = cfg;
+#endif
+#ifdef FUZZ_WQC_DIFF
+    fuzz_calls_init("fuzz-wqc-diff");
+#else
+    fuzz_calls_init("fuzz-device");
 #endif
     fuzz_seeds(*argc, *argv, write_seeds);
     return 0;

@@ -12,7 +12,11 @@
  *    its PD and CQs, a connected RC QP has a network context unless it
  *    serves every network;
  *  - the loaded engine runs (work, timers, a few rounds) and renders its
- *    tables.
+ *    tables;
+ *  - no call into the engine does more work than the bound of its kind
+ *    (rnic_engine_call_overruns of both engines after every step: the
+ *    post-load resume is a run), the largest figures per call kind
+ *    printed at exit (fuzz-common.h).
  *
  * The mutator knows the image's layout (magic u32, version u32, sections
  * { u16 tag, u16 flags, u32 length, payload }): it drops, duplicates and
@@ -25,9 +29,9 @@
  * EQs, CQs, multi-network PDs with bound RC QPs):
  *   ./fuzz-state-load corpus -max_total_time=60
  */
+#include "rnic-engine-int.h"
 #include "fuzz-common.h"
 #include "rnic-test-verbs.h"
-#include "rnic-engine-int.h"
 
 #define FUZZ_RAM (8u << 20)
 
@@ -413,6 +417,7 @@ static TestHost *a, *b;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+    fuzz_calls_init("fuzz-state-load");
     fuzz_seeds(*argc, *argv, write_seeds);
     a = fuzz_host();
     b = fuzz_host();
@@ -650,6 +655,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!rnic_engine_load(a->engine, data, size, &err)) {
         CHECK(err);
         g_free(err);
+        fuzz_calls_check(a->engine, "refused load");
+        fuzz_calls_input_done(a->engine);
         return 0;
     }
     CHECK(!err);
@@ -673,9 +680,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (i = 0; i < 4; i++) {
         a->scheduled = true;
         test_host_run(a);
+        fuzz_calls_check(a->engine, "run after the load");
         test_host_advance(a, 500000000ull << i);
+        fuzz_calls_check(a->engine, "timers after the load");
         g_ptr_array_set_size(a->frames, 0);
     }
+    fuzz_calls_check(b->engine, "round trip");
+    fuzz_calls_note(b->engine);
+    fuzz_calls_input_done(a->engine);
     g_byte_array_unref(img1);
     g_byte_array_unref(img2);
     g_byte_array_unref(img3);

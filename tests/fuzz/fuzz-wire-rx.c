@@ -20,15 +20,18 @@
  * between them; the clock moves on after the last. A frame that fails
  * only on its ICRC gets its ICRC fixed, so that mutations reach the
  * transport. Checks: no crash, no sanitizer report, the guard pages never
- * written, the engine never gets stuck.
+ * written, the engine never gets stuck, and no call into the engine does
+ * more work than the bound of its kind (rnic_engine_call_overruns after
+ * every frame and its work, the connection set up again and the timers;
+ * the largest figures per call kind printed at exit, fuzz-common.h).
  *
  * Seeds (fuzz-common.h): valid frames to every QP and answer sequences
  * to the outstanding requests:
  *   ./fuzz-wire-rx corpus -max_total_time=60
  */
+#include "rnic-engine-int.h"
 #include "fuzz-common.h"
 #include "rnic-test-verbs.h"
-#include "rnic-engine-int.h"
 #include "rnic-roce.h"
 
 #define PEER_QPN    0x77
@@ -495,7 +498,9 @@ static void write_seeds(const char *dir)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+    fuzz_calls_init("fuzz-wire-rx");
     setup();
+    fuzz_calls_check(h->engine, "setup");
     fuzz_seeds(*argc, *argv, write_seeds);
     return 0;
 }
@@ -525,7 +530,9 @@ static void receive(const uint8_t *data, size_t size)
     iov.iov_base = frame;
     iov.iov_len = size;
     CHECK(rnic_engine_receive(h->engine, &iov, 1));
+    fuzz_calls_check(h->engine, "frame");
     test_host_run(h);
+    fuzz_calls_check(h->engine, "run after a frame");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -539,6 +546,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rc_connect();
     post_recvs(rc, region + 4096, mr);
     post_requests();
+    fuzz_calls_check(h->engine, "connect and post");
     g_ptr_array_set_size(h->frames, 0);
     for (i = 0; i < MAX_FRAMES && data <= end; i++) {
         sep = find_sep(data, end);
@@ -546,6 +554,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data = sep + SEP_LEN;
     }
     test_host_advance(h, 100000);       /* timers: retransmit, RNR */
+    fuzz_calls_check(h->engine, "timers");
     g_ptr_array_set_size(h->frames, 0); /* answers go nowhere */
     g_ptr_array_set_size(h->log, 0);
     while (tv_poll(h, cq, c, 64) > 0) {
@@ -562,5 +571,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     post_recvs(uc, region + 4096, mr);
     post_recvs(ud, region + 4096, mr);
     post_recvs(gsi, region9, mr9);
+    fuzz_calls_check(h->engine, "restart");
+    fuzz_calls_input_done(h->engine);
     return 0;
 }
