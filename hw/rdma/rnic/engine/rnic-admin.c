@@ -329,8 +329,10 @@ static void rnic_admin_execute(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         h(e, cmd, res);
     }
     e->admin_cmd = NULL;
-    rnic_event(e, ADMIN_DONE, rnic_admin_status_name(res->status),
-               cmd->opcode, GUINT16_FROM_LE(cmd->cmd_id), res->status);
+    if (!res->again) {
+        rnic_event(e, ADMIN_DONE, rnic_admin_status_name(res->status),
+                   cmd->opcode, GUINT16_FROM_LE(cmd->cmd_id), res->status);
+    }
 }
 
 static void rnic_admin_fatal(RnicEngine *e, uint32_t code, const char *what)

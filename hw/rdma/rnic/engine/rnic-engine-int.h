@@ -896,6 +896,32 @@ void rnic_engine_leave(RnicEngine *e);
 /* The call that ends: its maxima, and held against its bound. */
 void rnic_call_account(RnicEngine *e);
 
+/* A nested call counted on its own (push), then the outer one's (pop). */
+typedef struct RnicCallSave {
+    RnicCall kind;
+    RnicCallWork call;
+    RnicCallWork phase;
+} RnicCallSave;
+
+static inline void rnic_call_push(RnicEngine *e, RnicCall call,
+                                  RnicCallSave *outer)
+{
+    outer->kind = e->call_kind;
+    outer->call = e->call;
+    outer->phase = e->phase;
+    e->call_kind = call;
+    memset(&e->call, 0, sizeof(e->call));
+    memset(&e->phase, 0, sizeof(e->phase));
+}
+
+static inline void rnic_call_pop(RnicEngine *e, const RnicCallSave *outer)
+{
+    rnic_call_account(e);
+    e->call_kind = outer->kind;
+    e->call = outer->call;
+    e->phase = outer->phase;
+}
+
 /*
  * Work accounting (RnicCallWork): each path charges what it does; loops
  * that may go on (over queues, WQEs, commands, persist chunks) stop when

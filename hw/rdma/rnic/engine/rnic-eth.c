@@ -450,12 +450,24 @@ static uint64_t rnic_iov_bytes(const struct iovec *iov, int iovcnt)
 
 bool rnic_engine_receive(RnicEngine *e, const struct iovec *iov, int iovcnt)
 {
-    bool taken;
+    RnicCallSave outer;
+    bool taken, nested = e->depth > 0;
 
+    /*
+     * a frame the host delivers from inside another call (rx_ready: QEMU
+     * flushes the frames it queued) is a call of its own: counted and
+     * bounded alone, then the outer call's counting goes on
+     */
+    if (nested) {
+        rnic_call_push(e, RNIC_CALL_RECEIVE, &outer);
+    }
     rnic_engine_enter(e, RNIC_CALL_RECEIVE);
     rnic_work_frame(e, rnic_iov_bytes(iov, iovcnt));
     taken = rnic_eth_receive(e, iov, iovcnt);
     rnic_engine_leave(e);
+    if (nested) {
+        rnic_call_pop(e, &outer);
+    }
     return taken;
 }
 
