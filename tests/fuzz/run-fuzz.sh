@@ -44,7 +44,8 @@ fi
 
 # The first line of a libFuzzer/sanitizer report in a log.
 report() {
-    grep -m1 -E '==[0-9]+==ERROR|check failed|runtime error|guard page|'`
+    grep -m1 -E 'call bound exceeded|==[0-9]+==ERROR|check failed|'`
+               `'runtime error|guard page|'`
                `'deadly signal|ALARM|out-of-memory|SUMMARY' "$1" ||
         tail -n 1 "$1"
 }
