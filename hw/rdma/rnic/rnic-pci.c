@@ -955,6 +955,13 @@ static void rnic_exit(PCIDevice *pci_dev)
     qemu_del_nic(s->nic);
     msix_unuse_all_vectors(pci_dev);
     msix_uninit(pci_dev, &s->bar0, &s->bar0);
+    /*
+     * A subregion holds a reference to its owner, the device: left in
+     * BAR0 it would keep the device alive after unplug, never finalized
+     * (no DEVICE_DELETED event, so libvirt's detach never completes, and
+     * the engine's memory leaks).
+     */
+    memory_region_del_subregion(&s->bar0, &s->regs);
     rnic_window_exit(s);
     rnic_free_state(s);
     g_free(s->state_buf);
