@@ -240,15 +240,16 @@ void rnic_engine_run(RnicEngine *e)
  * a visit's WQEs, persist chunks) start nothing more once one figure is
  * reached. 2^18 page-list entries are 2 MiB of DMA (8 fast-registers of
  * 32768 pages); 16 MiB and 16384 frames are what 256 queue visits of 64
- * KiB of requests always allowed; 1 MiB persisted is about 10 ms of
- * msync of a file-backed window.
+ * KiB of requests always allowed; 16 MiB persisted is one host persist
+ * (RNIC_SCM_CHUNK), 4 to 25 ms of msync of a file-backed window on a
+ * disk as measured (docs/benchmarks.md, bench-bounds).
  */
 const RnicCallWork rnic_phase_budget = {
     .wqes = 1024,
     .frames = 16384,
     .entries = 1u << 18,
     .dma_bytes = 16u << 20,
-    .persist_bytes = 1u << 20,
+    .persist_bytes = 16u << 20,
 };
 
 /*
@@ -259,14 +260,14 @@ const RnicCallWork rnic_phase_budget = {
  * and 256 receive WQEs, a CQE each); a queue visit's 64 packets, each
  * answered on a loopback peer by up to 64 READ responses and an ACK; 64
  * READ responses of 4 KiB and a 64 KiB WQE with its bounce copy; a
- * persist chunk beyond the budget and the durable writes a phase placed.
+ * persist chunk (16 MiB) and the durable writes a phase placed.
  */
 static const RnicCallWork rnic_item_max = {
     .wqes = 2 * 256 + 64,
     .frames = 64 * 66,
     .entries = (1u << 21) + (1u << 20) + (1u << 24),
     .dma_bytes = 64 * 66 * 4096 + (128u << 10),
-    .persist_bytes = (1u << 20) + 64 * 66 * 4096,
+    .persist_bytes = (16u << 20) + 64 * 66 * 4096,
 };
 
 /* Phases per call: a run is the post-load prompt, admin, queues, Ethernet. */
