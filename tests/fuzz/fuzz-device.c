@@ -26,8 +26,8 @@
  *    completes at most 64 commands and reads at most 2 * 8 MiB + 64 * 64
  *    bytes (plus what the packets it sends read), a receive call sends at
  *    most 64 frames, a run or a timer call at most 256 * 64 + 1;
- *  - a memory window of WIN_SIZE (2 MiB: a whole-window persist takes
- *    several of the engine's 256 KiB chunks; regions of kind SCM,
+ *  - a memory window of WIN_SIZE (64 MiB: a whole-window persist takes
+ *    four of the engine's 16 MiB chunks; regions of kind SCM,
  *    persistence): an access or a persist outside it aborts;
  *  - it re-enters the engine from its callbacks as a guest can: an MSI
  *    whose address is BAR0 (a DEV_CTRL write of RESET or 0, or a doorbell),
@@ -55,7 +55,7 @@
 #define PAGE        4096
 #define UNITS       49
 #define RAM_SIZE    ((uint64_t)UNITS * UNIT)
-#define WIN_PAGES   512
+#define WIN_PAGES   16384
 #define WIN_SIZE    (WIN_PAGES * PAGE)
 #define USABLE      (UNIT - PAGE)       /* bytes before the guard page */
 #define CANARY      0xa5
@@ -366,9 +366,13 @@ static bool h_event_enabled(void *opaque, RnicEvent ev)
 
 static void h_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
 {
+    static int debug = -1;
     char *text = rnic_event_describe(ev, a);
 
-    if (ev == RNIC_EV_ERR_CALL_BOUND) {
+    if (debug < 0) {
+        debug = getenv("RNIC_FUZZ_DEBUG") != NULL;
+    }
+    if (ev == RNIC_EV_ERR_CALL_BOUND || debug) {
         /* the step's check aborts; the engine's own words first */
         fprintf(stderr, "event: %s\n", text);
     }
@@ -922,8 +926,8 @@ static void build_send(Prog *g, uint8_t *slot, uint32_t stride)
     } else if (w->opcode == RNIC_WR_FLUSH) {
         w->flush.length = u16(g);
         w->flush.type = u8(g);
-        if (w->flush.type & 0x80) {     /* a range of up to 2 MiB */
-            w->flush.length <<= 5;
+        if (w->flush.type & 0x80) {     /* a range of up to 64 MiB */
+            w->flush.length <<= 10;
         }
         w->flush.type %= 5;
         w->flush.level = u8(g) % 3;
@@ -1263,8 +1267,8 @@ static void op_frame(Prog *g)
     hd.reth.va = sel & 1 ? data_addr(g, 8) : u64(g);
     hd.reth.rkey = pick(g, K_MR);
     hd.reth.dma_len = u16(g);
-    if (sel & 2) {              /* up to 2 MiB (a READ of a window) */
-        hd.reth.dma_len <<= 5;
+    if (sel & 2) {              /* up to 64 MiB (a READ of a window) */
+        hd.reth.dma_len <<= 10;
     }
     hd.atomic_eth.va = hd.reth.va & ~7ull;
     hd.atomic_eth.rkey = hd.reth.rkey;
@@ -1354,7 +1358,14 @@ static void step(Prog *g)
 {
     uint64_t writes = H.writes;
     uint8_t op = u8(g) % OP_COUNT;
+    static int debug = -1;
 
+    if (debug < 0) {
+        debug = getenv("RNIC_FUZZ_DEBUG") != NULL;
+    }
+    if (debug) {
+        fprintf(stderr, "step %s\n", op_names[op]);
+    }
     switch (op) {
     case OP_ADMIN:
         op_admin(g);
@@ -1721,13 +1732,13 @@ static void seed_bind_which(GByteArray *b, uint8_t which, uint8_t mw,
 }
 
 /*
- * RC loopback with deep SQs and a region of the whole 2 MiB window (cmd
+ * RC loopback with deep SQs and a region of the whole 64 MiB window (cmd
  * 16, MR slot 0: REG_MR kind SCM at iova 0, every semantic allowed, its
  * STag's key DURABLE, remote read/write and both FLUSH rights).
  */
 static void seed_rc_window(GByteArray *b)
 {
-    seed_rc_deep(b, false);
+    seed_rc_deep(b, true);              /* 128-byte WQEs: one SGE */
     ADMIN(b, RNIC_CMD_REG_MR, 0x20, 0xff, 0x0f, 0, 0, 0, 0, 0, 0, 0, 1, 0, 4,
           0x07, 0x03, RNIC_SCM_SEM_DURABLE << RNIC_SCM_KEY_SEM_SHIFT | 0x1c,
           0, 0, 0, 0, 0x80 | 0x3f);
@@ -1744,12 +1755,12 @@ static void seed_flush(GByteArray *b, uint8_t which)
     emit(b, 5, 0, 0, 0, 0, 0);          /* immediate 0 */
     emit(b, 1, 0);
     emit_le(b, 0, 8);                   /* remote address 0 */
-    /* region slot 0; length 0xffff << 5 (bit 7 of the type), type 3
+    /* region slot 0; length 0xffff << 10 (bit 7 of the type), type 3
      * (128 % 5), level MR */
     emit(b, 5, 0, 0xff, 0xff, 0x80, RNIC_FLUSH_MR);
 }
 
-/* Seeds of issue 40: full SQs of local WRs, persists of a 2 MiB window. */
+/* Seeds of issue 40: full SQs of local WRs, persists of a 64 MiB window. */
 static void write_bound_seeds(const char *dir, GByteArray *b)
 {
     /* fast-register MR slot 0 (ALLOC_MR of LONG_PAGES, cmd 16) */
@@ -1829,7 +1840,7 @@ static void write_bound_seeds(const char *dir, GByteArray *b)
     seed_runs(b, 4);
     fuzz_write_seed_bytes(dir, b);
 
-    /* FLUSH of the whole 2 MiB region: one, then a full SQ of them */
+    /* FLUSH of the whole 64 MiB region: one, then a full SQ of them */
     g_byte_array_set_size(b, 0);
     seed_rc_window(b);
     seed_flush(b, 1);
@@ -1859,14 +1870,15 @@ static void write_bound_seeds(const char *dir, GByteArray *b)
 
     /*
      * SCM_PERSIST of the whole window twice (in pages: selector 2), and a
-     * DURABLE READ of 2 MiB - 32 from the peer (host 3) to QP 0 connected
+     * DURABLE READ of 64 MiB - 1 KiB from the peer (host 3) to QP 0 connected
      * to it: a READ request frame (opcode 0x0c, PSN 100) through the
-     * region's DURABLE key (its own), length 0xffff << 5
+     * region's DURABLE key (its own), length 0xffff << 10
      */
     g_byte_array_set_size(b, 0);
     seed_rc_window(b);
     for (i = 0; i < 2; i++) {
-        ADMIN(b, RNIC_CMD_SCM_PERSIST, 0, 2, 0, 0, 2, 0x00, 0x02);
+        ADMIN(b, RNIC_CMD_SCM_PERSIST, 0, 2, 0, 0, 2, 0x00,
+              WIN_PAGES >> 8);
     }
     seed_runs(b, 4);
     fuzz_write_seed_bytes(dir, b);
