@@ -10,6 +10,7 @@
  * RnicHostOps below (pci_dma_* so that a vIOMMU is honoured).
  */
 #include "qemu/osdep.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -234,8 +235,8 @@ static uint64_t rnic_host_clock_ns(void *opaque)
  */
 static bool rnic_host_event_enabled(void *opaque, RnicEvent ev)
 {
-    if (rnic_event_class(ev) == RNIC_EVC_UB &&
-        qemu_loglevel_mask(LOG_GUEST_ERROR)) {
+    if ((rnic_event_class(ev) == RNIC_EVC_UB &&
+         qemu_loglevel_mask(LOG_GUEST_ERROR)) || ev == RNIC_EV_ERR_CALL_BOUND) {
         return true;
     }
     switch (ev) {
@@ -332,6 +333,10 @@ static void rnic_host_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
         trace_rnic_err_mem_budget(v[0], v[1], v[2], why);
         break;
     case RNIC_EV_ERR_CALL_BOUND:
+        /* the engine's bug, not the guest's: said once, traced always */
+        warn_report_once("rnic: a %s call did more work than its bound "
+                         "(%s: %" PRIu64 " > %" PRIu64 "); please report it",
+                         rnic_call_name(v[0]), why, v[2], v[3]);
         trace_rnic_err_call_bound(v[0], v[1], v[2], v[3], why);
         break;
     case RNIC_EV_ERR_WIRE_TX:
