@@ -250,30 +250,62 @@ def chain_three(qemu: str) -> None:
 # 1 waits, without a timeout, for a call the handler sleeps a minute in.
 # Only the keepalive (an RDMA READ of the server's keepalive word when the
 # server has been silent for a second) can end that wait.
-VANISH_PEER = ("cbrpc_test --server 7471 -d rnic0 -a 10.0.0.2 & sleep 8; "
+# The server's guest powers off only once the client says its call is
+# outstanding (TCP 7460, the client listening: a listener on guest 2 would
+# count as the server's in rdma_pair's wait for it), not after a fixed
+# time: on a loaded host the client may not have connected yet. It waits
+# for that VANISH_POLLS times 0.2 s at least (2 min), then prints on its
+# console 'PEER-CALL seen|none: ...' with its rnic's receive counter, and
+# powers off either way ('none': the call never started, so the client's
+# failure is not one to notice the server's death).
+VANISH_POLLS = 600
+RCVD_PKTS = "$(cat /sys/class/infiniband/rnic0/ports/1/hw_counters/rcvd_pkts)"
+VANISH_PEER = ("cbrpc_test --server 7471 -d rnic0 -a 10.0.0.2 & "
+               f"t0=$(cut -d. -f1 /proc/uptime); before={RCVD_PKTS}; n=0; "
+               "until [ \"$(nc 10.0.0.1 7460 </dev/null 2>/dev/null)\" = outstanding ] || "
+               f"[ $n -ge {VANISH_POLLS} ]; do n=$((n + 1)); sleep 0.2; done; "
+               f"[ $n -lt {VANISH_POLLS} ] && seen=seen || seen=none; "
+               "echo \"PEER-CALL $seen: the client said its call is outstanding after "
+               "$(($(cut -d. -f1 /proc/uptime) - t0)) s (polls $n of " + str(VANISH_POLLS) + "); "
+               f"rcvd_pkts $before -> {RCVD_PKTS}\" >/dev/console; "
                "echo PEER-POWERING-OFF >/dev/console; echo o >/proc/sysrq-trigger; sleep 30")
-# (its own bound: a wait that does not end is cut at 60 s, status 124, and
-# the survivor still leaves the step without meeting its dead peer)
-VANISH_SURVIVOR = ("timeout 60 cbrpc_test --vanish 10.0.0.2 -d rnic0; echo survivor_rc=$?; "
-                   "touch /tmp/peer-gone")
+# (its own bound: a wait that does not end is cut at 150 s, status 124, and
+# the survivor still leaves the step without meeting its dead peer). It
+# tells the server's guest once its call is outstanding.
+VANISH_SURVIVOR = ("timeout 150 cbrpc_test --vanish 10.0.0.2 -d rnic0 >/tmp/vanish-log 2>&1 & "
+                   "pid=$!; n=0; until grep -q \"call outstanding\" /tmp/vanish-log || "
+                   f"! kill -0 $pid 2>/dev/null || [ $n -ge {VANISH_POLLS} ]; do "
+                   "n=$((n + 1)); sleep 0.2; done; "
+                   "grep -q \"call outstanding\" /tmp/vanish-log && "
+                   "echo outstanding | timeout 60 nc -l -p 7460; "
+                   "wait $pid; echo survivor_rc=$?; cat /tmp/vanish-log; touch /tmp/peer-gone")
 
 
 @procedure("cbrpc-server-vanishes", requires=["rnic"])
 def server_vanishes(qemu: str) -> None:
     steps = [("vanish", VANISH_SURVIVOR, VANISH_PEER, 2)]
     r1, r2 = run_pair("cbrpc-server-vanishes", steps, qemu=qemu, initrd=provider_image(),
-                      timeout=600, tool_timeout=150)
-    assert r1.ok, r1.report()
+                      timeout=900, tool_timeout=240)
+    out = lines_of(r1.output, "vanish")
+    call = re.search(r"^PEER-CALL (seen|none): (.*?)\s*$", r2.console, re.MULTILINE)
+    evidence = call.group(2) if call else "no PEER-CALL line"
+    if not call or call.group(1) != "seen":
+        raise AssertionError(
+            f"the client's call never became outstanding before the server's guest powered "
+            f"off (server: {evidence}): a failure to start, not a failure to notice the "
+            f"server's death\n{out}\n" + r1.report() + r2.report())
+    died = f"the server's guest powered off once the call was outstanding ({evidence})"
+    assert r1.ok, f"{died}; the client's guest failed\n" + r1.report()
     assert_clean_dmesg(r1.output)
     assert "PEER-POWERING-OFF" in r2.console, r2.report()
-    out = lines_of(r1.output, "vanish")
     assert "vanish: call outstanding" in out, out
     assert not re.search(r"^survivor_rc=(124|143)$", out, re.MULTILINE), \
-        f"the call did not end by itself:\n{out}"
+        "the call did not end by itself: the client did not notice the server's death; " \
+        f"{died}:\n{out}"
     ended = re.search(r"^vanish: (-?\d+) \((.*)\) after (\d+) ms$", out, re.MULTILINE)
     assert ended, out
     assert int(ended.group(1)) == -5, f"the call ended with {ended.group(2)}:\n{out}"
     assert re.search(r"^survivor_rc=0$", out, re.MULTILINE), out
     print(f"# cbrpc-server-vanishes: the outstanding call ended {ended.group(3)} ms after "
-          f"it began ({ended.group(2)}); the server's guest powered off about 7 s in",
-          flush=True)
+          f"it began ({ended.group(2)}); the server's guest powered off once the client "
+          f"said the call was outstanding: {evidence}", flush=True)

@@ -253,38 +253,101 @@ POWER_OFF = "echo PEER-POWERING-OFF >/dev/console; echo o >/proc/sysrq-trigger; 
 # 7000 + 2) and dies in the step.
 DIE = "echo done | nc 10.0.0.1 7002; " + POWER_OFF
 PUT_BW = "-t ucp_put_bw -s 65536 -n 100000000"
-# guest 2: the server, dying 3 s into the transfer (its TCP exchange with
-# the client established)
-PEER_DIES_PEER = (f"{RC} {PERF} {PUT_BW} & "
-                  "n=0; until netstat -tn | grep -q \":13337 .*ESTABLISHED\" || [ $n -ge 300 ]; "
-                  "do n=$((n + 1)); sleep 0.2; done; "
-                  "sleep 3; echo running=$(pidof ucx_perftest | wc -w) >/dev/console; " + POWER_OFF)
+# How a dying peer knows that the survivor's traffic flows, so that it
+# dies mid-run and not before the run began: its rnic's receive counter
+# (rcvd_pkts, RoCE packets taken in by its QPs) rises by TRAFFIC_PKTS from
+# when it starts to wait. Connection setup (UCX's wire-up over ud_verbs)
+# is a few dozen packets; the survivor's traffic is thousands a second (a
+# 64 KiB RDMA write is 64 packets at 1024 B, an 8 B MPI ping-pong round
+# one send and one ACK). It waits TRAFFIC_WAIT s at most (on a loaded host
+# the survivor's connection setup took more than 3 s), then prints on its
+# console what it saw, 'PEER-TRAFFIC seen|none: ...', and powers off
+# either way ('none': the survivor's traffic never started, so its
+# failure is not one to notice a peer's death).
+TRAFFIC_PKTS = 2000
+TRAFFIC_WAIT = 120
+WAIT_TRAFFIC = """cat >/tmp/wait-traffic <<'EOF'
+#!/bin/sh
+# wait-traffic DEV PKTS SECONDS
+rx() {
+    cat /sys/class/infiniband/$1/ports/1/hw_counters/rcvd_pkts 2>/dev/null ||
+        rdma statistic show link $1/1 | tr -s ' ' '\\n' | grep -A1 -x rcvd_pkts | tail -n 1
+}
+now_cs() { awk '{ printf "%d\\n", $1 * 100 }' /proc/uptime; }
+start=$(now_cs)
+base=$(rx $1)
+got=$base
+while [ $((got - base)) -lt $2 ] && [ $(($(now_cs) - start)) -lt $(($3 * 100)) ]; do
+    sleep 0.2
+    got=$(rx $1)
+done
+took=$(($(now_cs) - start))
+verdict=none
+[ $((got - base)) -lt $2 ] || verdict=seen
+echo "PEER-TRAFFIC $verdict: rcvd_pkts $base -> $got (+$((got - base)), waited for +$2)" \\
+    "in $((took / 100)).$((took % 100 / 10)) s (at most $3 s)" >/dev/console
+[ $verdict = seen ]
+EOF
+chmod +x /tmp/wait-traffic
+"""
+WAIT_FOR_TRAFFIC = f"/tmp/wait-traffic {{dev}} {TRAFFIC_PKTS} {TRAFFIC_WAIT}; "
+# guest 2: the server, dying once the client's writes flow
+PEER_DIES_PEER = (f"{RC} {PERF} {PUT_BW} & " + WAIT_FOR_TRAFFIC +
+                  "echo running=$(pidof ucx_perftest | wc -w) >/dev/console; " + POWER_OFF)
 # guest 1: the client; afterwards, with its peer gone, it does not meet it
-# at the end of the step (rdma_pair.LOCKSTEP)
+# at the end of the step (rdma_pair.LOCKSTEP). Its counters: NAME VALUE
+# pairs (grep's '--' between groups of lines left out)
 PEER_DIES_SURVIVOR = (f"{RC} {PERF} {{peer}} {PUT_BW}; " + LEFTOVERS +
                       "rdma statistic show link {dev}/1 | tr -s \" \" \"\\\\n\" | "
-                      "grep -A1 -xE \"local_ack_timeout_err|retrans\\w*\" | paste - - | "
-                      "sed s/^/counter:/; touch /tmp/peer-gone")
+                      "grep -A1 -xE \"local_ack_timeout_err|retrans\\w*|sent_pkts|rcvd_pkts\" | "
+                      "grep -vxe -- | paste - - | sed s/^/counter:/; touch /tmp/peer-gone")
+# The steps' limit: the peer's wait for traffic, then the survivor's time
+# to notice it is gone (UCX's RC retries; mpirun's keepalive), with room
+TOOL_TIMEOUT = TRAFFIC_WAIT + 120
 # timeout(1)'s statuses: the tool was cut at the step's limit, it did not
 # end by itself
 CUT = ("124", "143")
 
 
-def check_survivor(r1, r2, step: str) -> Tuple[str, str]:
-    """The survivor's (guest 1's) STEP output and its tool's status, after
-    the checks both peer-dies tests make: the peer was running its side
-    and died, the survivor ended by itself and holds no QP or MR."""
-    assert r1.ok, r1.report()
-    assert_clean_dmesg(r1.output)
+def peer_traffic(r2) -> Tuple[bool, str]:
+    """Did the dying peer (guest 2) see the survivor's traffic flow before
+    it powered off, and its console line saying so (WAIT_TRAFFIC)."""
+    seen = re.search(r"^PEER-TRAFFIC (seen|none): (.*?)\s*$", r2.console, re.MULTILINE)
+    if not seen:
+        return False, "the peer never reported the survivor's traffic (no PEER-TRAFFIC line)"
+    return seen.group(1) == "seen", seen.group(2)
+
+
+def check_survivor(r1, r2, step: str) -> Tuple[str, str, str]:
+    """The survivor's (guest 1's) STEP output, its tool's status and the
+    peer's evidence of the survivor's traffic, after the checks both
+    peer-dies tests make: the survivor's traffic flowed before the peer
+    died (else the failure says the traffic never started, not that the
+    survivor missed the death), the peer was running its side, the
+    survivor ended by itself and holds no QP or MR."""
     out = lines_of(r1.output, step)
-    assert "PEER-POWERING-OFF" in r2.console, r2.report()
-    assert "running=1" in r2.console, r2.report()
+    flowed, evidence = peer_traffic(r2)
     survivor = re.search(r"survivor_rc=(\d+)", out)
-    assert survivor, out
-    assert survivor.group(1) not in CUT, f"the survivor hung until killed:\n{out}"
+    counters = "; ".join(re.findall(r"counter:(\S+\s+\d+)", out)) or "none printed"
+    if not flowed:
+        raise AssertionError(
+            "the survivor's traffic never started before the peer powered off "
+            f"(peer: {evidence}; survivor's status "
+            f"{survivor.group(1) if survivor else 'none'}, counters {counters}): "
+            "a failure to start, not a failure to notice the peer's death\n"
+            + r1.report() + r2.report())
+    died = f"after its traffic flowed (peer: {evidence})"
+    assert "PEER-POWERING-OFF" in r2.console, f"the peer did not power off {died}\n" + r2.report()
+    assert "running=1" in r2.console, f"the peer's tool had ended {died}\n" + r2.report()
+    assert r1.ok, f"the survivor's guest failed, the peer died {died}\n" + r1.report()
+    assert_clean_dmesg(r1.output)
+    assert survivor, f"no survivor status, the peer died {died}:\n{out}"
+    assert survivor.group(1) not in CUT, (
+        f"the survivor did not notice the peer's death: the peer died {died}, the survivor "
+        f"hung until killed (counters {counters}):\n{out}")
     assert re.search(r"^qps=0$", out, re.MULTILINE), f"QPs left on the survivor:\n{out}"
     assert re.search(r"^mrs=0$", out, re.MULTILINE), f"MRs left on the survivor:\n{out}"
-    return out, survivor.group(1)
+    return out, survivor.group(1), evidence
 
 
 @procedure("middleware-peer-dies", requires=["rnic"])
@@ -292,10 +355,11 @@ def peer_dies(qemu: str) -> None:
     fill = {"dev": "rnic0", "peer": "10.0.0.2"}
     steps = [("peer_dies", PEER_DIES_SURVIVOR.format(**fill), PEER_DIES_PEER.format(**fill), 2)]
     r1, r2 = run_pair("middleware-peer-dies", steps, qemu=qemu, initrd=middleware_image(),
-                      tool_timeout=120)
-    out, status = check_survivor(r1, r2, "peer_dies")
-    assert status != "0", f"the survivor did not see the peer go:\n{out}"
-    print(f"# middleware-peer-dies: survivor's ucx_perftest exited {status}; "
+                      tool_timeout=TOOL_TIMEOUT, setup=("", WAIT_TRAFFIC))
+    out, status, evidence = check_survivor(r1, r2, "peer_dies")
+    assert status != "0", f"the survivor did not see the peer go (peer: {evidence}):\n{out}"
+    print(f"# middleware-peer-dies: the peer saw the survivor's traffic, {evidence}; "
+          f"survivor's ucx_perftest exited {status}; "
           + "; ".join(re.findall(r"counter:(\S+\s+\d+)", out)), flush=True)
 
 
@@ -389,17 +453,19 @@ def mpi_three(qemu: str) -> None:
 MPI_PEER_DIES_SERVER = ("PRTE_MCA_oob_tcp_keepalive_time=2 PRTE_MCA_oob_tcp_keepalive_intvl=1 "
                         "PRTE_MCA_oob_tcp_keepalive_probes=3 " + MPIRUN.format(dev="rnic0", mpi_x="") +
                         " -H node1:1,node2:1 -np 2 rnic_mpi_check 100000000; " + LEFTOVERS)
-MPI_PEER_DIES_CLIENT = "sleep 8; echo running=$(pidof rnic_mpi_check | wc -w) >/dev/console; " + DIE
+# guest 2 dies once the ranks' ping-pong flows (WAIT_TRAFFIC)
+MPI_PEER_DIES_CLIENT = (WAIT_FOR_TRAFFIC.format(dev="rnic0") +
+                        "echo running=$(pidof rnic_mpi_check | wc -w) >/dev/console; " + DIE)
 
 
 @procedure("middleware-mpi-peer-dies", requires=["rnic"])
 def mpi_peer_dies(qemu: str) -> None:
     steps = [("peer_dies", MPI_PEER_DIES_SERVER, MPI_PEER_DIES_CLIENT, 1)]
-    setup = (SETUP[0], SETUP[1] + f"timeout 200 {RSHD} &\n")
+    setup = (SETUP[0], SETUP[1] + WAIT_TRAFFIC + f"timeout {TOOL_TIMEOUT + 80} {RSHD} &\n")
     r1, r2 = run_pair("middleware-mpi-peer-dies", steps, qemu=qemu, initrd=middleware_image(),
-                      tool_timeout=120, setup=setup)
+                      tool_timeout=TOOL_TIMEOUT, setup=setup)
     # (mpirun exits 0 here: PRRTE's status for a job it ended on a lost daemon)
-    out, status = check_survivor(r1, r2, "peer_dies")
+    out, status, evidence = check_survivor(r1, r2, "peer_dies")
     assert "PRTE has lost communication with a remote daemon" in out, out
-    print(f"# middleware-mpi-peer-dies: mpirun reported the lost daemon and exited "
-          f"{status}", flush=True)
+    print(f"# middleware-mpi-peer-dies: the peer saw the ranks' traffic, {evidence}; "
+          f"mpirun reported the lost daemon and exited {status}", flush=True)
