@@ -34,8 +34,13 @@
  *    and DMA into a window that is BAR0 (rings may be placed there).
  *
  * Seeds (fuzz-common.h): programs that bring up a device and move traffic
- * in loopback and to the peer:
+ * in loopback and to the peer, and (the work bound's) full SQs rung once
+ * of fast-registers of 3584-page lists, mapped registrations (672
+ * segments, or 64 interleaved), MW binds and local invalidates, and a
+ * FLUSH (whole MR, persistent), a DURABLE READ, a MGMT PERSIST and
+ * SCM_PERSISTs of the whole window:
  *   ./fuzz-device corpus -max_total_time=60
+ * (RNIC_FUZZ_DEBUG=1 prints every step, command status and event.)
  *
  * Built with FUZZ_WQC_DIFF (target fuzz-wqc-diff) it runs each program
  * twice, with the WQE translation cache on and off, from the same state
