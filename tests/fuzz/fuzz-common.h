@@ -17,8 +17,9 @@
  * call kind, the figure, its value and the bound; fuzz_calls_note() after
  * every input (and before an engine is freed) keeps the largest figure
  * each kind of call reached in this process, printed as a table to stderr
- * at exit, on SIGINT/SIGTERM and every FUZZ_CALLS_EVERY inputs
- * (fuzz_calls_init(), from LLVMFuzzerInitialize).
+ * at exit, on SIGINT/SIGTERM, every FUZZ_CALLS_EVERY inputs and, the run
+ * going on, after a SIGUSR1 (fuzz_calls_init(), from
+ * LLVMFuzzerInitialize).
  */
 #ifndef RNIC_FUZZ_COMMON_H
 #define RNIC_FUZZ_COMMON_H
@@ -203,6 +204,14 @@ static inline void fuzz_calls_at_exit(void)
     fuzz_calls_table("at exit");
 }
 
+/* SIGUSR1: the table after the current input. */
+static volatile sig_atomic_t fuzz_calls_asked;
+
+static inline void fuzz_calls_on_usr1(int sig)
+{
+    fuzz_calls_asked = 1;
+}
+
 static inline void fuzz_calls_on_signal(int sig)
 {
     /* not async-signal-safe, but the process ends here */
@@ -221,6 +230,7 @@ static inline void fuzz_calls_init(const char *target)
     atexit(fuzz_calls_at_exit);
     signal(SIGINT, fuzz_calls_on_signal);
     signal(SIGTERM, fuzz_calls_on_signal);
+    signal(SIGUSR1, fuzz_calls_on_usr1);
 }
 
 /* Keep the largest figures engine 'e' has seen so far. */
@@ -244,7 +254,8 @@ static inline void fuzz_calls_note(const RnicEngine *e)
 static inline void fuzz_calls_input_done(const RnicEngine *e)
 {
     fuzz_calls_note(e);
-    if (++fuzz_calls_inputs % FUZZ_CALLS_EVERY == 0) {
+    if (++fuzz_calls_inputs % FUZZ_CALLS_EVERY == 0 || fuzz_calls_asked) {
+        fuzz_calls_asked = 0;
         fuzz_calls_table("so far");
     }
 }
