@@ -2,6 +2,9 @@
 /*
  * Fake host for engine unit tests (see rnic-test-host.h).
  */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "rnic-test-host.h"
 
@@ -232,6 +235,51 @@ TestHost *test_host_new_sized(const RnicEngineConfig *cfg, uint64_t ram_size)
     return h;
 }
 
+/*
+ * The most one call of each kind did over every host this process freed;
+ * printed at exit when RNIC_CALL_TABLE is set (the issue's per-call table
+ * from the unit tests).
+ */
+static RnicCallWork call_max_all[RNIC_CALL_COUNT];
+
+static void call_table_print(void)
+{
+    unsigned c;
+
+    for (c = 0; c < RNIC_CALL_COUNT; c++) {
+        const RnicCallWork *m = &call_max_all[c];
+
+        fprintf(stderr, "call-max %-14s wqes %" PRIu64 " frames %" PRIu64
+                " entries %" PRIu64 " dma_bytes %" PRIu64 " persist_bytes %"
+                PRIu64 "\n", rnic_call_name(c), m->wqes, m->frames,
+                m->entries, m->dma_bytes, m->persist_bytes);
+    }
+}
+
+static void call_table_merge(RnicEngine *e)
+{
+    static bool registered;
+    unsigned c;
+
+    if (!getenv("RNIC_CALL_TABLE")) {
+        return;
+    }
+    if (!registered) {
+        registered = true;
+        atexit(call_table_print);
+    }
+    for (c = 0; c < RNIC_CALL_COUNT; c++) {
+        RnicCallWork m, *a = &call_max_all[c];
+
+        rnic_engine_call_max(e, c, &m);
+        a->wqes = MAX(a->wqes, m.wqes);
+        a->frames = MAX(a->frames, m.frames);
+        a->entries = MAX(a->entries, m.entries);
+        a->dma_bytes = MAX(a->dma_bytes, m.dma_bytes);
+        a->persist_bytes = MAX(a->persist_bytes, m.persist_bytes);
+    }
+}
+
 void test_host_free(TestHost *h)
 {
     guint i;
@@ -245,6 +293,7 @@ void test_host_free(TestHost *h)
         }
     }
     g_assert_cmpuint(rnic_engine_call_overruns(h->engine), ==, 0);
+    call_table_merge(h->engine);
     rnic_engine_free(h->engine);
     g_ptr_array_free(h->frames, TRUE);
     g_ptr_array_free(h->log, TRUE);
