@@ -261,7 +261,7 @@ PUT_BW = "-t ucp_put_bw -s 65536 -n 100000000"
 # 64 KiB RDMA write is 64 packets at 1024 B, an 8 B MPI ping-pong round
 # one send and one ACK). It waits TRAFFIC_WAIT s at most (on a loaded host
 # the survivor's connection setup took more than 3 s; with 2 busy loops
-# beside the tests the traffic began after up to 64 s), then prints on its
+# beside the tests the traffic began after up to 78 s), then prints on its
 # console what it saw, 'PEER-TRAFFIC seen|none: ...', and powers off
 # either way ('none': the survivor's traffic never started, so its
 # failure is not one to notice a peer's death).
