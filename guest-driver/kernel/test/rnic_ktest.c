@@ -173,6 +173,7 @@ struct kt_side {
 	bool qp_error;		/* async event: the QP went to the error state */
 	bool expect_qp_error;
 	bool removed;		/* RDMA_CM_EVENT_DEVICE_REMOVAL: stop, free all */
+	bool aborted;		/* loopback server: the client gave up first */
 
 	/* receive buffers */
 	u8 *recv_buf[KT_RECV_BUFS];
@@ -788,6 +789,11 @@ static int kt_cm_wait(struct kt_side *s, enum rdma_cm_event_type want)
 			kt_err("%s: device removed while waiting for %s\n",
 			       s->name, rdma_event_msg(want));
 			return -ENODEV;
+		}
+		if (READ_ONCE(s->aborted)) {
+			kt_err("%s: no client: not waiting for %s\n", s->name,
+			       rdma_event_msg(want));
+			return -ECANCELED;
 		}
 		if (wait_for_completion_timeout(&s->cm_done, slice))
 			break;
@@ -2644,7 +2650,7 @@ static const struct kt_test kt_tests[] = {
 	{ "map_bounds", kt_test_map_bounds },
 };
 
-static int kt_client(const char *dst)
+static int kt_client(const char *dst, bool *connected)
 {
 	struct kt_side *s;
 	struct sockaddr_storage ss;
@@ -2724,6 +2730,7 @@ static int kt_client(const char *dst)
 		s->peer_info.access = le64_to_cpu(hello->value);
 		kt_post_recv(s, i);
 	}
+	*connected = true;
 	kt_report(s, "connect", 0, 1, start);
 	kt_info("client: connected to %pISc via %s (QP %u), server region rkey 0x%x\n",
 		&ss, dev_name(&s->dev->dev), s->qp->qp_num,
@@ -2775,10 +2782,11 @@ out_free:
 static int __init rnic_ktest_init(void)
 {
 	struct kt_server *srv;
+	bool connected = false;
 	int ret, sret;
 
 	if (!strcmp(role, "client"))
-		return kt_client(peer);
+		return kt_client(peer, &connected);
 	if (strcmp(role, "server") && strcmp(role, "loopback")) {
 		kt_err("role must be loopback, server or client\n");
 		return -EINVAL;
@@ -2792,8 +2800,14 @@ static int __init rnic_ktest_init(void)
 		return ret;
 	}
 	ret = 0;
-	if (!strcmp(role, "loopback"))
-		ret = kt_client(peer);
+	if (!strcmp(role, "loopback")) {
+		ret = kt_client(peer, &connected);
+		/* a client that never connected: no session to wait for */
+		if (!connected) {
+			WRITE_ONCE(srv->s.aborted, true);
+			complete(&srv->s.cm_done);
+		}
+	}
 	sret = kt_server_finish(srv);
 	kfree(srv);
 	if (sret)
