@@ -54,16 +54,13 @@ libvirt domains with <acpi/>.
 import json
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Callable, List
+from typing import List
 
-from guesttest import Guest, GuestResult, Skip, procedure, rnic_ids
-from rnic_guest import LOG_ROOT, initrd_with_files
+from guesttest import Guest, GuestResult, procedure, rnic_ids
+from rnic_guest import initrd_with_files
 from test_driver import assert_clean_dmesg, rdma_image, values
 from test_provider import provider_image
 
