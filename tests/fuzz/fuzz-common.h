@@ -239,14 +239,10 @@ static inline void fuzz_calls_note(const RnicEngine *e)
     unsigned c;
 
     for (c = 0; c < RNIC_CALL_COUNT; c++) {
-        RnicCallWork m, *s = &fuzz_calls_seen[c];
+        RnicCallWork m;
 
         rnic_engine_call_max(e, c, &m);
-        s->wqes = MAX(s->wqes, m.wqes);
-        s->frames = MAX(s->frames, m.frames);
-        s->entries = MAX(s->entries, m.entries);
-        s->dma_bytes = MAX(s->dma_bytes, m.dma_bytes);
-        s->persist_bytes = MAX(s->persist_bytes, m.persist_bytes);
+        rnic_call_work_max(&fuzz_calls_seen[c], &m);
     }
 }
 

@@ -232,7 +232,9 @@ def check_common(out: str, apps: List[str]) -> None:
 # ---------------------------------------------------------------------------
 # (a) librdmacm applications: rping; re-plug on both root ports
 
-RPING_SCRIPT = """
+# rping between two of the guest's own addresses until the unplug, both ends
+# waited for
+RPING_UNTIL_UNPLUG = """
 modprobe rnic || exit 1
 wait_rnic
 rping -s -a 10.0.0.1 -C 100000000 -S 1024 >/tmp/rping-s.log 2>&1 &
@@ -246,7 +248,9 @@ echo "HP: ready $ADDR"
 wait_gone $ADDR
 wait_exit $client rping_client $t
 wait_exit $server rping_server $t
-sed 's/^/rping-client: /' /tmp/rping-c.log | tail -5
+"""
+
+RPING_SCRIPT = RPING_UNTIL_UNPLUG + """sed 's/^/rping-client: /' /tmp/rping-c.log | tail -5
 sed 's/^/rping-server: /' /tmp/rping-s.log | tail -5
 leftovers
 modprobe rnic || exit 1
@@ -486,21 +490,7 @@ def hotplug_idle(qemu: str) -> None:
 # ---------------------------------------------------------------------------
 # virsh detach-device / attach-device on the example domain
 
-LIBVIRT_SCRIPT = """
-modprobe rnic || exit 1
-wait_rnic
-rping -s -a 10.0.0.1 -C 100000000 -S 1024 >/tmp/rping-s.log 2>&1 &
-server=$!
-sleep 0.5
-rping -c -a 10.0.0.1 -C 100000000 -S 1024 >/tmp/rping-c.log 2>&1 &
-client=$!
-wait_traffic 500
-t=$(now)
-echo "HP: ready $ADDR"
-wait_gone $ADDR
-wait_exit $client rping_client $t
-wait_exit $server rping_server $t
-leftovers
+LIBVIRT_SCRIPT = RPING_UNTIL_UNPLUG + """leftovers
 modprobe rnic || exit 1
 echo "HP: plug"
 wait_rnic

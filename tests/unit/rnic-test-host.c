@@ -269,14 +269,10 @@ static void call_table_merge(RnicEngine *e)
         atexit(call_table_print);
     }
     for (c = 0; c < RNIC_CALL_COUNT; c++) {
-        RnicCallWork m, *a = &call_max_all[c];
+        RnicCallWork m;
 
         rnic_engine_call_max(e, c, &m);
-        a->wqes = MAX(a->wqes, m.wqes);
-        a->frames = MAX(a->frames, m.frames);
-        a->entries = MAX(a->entries, m.entries);
-        a->dma_bytes = MAX(a->dma_bytes, m.dma_bytes);
-        a->persist_bytes = MAX(a->persist_bytes, m.persist_bytes);
+        rnic_call_work_max(&call_max_all[c], &m);
     }
 }
 

@@ -334,11 +334,7 @@ void rnic_call_account(RnicEngine *e)
     unsigned i;
 
     G_STATIC_ASSERT(G_N_ELEMENTS(figures) == G_N_ELEMENTS(v));
-    max->wqes = MAX(max->wqes, c->wqes);
-    max->frames = MAX(max->frames, c->frames);
-    max->entries = MAX(max->entries, c->entries);
-    max->dma_bytes = MAX(max->dma_bytes, c->dma_bytes);
-    max->persist_bytes = MAX(max->persist_bytes, c->persist_bytes);
+    rnic_call_work_max(max, c);
     for (i = 0; i < G_N_ELEMENTS(v); i++) {
         if (v[i] > b[i]) {
             rnic_event(e, ERR_CALL_BOUND, figures[i], e->call_kind, i, v[i],

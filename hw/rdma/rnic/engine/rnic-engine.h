@@ -259,6 +259,16 @@ typedef struct RnicCallWork {
     uint64_t persist_bytes; /* bytes made durable (RnicHostOps.persist) */
 } RnicCallWork;
 
+/* Each figure of *max raised to w's where that is larger. */
+static inline void rnic_call_work_max(RnicCallWork *max, const RnicCallWork *w)
+{
+    max->wqes = MAX(max->wqes, w->wqes);
+    max->frames = MAX(max->frames, w->frames);
+    max->entries = MAX(max->entries, w->entries);
+    max->dma_bytes = MAX(max->dma_bytes, w->dma_bytes);
+    max->persist_bytes = MAX(max->persist_bytes, w->persist_bytes);
+}
+
 const char *rnic_call_name(RnicCall call);
 /* The stated bound of one call of kind 'call'. */
 const RnicCallWork *rnic_engine_call_bound(RnicCall call);
