@@ -164,6 +164,63 @@ static void test_uc_bad_opcode(void)
     lo_fini(&l);
 }
 
+/*
+ * A QP whose send queue is in SQE still answers as a responder, and what
+ * a request through it asked to persist is persisted: a MGMT PERSIST
+ * written to b (a UC QP in SQE) of a window b's region covers makes the
+ * window durable (persists run as the responder's work, which SQE does
+ * not drop).
+ */
+static void test_uc_sqe_persists(void)
+{
+    RnicEngineConfig cfg;
+    uint8_t gid0[16], gid1[16];
+    struct rnic_scm_mgmt *m;
+    struct rnic_sq_wqe w;
+    struct rnic_sge s;
+    TestHost *h;
+    uint32_t stag;
+    Lo l;
+
+    rnic_engine_config_defaults(&cfg);
+    cfg.scm_pages = 256;
+    cfg.scm_persistent = true;
+    l.p = tv_pair_new(&cfg);
+    h = l.p->d;
+    tv_gid_v4(gid0, 0, 0, 1);
+    tv_gid_v4(gid1, 0, 0, 2);
+    l.a = tv_qp(h, RNIC_QPT_UC, l.p->pd, l.p->cqa, l.p->cqa, NULL, 5, 0);
+    l.b = tv_qp(h, RNIC_QPT_UC, l.p->pd, l.p->cqb, l.p->cqb, NULL, 5, 0);
+    tv_rc_connect(h, l.a, 0, gid1, l.b->qpn);
+    tv_rc_connect(h, l.b, 1, gid0, l.a->qpn);
+    stag = tv_reg_scm(h, l.p->pd, 0, 0, 256 * 4096, TV_ACCESS_ALL,
+                      1u << RNIC_SCM_SEM_MGMT,
+                      RNIC_SCM_SEM_MGMT << RNIC_SCM_KEY_SEM_SHIFT, NULL);
+    /* b's send queue to SQE */
+    s = tv_sge(l.p->bufb, 64, l.p->mrb);
+    w = tv_wqe(1, RNIC_WR_RDMA_READ, 1);
+    w.rdma.remote_addr = l.p->bufa;
+    w.rdma.rkey = l.p->mra;
+    tv_post_send(h, l.b, &w, &s, NULL);
+    tv_expect_cqe(h, l.p->cqb, 1, RNIC_WC_RDMA_READ, RNIC_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(qp_state(h, l.b), ==, RNIC_QPS_SQE);
+    /* a asks b's window to persist */
+    memset(h->scm, 0x77, 256 * 4096);
+    m = test_ptr(h, l.p->bufa);
+    memset(m, 0, sizeof(*m));
+    m->op = RNIC_SCM_MGMT_PERSIST;
+    m->length = 256 * 4096;
+    s = tv_sge(l.p->bufa, sizeof(*m), l.p->mra);
+    w = tv_wqe(2, RNIC_WR_RDMA_WRITE, 1);
+    w.rdma.remote_addr = 0;
+    w.rdma.rkey = stag;
+    tv_post_send(h, l.a, &w, &s, NULL);
+    tv_expect_cqe(h, l.p->cqa, 2, RNIC_WC_RDMA_WRITE, RNIC_WC_SUCCESS);
+    test_host_run(h);
+    g_assert_cmpint(memcmp(h->scm, h->scm_durable, 256 * 4096), ==, 0);
+    lo_fini(&l);
+}
+
 /* RC-only attributes are refused on a UC QP, as ib_modify_qp_is_ok does. */
 static void test_uc_attrs(void)
 {
@@ -457,6 +514,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/rnic/uc/loopback", test_uc_loopback);
     g_test_add_func("/rnic/uc/bad-opcode", test_uc_bad_opcode);
+    g_test_add_func("/rnic/uc/sqe-persists", test_uc_sqe_persists);
     g_test_add_func("/rnic/uc/attrs", test_uc_attrs);
     g_test_add_func("/rnic/uc/requester", test_uc_requester);
     g_test_add_func("/rnic/uc/lost-packet", test_uc_lost_packet);

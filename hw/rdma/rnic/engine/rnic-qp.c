@@ -1150,8 +1150,10 @@ void rnic_qp_process(RnicEngine *e, RnicQp *qp)
         rnic_qp_flush(e, qp);
         return;
     case RNIC_QPS_SQE:
+        /* the send queue flushes; the responder goes on (its persists) */
         rnic_qp_flush_send_queue(e, qp);
-        return;
+        flags &= RNIC_QPW_RESP;
+        break;
     case RNIC_QPS_RESET:
         /* doorbells before INIT: nothing runs */
         return;
