@@ -29,6 +29,8 @@
  *  - a memory window of WIN_SIZE (64 MiB: a whole-window persist takes
  *    four of the engine's 16 MiB chunks; regions of kind SCM,
  *    persistence): an access or a persist outside it aborts;
+ *  - doorbells do their work inline (run_now, as QEMU while the VM runs)
+ *    when the program's last byte is odd, else in the next run;
  *  - it re-enters the engine from its callbacks as a guest can: an MSI
  *    whose address is BAR0 (a DEV_CTRL write of RESET or 0, or a doorbell),
  *    and DMA into a window that is BAR0 (rings may be placed there).
