@@ -979,12 +979,6 @@ static inline bool rnic_work_spent(const RnicEngine *e)
            e->phase.persist_bytes >= b->persist_bytes;
 }
 
-/* Persist bytes the phase may still do (0: spent). */
-static inline uint64_t rnic_work_persist_room(const RnicEngine *e)
-{
-    return rnic_work_spent(e) ? 0 :
-           rnic_phase_budget.persist_bytes - e->phase.persist_bytes;
-}
 void rnic_raise_irq(RnicEngine *e, unsigned vector);
 
 static inline int rnic_dma_read(RnicEngine *e, uint64_t addr, void *buf,

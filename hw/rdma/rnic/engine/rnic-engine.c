@@ -244,12 +244,18 @@ void rnic_engine_run(RnicEngine *e)
  * (RNIC_SCM_CHUNK), 4 to 25 ms of msync of a file-backed window on a
  * disk as measured (docs/benchmarks.md, bench-bounds).
  */
+#define RNIC_PHASE_WQES         1024
+#define RNIC_PHASE_FRAMES       16384
+#define RNIC_PHASE_ENTRIES      (1ull << 18)
+#define RNIC_PHASE_DMA          (16ull << 20)
+#define RNIC_PHASE_PERSIST      (16ull << 20)
+
 const RnicCallWork rnic_phase_budget = {
-    .wqes = 1024,
-    .frames = 16384,
-    .entries = 1u << 18,
-    .dma_bytes = 16u << 20,
-    .persist_bytes = 16u << 20,
+    .wqes = RNIC_PHASE_WQES,
+    .frames = RNIC_PHASE_FRAMES,
+    .entries = RNIC_PHASE_ENTRIES,
+    .dma_bytes = RNIC_PHASE_DMA,
+    .persist_bytes = RNIC_PHASE_PERSIST,
 };
 
 /*
@@ -262,43 +268,34 @@ const RnicCallWork rnic_phase_budget = {
  * READ responses of 4 KiB and a 64 KiB WQE with its bounce copy; a
  * persist chunk (16 MiB) and the durable writes a phase placed.
  */
-static const RnicCallWork rnic_item_max = {
-    .wqes = 2 * 256 + 64,
-    .frames = 64 * 66,
-    .entries = (1u << 21) + (1u << 20) + (1u << 24),
-    .dma_bytes = 64 * 66 * 4096 + (128u << 10),
-    .persist_bytes = (16u << 20) + 64 * 66 * 4096,
-};
+#define RNIC_ITEM_WQES          (2 * 256 + 64)
+#define RNIC_ITEM_FRAMES        (64 * 66)
+#define RNIC_ITEM_ENTRIES       ((1ull << 21) + (1ull << 20) + (1ull << 24))
+#define RNIC_ITEM_DMA           (64 * 66 * 4096ull + (128ull << 10))
+#define RNIC_ITEM_PERSIST       ((16ull << 20) + 64 * 66 * 4096ull)
 
-/* Phases per call: a run is the post-load prompt, admin, queues, Ethernet. */
-static const uint8_t rnic_call_phases[RNIC_CALL_COUNT] = {
-    [RNIC_CALL_REG] = 1,
-    [RNIC_CALL_DOORBELL] = 1,
-    [RNIC_CALL_RUN] = 4,
-    [RNIC_CALL_RECEIVE] = 1,
-    [RNIC_CALL_TIMER] = 1,
-    [RNIC_CALL_LINK] = 1,
-};
+/* The bound of a call of n phases (a run: post-load prompt, admin, queues,
+ * Ethernet; every other call one). */
+#define RNIC_CALL_BOUND(n) {                                                \
+    .wqes = (n) * (RNIC_PHASE_WQES + RNIC_ITEM_WQES),                       \
+    .frames = (n) * (RNIC_PHASE_FRAMES + RNIC_ITEM_FRAMES),                 \
+    .entries = (n) * (RNIC_PHASE_ENTRIES + RNIC_ITEM_ENTRIES),              \
+    .dma_bytes = (n) * (RNIC_PHASE_DMA + RNIC_ITEM_DMA),                    \
+    .persist_bytes = (n) * (RNIC_PHASE_PERSIST + RNIC_ITEM_PERSIST),        \
+}
 
-static RnicCallWork rnic_call_bounds[RNIC_CALL_COUNT];
+static const RnicCallWork rnic_call_bounds[RNIC_CALL_COUNT] = {
+    [RNIC_CALL_REG] = RNIC_CALL_BOUND(1),
+    [RNIC_CALL_DOORBELL] = RNIC_CALL_BOUND(1),
+    [RNIC_CALL_RUN] = RNIC_CALL_BOUND(4),
+    [RNIC_CALL_RECEIVE] = RNIC_CALL_BOUND(1),
+    [RNIC_CALL_TIMER] = RNIC_CALL_BOUND(1),
+    [RNIC_CALL_LINK] = RNIC_CALL_BOUND(1),
+};
 
 const RnicCallWork *rnic_engine_call_bound(RnicCall call)
 {
-    const RnicCallWork *b = &rnic_phase_budget, *m = &rnic_item_max;
-    RnicCallWork *c;
-    uint64_t n;
-
-    if (call >= RNIC_CALL_COUNT) {
-        return NULL;
-    }
-    c = &rnic_call_bounds[call];
-    n = rnic_call_phases[call];
-    c->wqes = n * (b->wqes + m->wqes);
-    c->frames = n * (b->frames + m->frames);
-    c->entries = n * (b->entries + m->entries);
-    c->dma_bytes = n * (b->dma_bytes + m->dma_bytes);
-    c->persist_bytes = n * (b->persist_bytes + m->persist_bytes);
-    return c;
+    return call < RNIC_CALL_COUNT ? &rnic_call_bounds[call] : NULL;
 }
 
 const char *rnic_call_name(RnicCall call)
