@@ -226,11 +226,14 @@ static inline void fuzz_calls_on_signal(int sig)
  */
 static inline void fuzz_calls_init(const char *target)
 {
+    struct sigaction end = { .sa_handler = fuzz_calls_on_signal };
+    struct sigaction usr1 = { .sa_handler = fuzz_calls_on_usr1 };
+
     fuzz_calls_target = target;
     atexit(fuzz_calls_at_exit);
-    signal(SIGINT, fuzz_calls_on_signal);
-    signal(SIGTERM, fuzz_calls_on_signal);
-    signal(SIGUSR1, fuzz_calls_on_usr1);
+    sigaction(SIGINT, &end, NULL);
+    sigaction(SIGTERM, &end, NULL);
+    sigaction(SIGUSR1, &usr1, NULL);
 }
 
 /* Keep the largest figures engine 'e' has seen so far. */

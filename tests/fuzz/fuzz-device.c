@@ -129,8 +129,10 @@ typedef struct Host {
     uint8_t msi_action[RNIC_DEFAULT_VECTORS];
     bool dma_reenter;
     bool scheduled;
-    /* RnicHostOps.run_now: doorbells do their work inline (QEMU while the
-     * VM runs), when the program's last byte is odd */
+    /*
+     * RnicHostOps.run_now: doorbells do their work inline (QEMU while the
+     * VM runs), when the program's last byte is odd
+     */
     bool run_now;
     uint64_t now, deadline;
     uint64_t frames, dma_read, writes;  /* counters */
@@ -834,8 +836,10 @@ static void op_admin(Prog *g)
         }
         c.mr.pd = pick(g, K_PD);
         if (op == RNIC_CMD_ALLOC_MR) {
-            /* bit 7: a long list (LONG_PAGES); bit 6: a mapped STag of
-             * up to RNIC_MAP_MAX_SEGS segments (levels, shift 0) */
+            /*
+             * bit 7: a long list (LONG_PAGES); bit 6: a mapped STag of
+             * up to RNIC_MAP_MAX_SEGS segments (levels, shift 0)
+             */
             uint8_t x = u8(g);
 
             c.mr.npages = x & 0x80 ? LONG_PAGES : 1 + x % 8;
@@ -1725,8 +1729,10 @@ static void seed_fast_reg(GByteArray *b, uint8_t which, uint8_t x,
          mapped ? 1 : 0);
     emit(b, 5, 0, 0, 0, 0, 0);          /* immediate 0 */
     emit(b, 5, 1, 0, 0, 0, 7);          /* data unit 0 at 0, MR 7 */
-    /* va: data unit 0 at 0x1000 (the table: 0), the count, no cut, page
-     * list unit 0, the MR, local write and remote read/write */
+    /*
+     * va: data unit 0 at 0x1000 (the table: 0), the count, no cut, page
+     * list unit 0, the MR, local write and remote read/write
+     */
     emit(b, 3, 0, mapped ? 0 : 0x10, 0);
     emit(b, 6, x, 0, 0, stag_slot, 0x07, 0x00);
     if (mapped) {

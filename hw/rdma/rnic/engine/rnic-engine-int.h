@@ -327,8 +327,10 @@ struct RnicMr {
     RnicMap *map;
     const RnicMrTable *members;
     struct rnic_scm_status *scm_status; /* SCM: after its first MGMT write */
-    /* SCM: persists asked for through this region and their bytes (its
-     * MGMT status; not migrated) */
+    /*
+     * SCM: persists asked for through this region and their bytes (its
+     * MGMT status; not migrated)
+     */
     uint64_t scm_persists;
     uint64_t scm_persisted_bytes;
     /*
@@ -784,8 +786,10 @@ struct RnicEngine {
 
     /* registration log */
     GArray *reglog;             /* of RnicRegLogRec */
-    /* its length after the last compaction or clear: until it grows, a
-     * compaction would free nothing (rnic_pbl_new does not force one) */
+    /*
+     * its length after the last compaction or clear: until it grows, a
+     * compaction would free nothing (rnic_pbl_new does not force one)
+     */
     uint64_t reglog_compacted_len;
     uint64_t reglog_appended;   /* records ever appended (statistics) */
 

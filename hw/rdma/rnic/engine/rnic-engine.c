@@ -274,8 +274,10 @@ const RnicCallWork rnic_phase_budget = {
 #define RNIC_ITEM_DMA           (64 * 66 * 4096ull + (128ull << 10))
 #define RNIC_ITEM_PERSIST       ((16ull << 20) + 64 * 66 * 4096ull)
 
-/* The bound of a call of n phases (a run: post-load prompt, admin, queues,
- * Ethernet; every other call one). */
+/*
+ * The bound of a call of n phases (a run: post-load prompt, admin, queues,
+ * Ethernet; every other call one).
+ */
 #define RNIC_CALL_BOUND(n) {                                                \
     .wqes = (n) * (RNIC_PHASE_WQES + RNIC_ITEM_WQES),                       \
     .frames = (n) * (RNIC_PHASE_FRAMES + RNIC_ITEM_FRAMES),                 \

@@ -253,8 +253,8 @@ typedef enum RnicCall {
 typedef struct RnicCallWork {
     uint64_t wqes;          /* work requests started, flushed, commands */
     uint64_t frames;        /* packets and frames sent or received */
-    uint64_t entries;       /* page-list entries read, segments checked,
-                             * STag index probes, CQEs staged */
+    /* page-list entries read, segments checked, STag index probes, CQEs */
+    uint64_t entries;
     uint64_t dma_bytes;     /* bytes moved to or from guest memory */
     uint64_t persist_bytes; /* bytes made durable (RnicHostOps.persist) */
 } RnicCallWork;
