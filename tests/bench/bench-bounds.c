@@ -74,7 +74,7 @@ static void report(const char *what, const Calls *c)
 static void bench_fast_reg(void)
 {
     TestHost *h = test_host_new(NULL);
-    uint32_t ctx, pd, stag, i;
+    uint32_t pd, stag, i;
     uint8_t remote[16];
     struct rnic_sq_wqe fr, inv;
     struct rnic_cqe cqe;
@@ -83,12 +83,7 @@ static void bench_fast_reg(void)
     TvCq *cq;
     TvQp *qp;
 
-    tv_enable(h, 6);
-    ctx = tv_net_ctx(h, 0);
-    tv_gid(h, 0, ctx, 1);
-    tv_gid_bytes(remote, ctx, 200);
-    pd = tv_pd(h, ctx, 0);
-    cq = tv_cq(h, SQ_LOG + 1, RNIC_HANDLE_NONE, 0);
+    pd = tv_kernel_pd(h, SQ_LOG + 1, &cq, remote);
     qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, SQ_LOG, 0);
     tv_rc_connect(h, qp, 0, remote, 0x99);
     stag = tv_alloc_mr(h, pd, FR_PAGES, 0x10);

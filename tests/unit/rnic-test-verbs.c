@@ -48,6 +48,20 @@ static void rv_step(TestHost *h, uint64_t ns)
 
 #include "rnic-verbs-driver.c.inc"
 
+uint32_t tv_kernel_pd(TestHost *h, uint32_t cq_log, TvCq **cq,
+                      uint8_t remote[16])
+{
+    uint32_t ctx, pd;
+
+    tv_enable(h, 6);
+    ctx = tv_net_ctx(h, 0);
+    tv_gid(h, 0, ctx, 1);
+    tv_gid_bytes(remote, ctx, 200);
+    pd = tv_pd(h, ctx, 0);
+    *cq = tv_cq(h, cq_log, RNIC_HANDLE_NONE, 0);
+    return pd;
+}
+
 TvPair *tv_pair_new(const RnicEngineConfig *cfg)
 {
     TvPair *p = g_new0(TvPair, 1);

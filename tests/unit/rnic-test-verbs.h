@@ -33,6 +33,13 @@ static inline void tv_gid(TestHost *h, uint32_t index, uint32_t ctx,
 #define TV_BUF_SIZE (1u << 20)
 
 TvPair *tv_pair_new(const RnicEngineConfig *cfg);
+/*
+ * An enabled device with network context 0 (GID 0), a kernel PD (returned)
+ * and a kernel CQ of 2^cq_log entries (*cq). 'remote': a GID of that
+ * context on no host, for RC QPs connected nowhere (tv_rc_connect).
+ */
+uint32_t tv_kernel_pd(TestHost *h, uint32_t cq_log, TvCq **cq,
+                      uint8_t remote[16]);
 /* Frees the host too. */
 void tv_pair_free(TvPair *p);
 

@@ -460,25 +460,6 @@ static void test_prompt_after_load(void)
 }
 
 /*
- * An enabled device with network context 0 (GID 0), a kernel PD and CQ of
- * 2^cq_log entries; *pd and *cq set. 'remote': a GID of that context on
- * no host, for RC QPs connected nowhere (tv_rc_connect).
- */
-static uint32_t kernel_pd(TestHost *h, uint32_t cq_log, TvCq **cq,
-                          uint8_t remote[16])
-{
-    uint32_t ctx, pd;
-
-    tv_enable(h, 6);
-    ctx = tv_net_ctx(h, 0);
-    tv_gid(h, 0, ctx, 1);
-    tv_gid_bytes(remote, ctx, 200);
-    pd = tv_pd(h, ctx, 0);
-    *cq = tv_cq(h, cq_log, RNIC_HANDLE_NONE, 0);
-    return pd;
-}
-
-/*
  * A QP with 4,096 posted receives goes to ERR inside one timer call (a
  * SEND to a peer that never answers, retry count 0): that call flushes a
  * bounded part (256 WQEs, about as many CQE writes), the rest follows in
@@ -497,7 +478,7 @@ static void test_flush_bounded(void)
     TvQp *qp;
     unsigned recv_flushed = 0, send_failed = 0;
 
-    pd = kernel_pd(h, 13, &cq, remote);
+    pd = tv_kernel_pd(h, 13, &cq, remote);
     qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 12, 0);
     tv_retry_cnt = 0;
     tv_rc_connect(h, qp, 0, remote, 0x99);
@@ -596,7 +577,7 @@ static void test_local_wr_flood(void)
     TvCq *cq;
     TvQp *qp;
 
-    pd = kernel_pd(h, 13, &cq, remote);
+    pd = tv_kernel_pd(h, 13, &cq, remote);
     qp = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 12, 0);
     tv_rc_connect(h, qp, 0, remote, 0x99);
     stag = tv_alloc_mr(h, pd, FR_PAGES, 0x10);
@@ -661,7 +642,7 @@ static void test_refused_fast_reg_compacts_once(void)
     cfg.max_mr = 1024;
     cfg.mem_budget_mib = 2;
     h = test_host_new(&cfg);
-    pd = kernel_pd(h, 8, &cq, remote);
+    pd = tv_kernel_pd(h, 8, &cq, remote);
     for (i = 0; i < 5; i++) {
         qp[i] = tv_qp(h, RNIC_QPT_RC, pd, cq, cq, NULL, 4, 0);
         tv_rc_connect(h, qp[i], 0, remote, 0x99 + i);
