@@ -73,10 +73,15 @@ link() {  # link <target in repo> <path in QEMU tree>
 }
 link "$top/hw/rdma/rnic" hw/rdma/rnic
 link "$top/include/rnic" include/rnic
-link "$top/include/hw/rdma" include/hw/rdma
 link "$top/qtest" tests/qtest/rnic
 link "$top/tests/common" tests/qtest/rnic-common
 link "$top/scripts/qemu/rnic-devices.mak" configs/devices/x86_64-softmmu/rnic.mak
+# Older runs linked include/hw/rdma (the device state header, now beside the
+# device as hw/rdma/rnic/rnic.h); QEMU 10.0 has no such directory, so a
+# symlink there is a stale one of ours.
+if [ -L "$src/include/hw/rdma" ]; then
+    rm -f "$src/include/hw/rdma"
+fi
 
 # --- 3. integration lines (idempotent) -------------------------------------
 add_line_after() {  # add_line_after <file> <line> <anchor regex> (anchor line exists)

@@ -32,7 +32,7 @@
 #include "system/dma.h"
 #include "system/runstate.h"
 #include "system/system.h"
-#include "hw/rdma/rnic.h"
+#include "rnic.h"
 #include "rnic/rnic-abi-names.h"
 #include "trace.h"
 

@@ -28,7 +28,7 @@
 #include "migration/blocker.h"
 #include "migration/vmstate.h"
 #include "system/hostmem.h"
-#include "hw/rdma/rnic.h"
+#include "rnic.h"
 #include "trace.h"
 
 bool rnic_window_setup(RnicState *s, Error **errp)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * QEMU rnic device: an emulated RoCEv2 RDMA NIC (PCIe function).
+ * QEMU rnic device: an emulated RoCEv2 RDMA NIC (PCIe function). The
+ * device's private header, beside it as hw/nvme keeps nvme.h: the state
+ * of the glue files rnic-pci.c and rnic-window.c.
  *
  * The device ABI (registers, rings, commands) is include/rnic/rnic-abi.h;
  * the hardware itself is the QEMU-independent engine in hw/rdma/rnic/engine.
