@@ -6,7 +6,8 @@
  * ib_device bound to it. Everything the driver tells the device goes
  * through the admin queue (rnic_cmd.c); events arrive on event queues
  * (rnic_eq.c); work requests and completions are rings in guest memory
- * with doorbells in BAR2. The device ABI is include/rnic/rnic-abi.h, the
+ * with doorbells in BAR2. That memory, and what user contexts mmap(), is
+ * rnic_dma.c's. The device ABI is include/rnic/rnic-abi.h, the
  * udata shared with the rdma-core provider include/rnic/rnic-user-abi.h.
  */
 #ifndef RNIC_H
@@ -210,21 +211,6 @@ struct rnic_ucontext {
 	struct rdma_user_mmap_entry *db_entry;
 };
 
-enum rnic_mmap_type {
-	RNIC_MMAP_DB,			/* the context's doorbell page */
-	RNIC_MMAP_RING,			/* a queue ring in DMA memory */
-	RNIC_MMAP_DM,			/* a device-memory allocation of BAR4 */
-};
-
-struct rnic_mmap_entry {
-	struct rdma_user_mmap_entry rdma;
-	enum rnic_mmap_type type;
-	struct rnic_dma_buf buf;	/* RNIC_MMAP_RING: freed in mmap_free */
-	phys_addr_t pfn_base;		/* RNIC_MMAP_DB, RNIC_MMAP_DM */
-	unsigned long dm_addr;		/* RNIC_MMAP_DM: in dm_pool, freed */
-	size_t dm_size;			/* with the entry (mmap_free) */
-};
-
 /* A device-memory allocation: [offset, offset + size) of the window. */
 struct rnic_dm {
 	struct ib_dm ibdm;
@@ -383,12 +369,6 @@ static inline struct rnic_dm *to_rdm(struct ib_dm *ibdm)
 	return container_of(ibdm, struct rnic_dm, ibdm);
 }
 
-static inline struct rnic_mmap_entry *
-to_rmmap(struct rdma_user_mmap_entry *entry)
-{
-	return container_of(entry, struct rnic_mmap_entry, rdma);
-}
-
 /* The device user context an object of 'udata' belongs to (0: kernel). */
 static inline u32 rnic_uctx_of(struct ib_udata *udata)
 {
@@ -470,8 +450,10 @@ static inline u64 rnic_reg_read64(struct rnic_dev *rdev, u32 reg_lo)
 	return (u64)readl(rdev->regs + reg_lo + 4) << 32 | lo;
 }
 
-/* Ring a doorbell of page 0; the ring writes before it are ordered by
- * writeq itself (I/O writes follow prior normal memory writes). */
+/*
+ * Ring a doorbell of page 0; the ring writes before it are ordered by
+ * writeq itself (I/O writes follow prior normal memory writes).
+ */
 static inline void rnic_ring_db(struct rnic_dev *rdev, u32 offset, u32 handle,
 				u32 flags, u32 index)
 {
@@ -479,16 +461,52 @@ static inline void rnic_ring_db(struct rnic_dev *rdev, u32 offset, u32 handle,
 }
 
 /* ---------------------------------------------------------------------- */
-/* rnic_main.c                                                            */
+/* rnic_dma.c: DMA buffers, page lists, work queue rings, user mappings   */
 /* ---------------------------------------------------------------------- */
+
+/* A page list of REG_MR: level 1 a list, level 2 a directory of leaves. */
+struct rnic_pbl {
+	struct rnic_dma_buf dir;	/* level 1: the list; level 2: leaves */
+	struct rnic_dma_buf *leaves;
+	u32 nleaves;
+	u8 levels;
+};
 
 int rnic_dma_buf_alloc(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
 		       size_t size);
 void rnic_dma_buf_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf);
+int rnic_pbl_build(struct rnic_dev *rdev, struct rnic_pbl *pbl,
+		   struct ib_umem *umem, unsigned long pgsz, u32 npages);
+void rnic_pbl_free(struct rnic_dev *rdev, struct rnic_pbl *pbl);
+int rnic_wq_alloc(struct rnic_dev *rdev, struct rnic_wq *wq, u32 log,
+		  u32 shift, bool kernel);
+void rnic_wq_free(struct rnic_dev *rdev, struct rnic_wq *wq,
+		  struct rdma_user_mmap_entry **mmap);
+struct rdma_user_mmap_entry *
+rnic_mmap_db_insert(struct rnic_dev *rdev, struct rnic_ucontext *uc, u64 *key);
+struct rdma_user_mmap_entry *
+rnic_mmap_ring_insert(struct rnic_ucontext *uc, struct rnic_dma_buf *buf,
+		      u64 *key);
+struct rdma_user_mmap_entry *
+rnic_mmap_dm_insert(struct rnic_ucontext *uc, unsigned long addr, size_t size,
+		    u64 *key);
+void rnic_ring_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
+		    struct rdma_user_mmap_entry **mmap);
+int rnic_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void rnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
+
+/* ---------------------------------------------------------------------- */
+/* rnic_main.c                                                            */
+/* ---------------------------------------------------------------------- */
+
 void rnic_dev_fail(struct rnic_dev *rdev, const char *why);
+
+/* ---------------------------------------------------------------------- */
+/* rnic_stats.c: the device's counters, rdma statistic, QP counters       */
+/* ---------------------------------------------------------------------- */
+
 void rnic_stat_name(u32 i, char *buf);
 u64 rnic_stat_read(struct rnic_dev *rdev, u32 i);
-/* rnic_stats.c: rdma statistic, the port's counters and QP counters */
 int rnic_stats_init(struct rnic_dev *rdev);
 void rnic_stats_fini(struct rnic_dev *rdev);
 
@@ -551,15 +569,20 @@ static inline bool rnic_has_mapped(const struct rnic_dev *rdev)
 /* Does this device get multi-network PDs (RNIC_CAP_PD_MULTI_NET)? */
 bool rnic_multi_net_pds(struct rnic_dev *rdev);
 void rnic_net_ctx_fini(struct rnic_dev *rdev);
-void rnic_port_event(struct rnic_dev *rdev, enum ib_event_type type);
-struct rnic_mmap_entry *
-rnic_mmap_entry_insert(struct rnic_ucontext *uc, enum rnic_mmap_type type,
-		       size_t size, u64 *key);
-struct rdma_user_mmap_entry *
-rnic_mmap_ring_insert(struct rnic_ucontext *uc, struct rnic_dma_buf *buf,
-		      u64 *key);
-void rnic_ring_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
-		    struct rdma_user_mmap_entry **mmap);
+
+/* An event of port 1 to the ib_device's consumers, once it is registered. */
+static inline void rnic_port_event(struct rnic_dev *rdev,
+				   enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &rdev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	if (rdev->ib_registered)
+		ib_dispatch_event(&ev);
+}
 
 int rnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int rnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
@@ -593,10 +616,6 @@ void rnic_cq_event(struct rnic_dev *rdev, u32 handle);
 /* rnic_qp.c                                                              */
 /* ---------------------------------------------------------------------- */
 
-int rnic_wq_alloc(struct rnic_dev *rdev, struct rnic_wq *wq, u32 log,
-		  u32 shift, bool kernel);
-void rnic_wq_free(struct rnic_dev *rdev, struct rnic_wq *wq,
-		  struct rdma_user_mmap_entry **mmap);
 int rnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		   struct ib_udata *udata);
 int rnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -608,8 +627,19 @@ int rnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		   const struct ib_send_wr **bad_wr);
 int rnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		   const struct ib_recv_wr **bad_wr);
-void rnic_rq_fill_sges(struct rnic_sge *dst, const struct ib_sge *src,
-		       int num_sge);
+
+/* The SGEs of a WQE (SQ, RQ and SRQ) from a work request's. */
+static inline void rnic_fill_sges(struct rnic_sge *dst,
+				  const struct ib_sge *src, int num_sge)
+{
+	int i;
+
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = cpu_to_le64(src[i].addr);
+		dst[i].length = cpu_to_le32(src[i].length);
+		dst[i].lkey = cpu_to_le32(src[i].lkey);
+	}
+}
 
 /* ---------------------------------------------------------------------- */
 /* rnic_srq.c                                                             */
@@ -657,7 +687,6 @@ int rnic_reg_scm_cmd(struct rnic_dev *rdev, struct rnic_mr *mr,
 int rnic_dm_init(struct rnic_dev *rdev);
 void rnic_dm_fini(struct rnic_dev *rdev);
 void rnic_dm_set_ops(struct rnic_dev *rdev);
-void rnic_dm_mmap_free(struct rnic_dev *rdev, struct rnic_mmap_entry *entry);
 int rnic_scm_key_sem(struct rnic_dev *rdev, int access, u32 *sems, u8 *sem);
 
 /* ---------------------------------------------------------------------- */

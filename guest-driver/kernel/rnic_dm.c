@@ -8,8 +8,8 @@
  * alloc_dm takes a range from it and hands user space an mmap entry of
  * exactly that range (rdma_user_mmap_entry), which owns it: the range goes
  * back to the pool when the DM is freed *and* the last mapping of it is
- * gone (rnic_dm_mmap_free), so a process that still maps it never sees
- * another allocation's bytes through it. reg_dm_mr registers a region of
+ * gone (rnic_mmap_free, rnic_dma.c), so a process that still maps it never
+ * sees another allocation's bytes through it. reg_dm_mr registers a region of
  * kind SCM (docs/spec.md §3.5): zero-based, the allocation's window offset
  * plus the MR's offset, every storage semantic the window supports
  * allowed, the one in the STag's key chosen so that a peer that knows
@@ -152,12 +152,6 @@ void rnic_dm_fini(struct rnic_dev *rdev)
 	pci_release_region(rdev->pdev, RNIC_BAR_SCM);
 }
 
-/* The mmap entry of an allocation is gone: its range is free again. */
-void rnic_dm_mmap_free(struct rnic_dev *rdev, struct rnic_mmap_entry *entry)
-{
-	gen_pool_free(rdev->dm_pool, entry->dm_addr, entry->dm_size);
-}
-
 static struct ib_dm *rnic_alloc_dm(struct ib_device *ibdev,
 				   struct ib_ucontext *ibuc,
 				   struct ib_dm_alloc_attr *attr,
@@ -166,7 +160,6 @@ static struct ib_dm *rnic_alloc_dm(struct ib_device *ibdev,
 	struct rnic_dev *rdev = to_rdev(ibdev);
 	struct genpool_data_align align = { .align = PAGE_SIZE };
 	struct rnic_alloc_dm_resp resp = {};
-	struct rnic_mmap_entry *entry;
 	struct rnic_dm *dm;
 	unsigned long addr;
 	u64 size, key;
@@ -189,16 +182,12 @@ static struct ib_dm *rnic_alloc_dm(struct ib_device *ibdev,
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	entry = rnic_mmap_entry_insert(to_ruc(ibuc), RNIC_MMAP_DM, size, &key);
-	if (IS_ERR(entry)) {
+	dm->mmap = rnic_mmap_dm_insert(to_ruc(ibuc), addr, size, &key);
+	if (IS_ERR(dm->mmap)) {
 		gen_pool_free(rdev->dm_pool, addr, size);
-		ret = PTR_ERR(entry);
+		ret = PTR_ERR(dm->mmap);
 		goto err_free;
 	}
-	entry->pfn_base = PHYS_PFN(addr);
-	entry->dm_addr = addr;
-	entry->dm_size = size;
-	dm->mmap = &entry->rdma;
 	dm->offset = addr - rdev->scm_start;
 	dm->size = size;
 

@@ -22,7 +22,6 @@
 #include <linux/seq_file.h>
 
 #include "rnic.h"
-#include "rnic/rnic-abi-names.h"
 
 MODULE_AUTHOR("qemu-rnic project");
 MODULE_DESCRIPTION("Driver for the qemu-rnic emulated RoCEv2 RDMA NIC");
@@ -41,38 +40,6 @@ MODULE_PARM_DESC(health_interval_ms,
 static bool recover = true;
 module_param(recover, bool, 0644);
 MODULE_PARM_DESC(recover, "Re-probe a device that failed (default on)");
-static bool multi_net = true;
-module_param(multi_net, bool, 0444);
-MODULE_PARM_DESC(multi_net,
-		 "PDs usable on every VLAN when the device can (default on)");
-
-bool rnic_multi_net_pds(struct rnic_dev *rdev)
-{
-	return multi_net && (rdev->caps.caps & RNIC_CAP_PD_MULTI_NET);
-}
-
-int rnic_dma_buf_alloc(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
-		       size_t size)
-{
-	buf->size = PAGE_ALIGN(size);
-	/* sizes come from applications: too large is -ENOMEM, not a splat */
-	buf->va = dma_alloc_coherent(&rdev->pdev->dev, buf->size, &buf->dma,
-				     GFP_KERNEL | __GFP_NOWARN);
-	if (!buf->va) {
-		buf->size = 0;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void rnic_dma_buf_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf)
-{
-	if (!buf->va)
-		return;
-	dma_free_coherent(&rdev->pdev->dev, buf->size, buf->va, buf->dma);
-	buf->va = NULL;
-	buf->size = 0;
-}
 
 struct rnic_recovery {
 	struct work_struct work;
@@ -151,22 +118,6 @@ static void rnic_health_check(struct work_struct *work)
 /* ---------------------------------------------------------------------- */
 
 static struct dentry *rnic_debugfs_root;
-
-/* The name of counter i into buf (ETH_GSTRING_LEN bytes). */
-void rnic_stat_name(u32 i, char *buf)
-{
-	const char *name = rnic_abi_stat_name(i);
-
-	if (name)
-		strscpy(buf, name, ETH_GSTRING_LEN);
-	else
-		snprintf(buf, ETH_GSTRING_LEN, "stat_%u", i);
-}
-
-u64 rnic_stat_read(struct rnic_dev *rdev, u32 i)
-{
-	return rnic_reg_read64(rdev, RNIC_REG_STAT_BASE + 8 * i);
-}
 
 /* status: registers, driver state and the device's counters */
 static int rnic_debugfs_status_show(struct seq_file *m, void *unused)

@@ -8,85 +8,14 @@
  * scatterlist element, each a range of the PD's DMA MR; and the user
  * space's rnicdv_create_mkey, an ALLOC_MR of kind MAPPED only).
  *
- * Page lists (include/rnic/rnic-abi.h): level 1 is one contiguous array of
- * u64 page addresses, level 2 a directory of 4 KiB leaves of 512 entries.
- * The device copies a REG_MR page list while executing the command, so the
- * driver frees it afterwards; a fast-reg page list is read when the work
- * request executes and lives as long as the MR.
+ * Page lists (built by rnic_dma.c): the device copies a REG_MR page list
+ * while executing the command, so the driver frees it afterwards; a
+ * fast-reg page list is read when the work request executes and lives as
+ * long as the MR.
  */
 #include <linux/random.h>
 
 #include "rnic.h"
-
-/* Level-1 lists up to this size are one allocation; beyond, level 2. */
-#define RNIC_PBL_L1_MAX_BYTES	(64 * 1024)
-
-struct rnic_pbl {
-	struct rnic_dma_buf dir;	/* level 1: the list; level 2: leaves */
-	struct rnic_dma_buf *leaves;
-	u32 nleaves;
-	u8 levels;
-};
-
-static void rnic_pbl_free(struct rnic_dev *rdev, struct rnic_pbl *pbl)
-{
-	u32 i;
-
-	for (i = 0; i < pbl->nleaves; i++)
-		rnic_dma_buf_free(rdev, &pbl->leaves[i]);
-	kfree(pbl->leaves);
-	rnic_dma_buf_free(rdev, &pbl->dir);
-}
-
-/* Write the umem's DMA blocks of 'pgsz' bytes into a page list. */
-static int rnic_pbl_build(struct rnic_dev *rdev, struct rnic_pbl *pbl,
-			  struct ib_umem *umem, unsigned long pgsz, u32 npages)
-{
-	struct ib_block_iter biter;
-	__le64 *list;
-	u32 i = 0;
-	int ret;
-
-	memset(pbl, 0, sizeof(*pbl));
-	if ((size_t)npages * 8 <= RNIC_PBL_L1_MAX_BYTES ||
-	    !(rdev->caps.caps & RNIC_CAP_MR_LEVEL2)) {
-		pbl->levels = 1;
-		ret = rnic_dma_buf_alloc(rdev, &pbl->dir, (size_t)npages * 8);
-		if (ret)
-			return ret;
-		list = pbl->dir.va;
-		rdma_umem_for_each_dma_block(umem, &biter, pgsz)
-			list[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
-		return 0;
-	}
-
-	pbl->levels = 2;
-	pbl->nleaves = DIV_ROUND_UP(npages, RNIC_PBL_LEAF_ENTRIES);
-	pbl->leaves = kcalloc(pbl->nleaves, sizeof(*pbl->leaves), GFP_KERNEL);
-	if (!pbl->leaves)
-		return -ENOMEM;
-	ret = rnic_dma_buf_alloc(rdev, &pbl->dir, (size_t)pbl->nleaves * 8);
-	if (ret)
-		goto err;
-	for (i = 0; i < pbl->nleaves; i++) {
-		ret = rnic_dma_buf_alloc(rdev, &pbl->leaves[i], PAGE_SIZE);
-		if (ret)
-			goto err;
-		((__le64 *)pbl->dir.va)[i] = cpu_to_le64(pbl->leaves[i].dma);
-	}
-	i = 0;
-	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
-		list = pbl->leaves[i / RNIC_PBL_LEAF_ENTRIES].va;
-		list[i % RNIC_PBL_LEAF_ENTRIES] =
-			cpu_to_le64(rdma_block_iter_dma_address(&biter));
-		i++;
-	}
-	return 0;
-
-err:
-	rnic_pbl_free(rdev, pbl);
-	return ret;
-}
 
 /* A different key per registration, so stale STags do not match. */
 static u8 rnic_next_key(struct rnic_dev *rdev)

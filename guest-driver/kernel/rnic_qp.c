@@ -33,37 +33,6 @@ static int rnic_qp_type(struct rnic_dev *rdev, enum ib_qp_type type)
 	}
 }
 
-int rnic_wq_alloc(struct rnic_dev *rdev, struct rnic_wq *wq, u32 log,
-		  u32 shift, bool kernel)
-{
-	int ret;
-
-	wq->log = log;
-	wq->shift = shift;
-	wq->prod = 0;
-	wq->cons = 0;
-	spin_lock_init(&wq->lock);
-	ret = rnic_dma_buf_alloc(rdev, &wq->ring, (size_t)1 << (log + shift));
-	if (ret)
-		return ret;
-	if (kernel) {
-		wq->wr_id = kvcalloc(1u << log, sizeof(u64), GFP_KERNEL);
-		if (!wq->wr_id) {
-			rnic_dma_buf_free(rdev, &wq->ring);
-			return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-void rnic_wq_free(struct rnic_dev *rdev, struct rnic_wq *wq,
-		  struct rdma_user_mmap_entry **mmap)
-{
-	rnic_ring_free(rdev, &wq->ring, mmap);
-	kvfree(wq->wr_id);
-	wq->wr_id = NULL;
-}
-
 /*
  * UD multicast (RNIC_CAP_MCAST): the device keeps the groups and their
  * QPs; RoCE has no LID. Frames to a group are the device's once a QP is
@@ -525,24 +494,6 @@ static int rnic_wr_opcode(enum ib_wr_opcode op)
 	default:
 		return -EINVAL;
 	}
-}
-
-static void rnic_fill_sges(struct rnic_sge *dst, const struct ib_sge *src,
-			   int num_sge)
-{
-	int i;
-
-	for (i = 0; i < num_sge; i++) {
-		dst[i].addr = cpu_to_le64(src[i].addr);
-		dst[i].length = cpu_to_le32(src[i].length);
-		dst[i].lkey = cpu_to_le32(src[i].lkey);
-	}
-}
-
-void rnic_rq_fill_sges(struct rnic_sge *dst, const struct ib_sge *src,
-		       int num_sge)
-{
-	rnic_fill_sges(dst, src, num_sge);
 }
 
 /* Inline data: the SGE addresses are kernel virtual addresses. */

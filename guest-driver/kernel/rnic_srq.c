@@ -266,8 +266,8 @@ int rnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		memset(wqe, 0, sizeof(*wqe));
 		wqe->wr_id = cpu_to_le64(wq->prod);
 		wqe->num_sge = wr->num_sge;
-		rnic_rq_fill_sges((struct rnic_sge *)(wqe + 1), wr->sg_list,
-				  wr->num_sge);
+		rnic_fill_sges((struct rnic_sge *)(wqe + 1), wr->sg_list,
+			       wr->num_sge);
 		wq->wr_id[wq->prod & (entries - 1)] = wr->wr_id;
 		wq->prod++;
 	}

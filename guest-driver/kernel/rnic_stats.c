@@ -18,6 +18,23 @@
 #include <rdma/rdma_counter.h>
 
 #include "rnic.h"
+#include "rnic/rnic-abi-names.h"
+
+/* The name of device counter i into buf (ETH_GSTRING_LEN bytes). */
+void rnic_stat_name(u32 i, char *buf)
+{
+	const char *name = rnic_abi_stat_name(i);
+
+	if (name)
+		strscpy(buf, name, ETH_GSTRING_LEN);
+	else
+		snprintf(buf, ETH_GSTRING_LEN, "stat_%u", i);
+}
+
+u64 rnic_stat_read(struct rnic_dev *rdev, u32 i)
+{
+	return rnic_reg_read64(rdev, RNIC_REG_STAT_BASE + 8 * i);
+}
 
 /* A QP counter: the QPs bound to it and what the ones gone had counted. */
 struct rnic_counter {

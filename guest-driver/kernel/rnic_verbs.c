@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rnic ib_device: registration, device/port/GID queries, network contexts,
- * user contexts and their mmap()s, PDs and AHs. Queues and memory regions
- * are in rnic_cq.c, rnic_qp.c, rnic_srq.c and rnic_mr.c.
+ * user contexts, PDs and AHs. Queues and memory regions are in rnic_cq.c,
+ * rnic_qp.c, rnic_srq.c and rnic_mr.c; what user contexts mmap() (doorbell
+ * page, rings, device memory) in rnic_dma.c.
  *
  * Network contexts: the device keeps one mapping table and QPN space per
  * network (VLAN). The GID table is filled by the RoCE core from the
@@ -27,6 +28,16 @@ static bool sg_gaps = true;
 module_param(sg_gaps, bool, 0444);
 MODULE_PARM_DESC(sg_gaps,
 		 "Offer SG_GAPS MRs (mapped STags) to kernel ULPs (default on)");
+
+static bool multi_net = true;
+module_param(multi_net, bool, 0444);
+MODULE_PARM_DESC(multi_net,
+		 "PDs usable on every VLAN when the device can (default on)");
+
+bool rnic_multi_net_pds(struct rnic_dev *rdev)
+{
+	return multi_net && (rdev->caps.caps & RNIC_CAP_PD_MULTI_NET);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Network contexts                                                       */
@@ -288,18 +299,6 @@ static void rnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
 	snprintf(str, IB_FW_VERSION_NAME_MAX, "abi-%u.%u", v >> 16, v & 0xffff);
 }
 
-void rnic_port_event(struct rnic_dev *rdev, enum ib_event_type type)
-{
-	struct ib_event ev = {
-		.device = &rdev->ibdev,
-		.element.port_num = 1,
-		.event = type,
-	};
-
-	if (rdev->ib_registered)
-		ib_dispatch_event(&ev);
-}
-
 /* ---------------------------------------------------------------------- */
 /* GIDs                                                                   */
 /* ---------------------------------------------------------------------- */
@@ -373,61 +372,8 @@ static int rnic_del_gid(const struct ib_gid_attr *attr, void **context)
 }
 
 /* ---------------------------------------------------------------------- */
-/* User contexts and mmap                                                 */
+/* User contexts                                                          */
 /* ---------------------------------------------------------------------- */
-
-struct rnic_mmap_entry *
-rnic_mmap_entry_insert(struct rnic_ucontext *uc, enum rnic_mmap_type type,
-		       size_t size, u64 *key)
-{
-	struct rnic_mmap_entry *entry;
-	int ret;
-
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
-	if (!entry)
-		return ERR_PTR(-ENOMEM);
-	entry->type = type;
-	ret = rdma_user_mmap_entry_insert(&uc->ibuc, &entry->rdma, size);
-	if (ret) {
-		kfree(entry);
-		return ERR_PTR(ret);
-	}
-	*key = rdma_user_mmap_get_offset(&entry->rdma);
-	return entry;
-}
-
-/*
- * Hand a ring to user space: the mmap entry owns it from now on and frees
- * it when both the object and every mapping are gone (rnic_mmap_free).
- */
-struct rdma_user_mmap_entry *
-rnic_mmap_ring_insert(struct rnic_ucontext *uc, struct rnic_dma_buf *buf,
-		      u64 *key)
-{
-	struct rnic_mmap_entry *entry;
-
-	entry = rnic_mmap_entry_insert(uc, RNIC_MMAP_RING, buf->size, key);
-	if (IS_ERR(entry))
-		return ERR_CAST(entry);
-	entry->buf = *buf;
-	return &entry->rdma;
-}
-
-/*
- * Release a queue ring once the device no longer uses it: kernel rings are
- * freed, user rings are left to their mmap entry.
- */
-void rnic_ring_free(struct rnic_dev *rdev, struct rnic_dma_buf *buf,
-		    struct rdma_user_mmap_entry **mmap)
-{
-	if (mmap && *mmap) {
-		rdma_user_mmap_entry_remove(*mmap);
-		*mmap = NULL;
-		buf->va = NULL;
-		return;
-	}
-	rnic_dma_buf_free(rdev, buf);
-}
 
 static int rnic_alloc_ucontext(struct ib_ucontext *ibuc,
 			       struct ib_udata *udata)
@@ -436,7 +382,7 @@ static int rnic_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct rnic_ucontext *uc = to_ruc(ibuc);
 	struct rnic_admin_cmd cmd = { .opcode = RNIC_CMD_ALLOC_UCTX };
 	struct rnic_alloc_ucontext_resp resp = {};
-	struct rnic_mmap_entry *entry;
+	struct rdma_user_mmap_entry *entry;
 	struct rnic_admin_cqe cqe;
 	u64 key;
 	int ret;
@@ -452,14 +398,12 @@ static int rnic_alloc_ucontext(struct ib_ucontext *ibuc,
 		goto err_free_uctx;
 	}
 
-	entry = rnic_mmap_entry_insert(uc, RNIC_MMAP_DB, PAGE_SIZE, &key);
+	entry = rnic_mmap_db_insert(rdev, uc, &key);
 	if (IS_ERR(entry)) {
 		ret = PTR_ERR(entry);
 		goto err_free_uctx;
 	}
-	entry->pfn_base = PHYS_PFN(rdev->db_bar_start +
-				   (u64)uc->uctx * RNIC_DB_PAGE_SIZE);
-	uc->db_entry = &entry->rdma;
+	uc->db_entry = entry;
 
 	resp.uctx = uc->uctx;
 	resp.db_size = RNIC_DB_PAGE_SIZE;
@@ -506,65 +450,6 @@ static void rnic_dealloc_ucontext(struct ib_ucontext *ibuc)
  */
 static void rnic_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
-}
-
-static int rnic_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
-{
-	struct rdma_user_mmap_entry *rdma_entry;
-	struct rnic_mmap_entry *entry;
-	phys_addr_t pfn;
-	pgprot_t prot;
-	int ret;
-
-	rdma_entry = rdma_user_mmap_entry_get(ibuc, vma);
-	if (!rdma_entry)
-		return -EINVAL;
-	entry = to_rmmap(rdma_entry);
-	switch (entry->type) {
-	case RNIC_MMAP_DB:
-		pfn = entry->pfn_base;
-		prot = pgprot_noncached(vma->vm_page_prot);
-		break;
-	case RNIC_MMAP_RING:
-		/* DMA-coherent memory of the linear map (no remapping on x86) */
-		pfn = page_to_pfn(virt_to_page(entry->buf.va));
-		prot = vma->vm_page_prot;
-		break;
-	case RNIC_MMAP_DM:
-		/*
-		 * The window is a prefetchable BAR of RAM: reads have no side
-		 * effect and stores may be merged, so write-combining is
-		 * allowed (as mlx5 maps its MEMIC). Not write-back: the
-		 * device's RDMA writes into the window do not snoop the CPU's
-		 * caches on real hardware, a cached load could return stale
-		 * bytes; WC loads are uncached. The provider fences its
-		 * stores (memcpy_to_dm) before the device may read them.
-		 */
-		pfn = entry->pfn_base;
-		prot = pgprot_writecombine(vma->vm_page_prot);
-		break;
-	default:
-		ret = -EINVAL;
-		goto out;
-	}
-	ret = rdma_user_mmap_io(ibuc, vma, pfn,
-				rdma_entry->npages << PAGE_SHIFT, prot,
-				rdma_entry);
-out:
-	rdma_user_mmap_entry_put(rdma_entry);
-	return ret;
-}
-
-static void rnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
-{
-	struct rnic_mmap_entry *entry = to_rmmap(rdma_entry);
-	struct rnic_dev *rdev = to_rdev(rdma_entry->ucontext->device);
-
-	if (entry->type == RNIC_MMAP_RING)
-		rnic_dma_buf_free(rdev, &entry->buf);
-	else if (entry->type == RNIC_MMAP_DM)
-		rnic_dm_mmap_free(rdev, entry);
-	kfree(entry);
 }
 
 /* ---------------------------------------------------------------------- */
