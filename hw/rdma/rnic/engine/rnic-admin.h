@@ -114,10 +114,6 @@ void rnic_cmd_dereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 void rnic_cmd_rereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res);
 
-/* rnic-mapped.c: REG_MR of kind MAPPED in 'pd' (checked by rnic_cmd_reg_mr) */
-void rnic_cmd_reg_mapped(RnicEngine *e, const struct rnic_admin_cmd *cmd,
-                         RnicAdminResult *res, RnicPd *pd);
-
 /* rnic-mcast.c */
 void rnic_cmd_attach_mcast(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                            RnicAdminResult *res);

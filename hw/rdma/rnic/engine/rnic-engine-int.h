@@ -1087,7 +1087,11 @@ bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
                        const uint8_t gid[16]);
 const RnicGid *rnic_gid_get(RnicEngine *e, uint32_t index);
 
-/* rnic-mr.c: mapping tables, STags, translation, registration log */
+/*
+ * rnic-mr.c: mapping tables, STags, translation; rnic-mr-cmd.c: the
+ * registration commands and work requests; rnic-reglog.c: the registration
+ * log (the kinds of entry and what these files share: rnic-mr.h)
+ */
 void rnic_mrt_init(RnicEngine *e, RnicMrTable *t);
 /* Free a context's table (replicas of multi-network MRs are only dropped). */
 void rnic_mrt_destroy(RnicEngine *e, RnicNetCtx *ctx);
@@ -1176,16 +1180,10 @@ RnicXlateErr rnic_mr_check(const RnicMr *mr, uint32_t stag, const RnicPd *pd,
                            uint64_t va, uint64_t len, uint32_t access);
 
 /*
- * rnic-mw.c: memory windows (ALLOC_MW in rnic-admin.h). The BIND_MW work
- * request and
- * invalidation (LOCAL_INV, SEND with invalidate) return an rnic_wc_status;
- * a window's MR for an access through it; unbinding before it is freed.
+ * rnic-mw.c: memory windows (ALLOC_MW in rnic-admin.h, the kind in
+ * rnic-mr.h). The BIND_MW work request returns an rnic_wc_status.
  */
 uint8_t rnic_mw_bind(RnicEngine *e, RnicQp *qp, const struct rnic_sq_wqe *wqe);
-uint8_t rnic_mw_invalidate(RnicEngine *e, RnicMr *mw, const RnicQp *qp,
-                           uint32_t stag, bool remote);
-RnicXlateErr rnic_mw_target(const RnicMr *mw, const RnicQp *qp, uint64_t va,
-                            uint64_t len, RnicMr **mr);
 void rnic_mw_unbind(RnicEngine *e, RnicMr *mw);
 /* Is [va, va + len) inside a resolved entry (overflow-safe)? */
 bool rnic_mr_range_ok(const RnicMr *mr, uint64_t va, uint64_t len);
@@ -1221,22 +1219,9 @@ uint8_t rnic_mr_invalidate(RnicEngine *e, const RnicMrTable *t,
                            const RnicQp *qp, uint32_t stag, bool remote);
 
 /*
- * rnic-mapped.c: mapped STags over a set of buffers (patent f). REG_MR of
- * kind MAPPED (rnic-admin.h), the REG_MR work request of a mapped entry
- * (an rnic_wc_status), the checks of an access through one (its members',
- * for the rights 'access' asks of the mapped STag) and the member byte
- * behind entry byte 'va': the member, *mva and the bytes of the segment
- * from there (at most 'max'), or NULL when the member no longer passes
- * (write: the access writes). *hint: the segment of the caller's last run
- * (0 to start), updated.
+ * rnic-mapped.c: mapped STags over a set of buffers (patent f; the kind in
+ * rnic-mr.h).
  */
-uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
-                          const RnicSendWqe *wqe);
-RnicXlateErr rnic_map_check(const RnicMr *mr, uint64_t va, uint64_t len,
-                            uint32_t access);
-const RnicMr *rnic_map_locate(const RnicMr *mr, uint64_t va, uint64_t max,
-                              bool write, uint32_t *hint, uint64_t *mva,
-                              uint64_t *avail);
 /*
  * The segment table 'in' (little endian, as the guest wrote it) checked
  * for a mapped entry of 'length' bytes and made an RnicMap (charged to the
@@ -1402,19 +1387,11 @@ void rnic_req_complete(RnicEngine *e, RnicQp *qp);
 
 /* rnic-resp.c: the responder */
 /*
- * rnic-scm.c: the memory window and storage semantics in the STag key.
- * rnic_scm_region: an SCM REG_MR's page list (one run of the window) and
- * rights word, or NULL with an admin status and why.
+ * rnic-scm.c: the memory window and storage semantics in the STag key (the
+ * kind in rnic-mr.h).
  */
 uint64_t rnic_scm_caps(const RnicEngine *e);
 uint64_t rnic_scm_window_size(const RnicEngine *e);
-RnicPbl *rnic_scm_region(RnicEngine *e, const struct rnic_admin_cmd *cmd,
-                         uint32_t *access, uint8_t *status, const char **why);
-const char *rnic_scm_check_replay(const RnicEngine *e,
-                                  const RnicRegLogRec *rec);
-/* The key and semantic rules of an access to an SCM region. */
-RnicXlateErr rnic_scm_check_key(const RnicMr *mr, uint32_t stag, uint64_t va,
-                                uint64_t len, uint32_t access);
 bool rnic_scm_is_mgmt(const RnicMr *mr, uint32_t stag);
 /* After a remote write placed [va, va + len): durable ones are collected. */
 void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,

@@ -26,7 +26,7 @@
  * form: found by binary search) or, interleaved, each segment once.
  */
 #include <string.h>
-#include "rnic-admin.h"
+#include "rnic-mr.h"
 
 static uint64_t rnic_map_bytes(uint32_t nsegs)
 {
@@ -253,7 +253,8 @@ static const RnicMr *rnic_map_member(const RnicMr *mr, const RnicMapSeg *s,
 {
     const RnicMr *m = rnic_mrt_lookup(mr->members, RNIC_STAG_INDEX(s->lkey));
 
-    if (!m || m->kind != RNIC_MR_KIND_MEM || m->owner != mr->owner ||
+    if (!m || !(rnic_mr_kind(m)->flags & RNIC_MRK_MEMBER) ||
+        m->owner != mr->owner ||
         rnic_mr_check(m, s->lkey, mr->pd, va, len, access)) {
         return NULL;
     }
@@ -277,16 +278,19 @@ static uint32_t rnic_map_find(const RnicMap *map, uint64_t w)
     return lo;
 }
 
-RnicXlateErr rnic_map_check(const RnicMr *mr, uint64_t va, uint64_t len,
-                            uint32_t access)
+/* An access's checks: the entry's, then every member's it touches. */
+static RnicXlateErr rnic_map_check(const RnicMr *mr, uint32_t stag,
+                                   const RnicPd *pd, uint64_t va, uint64_t len,
+                                   uint32_t access)
 {
+    RnicXlateErr err = rnic_mr_check_keyed(mr, stag, pd, va, len, access);
     const RnicMap *map = mr->map;
     uint32_t macc = rnic_map_member_access(access);
     uint64_t o, end;
     uint32_t i;
 
-    if (!len) {
-        return RNIC_XLATE_OK;
+    if (err || !len) {
+        return err;
     }
     o = va - mr->iova;          /* in bounds: checked by the caller */
     end = o + len;
@@ -333,9 +337,15 @@ RnicXlateErr rnic_map_check(const RnicMr *mr, uint64_t va, uint64_t len,
     return RNIC_XLATE_OK;
 }
 
-const RnicMr *rnic_map_locate(const RnicMr *mr, uint64_t va, uint64_t max,
-                              bool write, uint32_t *hint, uint64_t *mva,
-                              uint64_t *avail)
+/*
+ * The member byte behind entry byte 'va': the member, *mva and the bytes of
+ * the segment from there (at most 'max'), or NULL when the member no
+ * longer passes (write: the access writes). *hint: the segment of the
+ * caller's last run (0 to start), updated.
+ */
+static const RnicMr *rnic_map_locate(const RnicMr *mr, uint64_t va,
+                                     uint64_t max, bool write, uint32_t *hint,
+                                     uint64_t *mva, uint64_t *avail)
 {
     const RnicMap *map = mr->map;
     uint64_t o = va - mr->iova, rep = 0, w = o, in;
@@ -383,11 +393,9 @@ static const char *rnic_map_check_members(const RnicMrTable *t,
         if (!m || m->stag != s->lkey) {
             return "a segment names no registered STag";
         }
-        if (m->kind == RNIC_MR_KIND_MAPPED) {
-            return "a segment names a mapped STag (no nesting)";
-        }
-        if (m->kind != RNIC_MR_KIND_MEM) {
-            return "a segment names a window or a persistent region";
+        if (!(rnic_mr_kind(m)->flags & RNIC_MRK_MEMBER)) {
+            return "a segment names a mapped STag (no nesting), a window or "
+                   "a persistent region";
         }
         if (m->pd != pd || m->owner != owner) {
             return "a segment's member is in another PD";
@@ -428,7 +436,8 @@ static RnicMap *rnic_map_build(RnicEngine *e, const struct rnic_map_seg *in,
     return map;
 }
 
-void rnic_cmd_reg_mapped(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+/* REG_MR of kind MAPPED: the segment table read and checked. */
+static void rnic_map_reg(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res, RnicPd *pd)
 {
     uint64_t iova = GUINT64_FROM_LE(cmd->mr.iova);
@@ -449,6 +458,12 @@ void rnic_cmd_reg_mapped(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     }
     if (!why && ((addr & 7) || iova + length < iova)) {
         why = "segment table not 8-byte aligned, or iova + length wraps";
+    }
+    if (!rnic_mr_room(e, pd)) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "REG_MR: mapping table of PD %u (or of a context "
+                        "it is bound to) full", pd->handle);
+        return;
     }
     if (why) {
         rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "REG_MR: mapped: %s "
@@ -511,7 +526,7 @@ static bool rnic_map_wqe_table(RnicEngine *e, const RnicQp *qp,
     }
     if (rnic_mrt_resolve(rnic_pd_lkeys(e, qp->pd), sge->lkey, qp->pd,
                          sge->addr, bytes, 0, &tmr) ||
-        tmr->kind == RNIC_MR_KIND_MAPPED ||
+        rnic_mr_kind(tmr) == &rnic_mr_kind_mapped ||
         rnic_mr_read(e, tmr, sge->addr, out, bytes)) {
         *why = "segment table SGE not readable through its key";
         return false;
@@ -519,8 +534,9 @@ static bool rnic_map_wqe_table(RnicEngine *e, const RnicQp *qp,
     return true;
 }
 
-uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
-                          const RnicSendWqe *wqe)
+/* The REG_MR work request of a mapped entry: a new segment table. */
+static uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
+                                 const RnicSendWqe *wqe)
 {
     const struct rnic_sq_wqe *w = &wqe->hdr;
     uint32_t stag = GUINT32_FROM_LE(w->reg.stag);
@@ -558,3 +574,81 @@ uint8_t rnic_map_fast_reg(RnicEngine *e, RnicQp *qp, RnicMr *mr,
     rnic_stat_inc(e, RNIC_STAT_MAPPED_REGS);
     return RNIC_WC_SUCCESS;
 }
+
+/* ---------------------------------------------------------------------- */
+/* The kind                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Entry byte 'va': the run of its member's pages. */
+static uint64_t rnic_map_run(const RnicMr *mr, uint64_t va, uint64_t max,
+                             bool write, uint32_t *hint, uint64_t *run)
+{
+    uint64_t mva, avail;
+    const RnicMr *m = mr->map ? rnic_map_locate(mr, va, max, write, hint,
+                                                &mva, &avail) : NULL;
+
+    if (!m) {
+        *run = 0;
+        return 0;
+    }
+    return rnic_pbl_run(m, mva, avail, write, hint, run);
+}
+
+/*
+ * A record of a mapped STag's registration: its table (checked when it was
+ * loaded, rnic_map_new) fits the entry. Its members are not looked for:
+ * they are resolved at each access, whatever the order of the log.
+ */
+static const char *rnic_map_replay_check(const RnicRegLogRec *rec,
+                                         uint32_t max_segs)
+{
+    if (!rec->map || rec->pbl) {
+        return "registration without its segment table";
+    }
+    if (rec->map->nsegs > max_segs) {
+        return "more segments than the entry holds";
+    }
+    if (rec->length != rec->map->unit * rec->map->repeat ||
+        rec->iova + rec->length < rec->iova) {
+        return "length does not match the segments, or iova wraps";
+    }
+    return rnic_map_check_access(rec->access);
+}
+
+static const char *rnic_map_replay_create(RnicEngine *e,
+                                          const RnicRegLogRec *rec)
+{
+    if (rec->op == RNIC_REGLOG_REG) {
+        return rnic_map_replay_check(rec, RNIC_MAP_MAX_SEGS);
+    }
+    return !rec->max_pages || rec->max_pages > RNIC_MAP_MAX_SEGS ?
+        "bad segment capacity" : NULL;
+}
+
+static const char *rnic_map_replay_fast_reg(RnicEngine *e, RnicMr *mr,
+                                            const RnicRegLogRec *rec)
+{
+    const char *why = rnic_map_replay_check(rec, mr->max_pages);
+
+    if (why) {
+        return why;
+    }
+    rnic_map_unref(e, mr->map);
+    mr->map = rnic_map_ref(rec->map);
+    return NULL;
+}
+
+const RnicMrKind rnic_mr_kind_mapped = {
+    .name = "a mapped STag",
+    .flags = RNIC_MRK_LOGGED,
+    .rereg_refusal = RNIC_ST_BAD_PARAM,
+    .reg = rnic_map_reg,
+    .alloc_max = RNIC_MAP_MAX_SEGS,
+    .alloc_unit = "segments",
+    .alloc_user = true,
+    .fast_reg = rnic_map_fast_reg,
+    .check = rnic_map_check,
+    .run = rnic_map_run,
+    .replay_create = rnic_map_replay_create,
+    .replay_fast_reg = rnic_map_replay_fast_reg,
+};

@@ -16,8 +16,7 @@
  * in a section of their own, loaded after the log has rebuilt their MRs
  * (rnic-state-objs.c).
  */
-#include "rnic-engine-int.h"
-#include "rnic-admin.h"
+#include "rnic-mr.h"
 
 /* Remote rights a window grants; local write is the MR's, and ignored */
 #define RNIC_MW_REMOTE (RNIC_ACCESS_REMOTE_READ | RNIC_ACCESS_REMOTE_WRITE | \
@@ -92,7 +91,7 @@ uint8_t rnic_mw_bind(RnicEngine *e, RnicQp *qp, const struct rnic_sq_wqe *wqe)
     RnicMr *mw = rnic_mrt_lookup(t, RNIC_STAG_INDEX(rkey));
     RnicMr *mr;
 
-    if (!mw || mw->kind != RNIC_MR_KIND_MW || mw->stag != rkey ||
+    if (!mw || rnic_mr_kind(mw) != &rnic_mr_kind_mw || mw->stag != rkey ||
         mw->owner != qp->owner) {
         return rnic_mw_bind_fail(e, qp, rkey, "bind: no memory window with "
                                  "that rkey");
@@ -128,7 +127,8 @@ uint8_t rnic_mw_bind(RnicEngine *e, RnicQp *qp, const struct rnic_sq_wqe *wqe)
         return RNIC_WC_SUCCESS;
     }
     mr = rnic_mrt_lookup(t, RNIC_STAG_INDEX(mr_lkey));
-    if (!mr || mr->kind != RNIC_MR_KIND_MEM || mr->stag != mr_lkey ||
+    if (!mr || !(rnic_mr_kind(mr)->flags & RNIC_MRK_WINDOW_PARENT) ||
+        mr->stag != mr_lkey ||
         mr->state != RNIC_MR_VALID || mr->pd != qp->pd ||
         mr->owner != qp->owner) {
         return rnic_mw_bind_fail(e, qp, mr_lkey, "bind: no valid MR with "
@@ -165,8 +165,9 @@ uint8_t rnic_mw_bind(RnicEngine *e, RnicQp *qp, const struct rnic_sq_wqe *wqe)
     return RNIC_WC_SUCCESS;
 }
 
-uint8_t rnic_mw_invalidate(RnicEngine *e, RnicMr *mw, const RnicQp *qp,
-                           uint32_t stag, bool remote)
+/* LOCAL_INV or SEND with invalidate of a type 2B window. */
+static uint8_t rnic_mw_invalidate(RnicEngine *e, RnicMr *mw,
+                                  const RnicQp *qp, uint32_t stag, bool remote)
 {
     const char *why = NULL;
 
@@ -188,11 +189,20 @@ uint8_t rnic_mw_invalidate(RnicEngine *e, RnicMr *mw, const RnicQp *qp,
     return RNIC_WC_SUCCESS;
 }
 
-RnicXlateErr rnic_mw_target(const RnicMr *mw, const RnicQp *qp, uint64_t va,
-                            uint64_t len, RnicMr **mr)
+/*
+ * An rkey of a window, its own key, rights and bounds checked, goes to the
+ * MR it is bound to, which must still be the one it was bound to; a window
+ * is no local key.
+ */
+static RnicXlateErr rnic_mw_target(const RnicMr *mw, bool remote,
+                                   const RnicQp *qp, uint64_t va,
+                                   uint64_t len, RnicMr **mr)
 {
     const RnicMr *p = mw->parent;
 
+    if (!remote) {
+        return RNIC_XLATE_WINDOW;
+    }
     if (mw->mw_type == RNIC_MW_TYPE_2 &&
         (!qp || mw->mw_qp != qp->handle || mw->mw_qpn != qp->qpn)) {
         return RNIC_XLATE_QP;
@@ -204,3 +214,28 @@ RnicXlateErr rnic_mw_target(const RnicMr *mw, const RnicQp *qp, uint64_t va,
     *mr = mw->parent;
     return RNIC_XLATE_OK;
 }
+
+/* A window moves no byte itself: its accesses go to its MR. */
+static uint64_t rnic_mw_run(const RnicMr *mw, uint64_t va, uint64_t max,
+                            bool write, uint32_t *hint, uint64_t *run)
+{
+    *run = 0;
+    return 0;
+}
+
+static void rnic_mw_release(RnicEngine *e, RnicMr *mw)
+{
+    e->mw_count--;
+}
+
+const RnicMrKind rnic_mr_kind_mw = {
+    .name = "a memory window",
+    .flags = RNIC_MRK_ANY_KEY | RNIC_MRK_CACHEABLE,
+    .rereg_refusal = RNIC_ST_BAD_PARAM,
+    .invalidate = rnic_mw_invalidate,
+    .check = rnic_mr_check_keyed,
+    .target = rnic_mw_target,
+    .run = rnic_mw_run,
+    .dereg = rnic_mw_unbind,
+    .release = rnic_mw_release,
+};

@@ -29,8 +29,7 @@
  */
 #include <inttypes.h>
 #include <string.h>
-#include "rnic-admin.h"
-#include "rnic-engine-int.h"
+#include "rnic-mr.h"
 
 #define RNIC_SCM_SEM_BITS   (0x7u << RNIC_SCM_KEY_SEM_SHIFT)
 #define RNIC_SCM_PAGE_SHIFT 12
@@ -128,8 +127,14 @@ static const char *rnic_scm_check(const RnicEngine *e, uint64_t iova,
     return NULL;
 }
 
-RnicPbl *rnic_scm_region(RnicEngine *e, const struct rnic_admin_cmd *cmd,
-                         uint32_t *access, uint8_t *status, const char **why)
+/*
+ * An SCM REG_MR's page list (one run of the window) and rights word, or
+ * NULL with an admin status and why.
+ */
+static RnicPbl *rnic_scm_region(RnicEngine *e,
+                                const struct rnic_admin_cmd *cmd,
+                                uint32_t *access, uint8_t *status,
+                                const char **why)
 {
     uint64_t iova = GUINT64_FROM_LE(cmd->mr.iova);
     uint64_t length = GUINT64_FROM_LE(cmd->mr.length);
@@ -173,14 +178,16 @@ RnicPbl *rnic_scm_region(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     return pbl;
 }
 
-const char *rnic_scm_check_replay(const RnicEngine *e,
-                                  const RnicRegLogRec *rec)
+/* A REG record of a window region (the only kind of record it has). */
+static const char *rnic_scm_replay_create(RnicEngine *e,
+                                          const RnicRegLogRec *rec)
 {
     uint64_t pgmask = (1ull << RNIC_SCM_PAGE_SHIFT) - 1;
     bool not_supported;
     const char *why;
 
-    if (rec->op != RNIC_REGLOG_REG || !rec->pbl || !rec->pbl->contiguous ||
+    if (rec->op != RNIC_REGLOG_REG || !rec->pbl || rec->map ||
+        !rec->pbl->contiguous ||
         rec->pbl->page_shift != RNIC_SCM_PAGE_SHIFT) {
         return "an SCM region is registered once, as one window range";
     }
@@ -194,8 +201,13 @@ const char *rnic_scm_check_replay(const RnicEngine *e,
     return why;
 }
 
-RnicXlateErr rnic_scm_check_key(const RnicMr *mr, uint32_t stag, uint64_t va,
-                                uint64_t len, uint32_t access)
+/*
+ * The key byte is checked on every access; in an SCM region's it carries
+ * the request's storage semantic.
+ */
+static RnicXlateErr rnic_scm_check_key(const RnicMr *mr, uint32_t stag,
+                                       uint64_t va, uint64_t len,
+                                       uint32_t access)
 {
     uint8_t sem = rnic_stag_sem(stag);
     const uint32_t writes = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE |
@@ -231,9 +243,15 @@ RnicXlateErr rnic_scm_check_key(const RnicMr *mr, uint32_t stag, uint64_t va,
     }
 }
 
+/* Is 'mr' a region of the window (this file's kind)? */
+static inline bool rnic_scm_is_region(const RnicMr *mr)
+{
+    return rnic_mr_kind(mr) == &rnic_mr_kind_scm;
+}
+
 bool rnic_scm_is_mgmt(const RnicMr *mr, uint32_t stag)
 {
-    return mr->kind == RNIC_MR_KIND_SCM &&
+    return rnic_scm_is_region(mr) &&
            rnic_stag_sem(stag) == RNIC_SCM_SEM_MGMT;
 }
 
@@ -317,7 +335,7 @@ void rnic_scm_written(RnicEngine *e, const RnicMr *mr, uint32_t stag,
                       uint64_t va, uint64_t len)
 {
     /* (a zero-length SGE may name no region) */
-    if (len && mr && mr->kind == RNIC_MR_KIND_SCM &&
+    if (len && mr && rnic_scm_is_region(mr) &&
         rnic_stag_sem(stag) == RNIC_SCM_SEM_DURABLE) {
         rnic_scm_defer(e, rnic_scm_off(mr, va), len);
         rnic_scm_count((RnicMr *)mr, len);
@@ -330,7 +348,7 @@ void rnic_scm_persist(RnicEngine *e, RnicQp *qp, RnicMr *mr, uint64_t va,
     RnicResp *resp = &qp->resp;
     uint64_t off;
 
-    if (mr->kind != RNIC_MR_KIND_SCM || !e->cfg.scm_persistent || !len) {
+    if (!rnic_scm_is_region(mr) || !e->cfg.scm_persistent || !len) {
         return;
     }
     off = rnic_scm_off(mr, va);
@@ -376,7 +394,7 @@ void rnic_scm_persist_all(RnicEngine *e, RnicQp *qp)
 void rnic_scm_before_read(RnicEngine *e, RnicQp *qp, RnicMr *mr,
                           uint32_t stag, uint64_t va, uint64_t len)
 {
-    if (mr->kind == RNIC_MR_KIND_SCM &&
+    if (rnic_scm_is_region(mr) &&
         rnic_stag_sem(stag) == RNIC_SCM_SEM_DURABLE) {
         rnic_scm_persist(e, qp, mr, va, len);
     }
@@ -517,3 +535,53 @@ const uint8_t *rnic_scm_status_bytes(RnicMr *mr, uint64_t va)
     return (const uint8_t *)(mr->scm_status ? mr->scm_status : &none) +
            (va - mr->iova);
 }
+
+/* ---------------------------------------------------------------------- */
+/* The kind                                                               */
+/* ---------------------------------------------------------------------- */
+
+static void rnic_scm_reg(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                         RnicAdminResult *res, RnicPd *pd)
+{
+    uint32_t access;
+    const char *why;
+    uint8_t status;
+    RnicPbl *pbl = rnic_scm_region(e, cmd, &access, &status, &why);
+
+    if (!pbl) {
+        rnic_admin_fail(e, res, status, "REG_MR: SCM: %s (offset 0x%"
+                        G_GINT64_MODIFIER "x length %" G_GINT64_MODIFIER "u)",
+                        why, GUINT64_FROM_LE(cmd->mr.pbl_addr),
+                        GUINT64_FROM_LE(cmd->mr.length));
+        return;
+    }
+    rnic_reg_mr_insert(e, cmd, res, pd, pbl, access);
+}
+
+static RnicXlateErr rnic_scm_check_access(const RnicMr *mr, uint32_t stag,
+                                          const RnicPd *pd, uint64_t va,
+                                          uint64_t len, uint32_t access)
+{
+    RnicXlateErr err = rnic_scm_check_key(mr, stag, va, len, access);
+
+    return err ? err : rnic_mr_check_entry(mr, pd, va, len, access);
+}
+
+static void rnic_scm_release(RnicEngine *e, RnicMr *mr)
+{
+    if (mr->scm_status) {
+        rnic_mem_release(e, sizeof(*mr->scm_status));
+        g_free(mr->scm_status);
+    }
+}
+
+const RnicMrKind rnic_mr_kind_scm = {
+    .name = "a persistent region",
+    .flags = RNIC_MRK_LOGGED | RNIC_MRK_CACHEABLE,
+    .rereg_refusal = RNIC_ST_NOT_SUPPORTED,
+    .reg = rnic_scm_reg,
+    .check = rnic_scm_check_access,
+    .run = rnic_pbl_run,
+    .release = rnic_scm_release,
+    .replay_create = rnic_scm_replay_create,
+};

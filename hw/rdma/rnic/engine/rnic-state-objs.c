@@ -24,6 +24,7 @@
  */
 #include <string.h>
 #include "rnic-state.h"
+#include "rnic-mr.h"
 #include "rnic/rnic-abi-names.h"
 
 #define LOAD_CHECK(cond, ...) \
@@ -876,7 +877,7 @@ bool rnic_mws_needed(RnicEngine *e)
 
 static void rnic_mw_save_one(RnicEngine *e, RnicMr *mr, void *opaque)
 {
-    if (mr->kind == RNIC_MR_KIND_MW) {
+    if (rnic_mr_kind(mr) == &rnic_mr_kind_mw) {
         rnic_image_put_fields(opaque, rnic_mw_fields, mr);
     }
 }
@@ -911,7 +912,8 @@ static bool rnic_mw_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
     t = rnic_pd_lkeys(e, pd);
     if (in.parent_stag) {
         parent = rnic_mrt_lookup(t, RNIC_STAG_INDEX(in.parent_stag));
-        LOAD_CHECK(parent && parent->kind == RNIC_MR_KIND_MEM &&
+        LOAD_CHECK(parent &&
+                   (rnic_mr_kind(parent)->flags & RNIC_MRK_WINDOW_PARENT) &&
                    parent->stag == in.parent_stag && parent->pd == pd &&
                    parent->state == RNIC_MR_VALID &&
                    (parent->access & RNIC_ACCESS_MW_BIND) &&

@@ -43,7 +43,7 @@
  * and frees the tables.
  */
 #include <string.h>
-#include "rnic-engine-int.h"
+#include "rnic-mr.h"
 
 #define RNIC_WQC_WAYS       8
 #define RNIC_WQC_MIN_ENTRIES 128
@@ -343,11 +343,12 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
         return;                 /* not looked up (the cache is off, ...) */
     }
     /*
-     * a mapped STag's translation depends on its members' entries too,
-     * whose versions an entry does not record: such lists are not kept
+     * a translation that depends on other entries too (a mapped STag's
+     * members), whose versions an entry does not record: not kept
      */
     for (i = 0; i < nsge; i++) {
-        if (res->sge[i].mr && res->sge[i].mr->kind == RNIC_MR_KIND_MAPPED) {
+        if (res->sge[i].mr &&
+            !(rnic_mr_kind(res->sge[i].mr)->flags & RNIC_MRK_CACHEABLE)) {
             return;
         }
     }
