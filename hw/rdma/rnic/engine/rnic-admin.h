@@ -38,9 +38,10 @@ void rnic_admin_process(RnicEngine *e);
 void rnic_admin_objects_reset(RnicEngine *e);
 
 /*
- * Helpers for handlers. rnic_admin_fail sets the status and logs why (a
- * guest error for statuses that mean the guest asked for something wrong).
- * rnic_admin_check_uctx validates cmd->uctx; kernel_only commands demand 0.
+ * Helpers for handlers (rnic-admin-helpers.c). rnic_admin_fail sets the
+ * status and logs why (a guest error for statuses that mean the guest
+ * asked for something wrong). rnic_admin_check_uctx validates cmd->uctx;
+ * kernel_only commands demand 0.
  */
 void rnic_admin_fail(RnicEngine *e, RnicAdminResult *res, uint8_t status,
                      const char *fmt, ...) G_GNUC_PRINTF(4, 5);

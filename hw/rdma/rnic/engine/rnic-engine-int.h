@@ -887,6 +887,7 @@ uint64_t rnic_mrt_bytes(const RnicEngineConfig *cfg);
  * Bracket an entry point that does work (runs, timers, doorbells, frames,
  * register writes): see RnicEngine.depth. The outermost call's work is
  * counted as a call of kind 'call' (a nested one's is its caller's).
+ * rnic-call.c: the call boundary.
  */
 static inline void rnic_engine_enter(RnicEngine *e, RnicCall call)
 {
@@ -970,7 +971,7 @@ static inline void rnic_work_persist(RnicEngine *e, uint64_t bytes)
     e->phase.persist_bytes += bytes;
 }
 
-/* A phase's budget (rnic-engine.c): the next piece of work waits. */
+/* A phase's budget (rnic-call.c): the next piece of work waits. */
 extern const RnicCallWork rnic_phase_budget;
 
 static inline bool rnic_work_spent(const RnicEngine *e)
@@ -1046,10 +1047,10 @@ static inline void rnic_uctx_put(RnicEngine *e, uint32_t uctx)
 RnicUctx *rnic_uctx_create(RnicEngine *e, uint32_t handle);
 
 /*
- * rnic-admin.c: the rule every queue ring follows, when the guest creates
- * it (rnic_admin_check_ring) and when a state image brings it: 2^log
- * entries (log_min <= log <= 24, at most max_entries) of 'stride' bytes at
- * a 4 KiB aligned guest address, not wrapping around.
+ * rnic-admin-helpers.c: the rule every queue ring follows, when the guest
+ * creates it (rnic_admin_check_ring) and when a state image brings it:
+ * 2^log entries (log_min <= log <= 24, at most max_entries) of 'stride'
+ * bytes at a 4 KiB aligned guest address, not wrapping around.
  */
 enum rnic_ring_fault {
     RNIC_RING_OK = 0,
@@ -1062,6 +1063,8 @@ enum rnic_ring_fault rnic_ring_check(uint64_t addr, uint32_t log,
 
 /* rnic-regs.c */
 void rnic_regs_reset(RnicEngine *e);
+/* A DEV_CTRL write: enable, disable, reset (deferred while nested). */
+RnicAccessResult rnic_regs_ctrl_write(RnicEngine *e, uint32_t value);
 
 /* rnic-doorbell.c */
 void rnic_doorbells_reset(RnicEngine *e);
@@ -1330,7 +1333,10 @@ void rnic_wqc_insert(RnicEngine *e, RnicQp *qp, const RnicWqcProbe *probe,
 void rnic_wqc_free(RnicEngine *e, RnicQp *qp);
 /* Every QP's table freed (the host memory budget needs the room). */
 void rnic_wqc_reclaim(RnicEngine *e);
-/* Resolve SGEs (lkey, PD, bounds, access); false on a protection error. */
+/*
+ * rnic-sge.c: resolve SGEs (lkey, PD, bounds, access); false on a
+ * protection error.
+ */
 bool rnic_sges_resolve(RnicEngine *e, const RnicMrTable *t, const RnicPd *pd,
                        RnicSgeRes *sge, uint32_t nsge, uint32_t access);
 /* Scatter payload bytes [poff, poff + len) to SGE list offset 'off'. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: lifetime, configuration, scheduling and host helpers.
+ * rnic engine: lifetime, configuration, reset and the run (its calls'
+ * boundary and what they ask of the host: rnic-call.c).
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -109,37 +110,6 @@ char *rnic_engine_config_check(const RnicEngineConfig *cfg)
     return NULL;
 }
 
-bool rnic_mem_charge(RnicEngine *e, uint64_t bytes)
-{
-    uint64_t budget = (uint64_t)e->cfg.mem_budget_mib << 20;
-
-    if (bytes <= budget && e->mem_used > budget - bytes && e->wqc_bytes) {
-        /*
-         * WQE caches are derived state: they give way to what the guest
-         * asks for (the same commands succeed with the cache off)
-         */
-        rnic_wqc_reclaim(e);
-    }
-    if (bytes > budget || e->mem_used > budget - bytes) {
-        rnic_event(e, ERR_MEM_BUDGET, "host memory budget reached", bytes,
-                   e->cfg.mem_budget_mib, e->mem_used);
-        return false;
-    }
-    e->mem_used += bytes;
-    return true;
-}
-
-void rnic_mem_release(RnicEngine *e, uint64_t bytes)
-{
-    g_assert(bytes <= e->mem_used);
-    e->mem_used -= bytes;
-}
-
-uint64_t rnic_engine_mem_used(const RnicEngine *e)
-{
-    return e->mem_used;
-}
-
 /*
  * Every object's image is smaller than twice what it holds in the account
  * (a send slot: 38 bytes of image, 32 of memory; a page-list entry 8 and
@@ -206,17 +176,6 @@ void rnic_engine_reset(RnicEngine *e)
     e->prompt_peers = false;
 }
 
-void rnic_engine_schedule(RnicEngine *e)
-{
-    if (!e->run_scheduled) {
-        e->run_scheduled = true;
-        if (!e->run_inline) {
-            /* inline: rnic_engine_doorbell() schedules what is left */
-            e->ops->schedule(e->opaque);
-        }
-    }
-}
-
 void rnic_engine_run(RnicEngine *e)
 {
     rnic_engine_enter(e, RNIC_CALL_RUN);
@@ -229,142 +188,6 @@ void rnic_engine_run(RnicEngine *e)
     rnic_work_phase(e);
     rnic_eth_run(e);
     rnic_engine_leave(e);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Work per call                                                          */
-/* ---------------------------------------------------------------------- */
-
-/*
- * A phase's budget: the loops of a phase (admin commands, queue visits,
- * a visit's WQEs, persist chunks) start nothing more once one figure is
- * reached. 2^18 page-list entries are 2 MiB of DMA (8 fast-registers of
- * 32768 pages); 16 MiB and 16384 frames are what 256 queue visits of 64
- * KiB of requests always allowed; 16 MiB persisted is one host persist
- * (RNIC_SCM_CHUNK), 4 to 25 ms of msync of a file-backed window on a
- * disk as measured (docs/benchmarks.md, bench-bounds).
- */
-#define RNIC_PHASE_WQES         1024
-#define RNIC_PHASE_FRAMES       16384
-#define RNIC_PHASE_ENTRIES      (1ull << 18)
-#define RNIC_PHASE_DMA          (16ull << 20)
-#define RNIC_PHASE_PERSIST      (16ull << 20)
-
-const RnicCallWork rnic_phase_budget = {
-    .wqes = RNIC_PHASE_WQES,
-    .frames = RNIC_PHASE_FRAMES,
-    .entries = RNIC_PHASE_ENTRIES,
-    .dma_bytes = RNIC_PHASE_DMA,
-    .persist_bytes = RNIC_PHASE_PERSIST,
-};
-
-/*
- * The most one piece of work may add after the budget's check let it
- * start: a maximal REG_MR (2^20 entries) or a mapped registration of 4096
- * interleaved segments (4096^2 / 8 pair checks) with a registration-log
- * compaction (max_mr records, at most 2^24); a QP flush turn (256 send
- * and 256 receive WQEs, a CQE each); a queue visit's 64 packets, each
- * answered on a loopback peer by up to 64 READ responses and an ACK; 64
- * READ responses of 4 KiB and a 64 KiB WQE with its bounce copy; a
- * persist chunk (16 MiB) and the durable writes a phase placed.
- */
-#define RNIC_ITEM_WQES          (2 * 256 + 64)
-#define RNIC_ITEM_FRAMES        (64 * 66)
-#define RNIC_ITEM_ENTRIES       ((1ull << 21) + (1ull << 20) + (1ull << 24))
-#define RNIC_ITEM_DMA           (64 * 66 * 4096ull + (128ull << 10))
-#define RNIC_ITEM_PERSIST       ((16ull << 20) + 64 * 66 * 4096ull)
-
-/*
- * The bound of a call of n phases (a run: post-load prompt, admin, queues,
- * Ethernet; every other call one).
- */
-#define RNIC_CALL_BOUND(n) {                                                \
-    .wqes = (n) * (RNIC_PHASE_WQES + RNIC_ITEM_WQES),                       \
-    .frames = (n) * (RNIC_PHASE_FRAMES + RNIC_ITEM_FRAMES),                 \
-    .entries = (n) * (RNIC_PHASE_ENTRIES + RNIC_ITEM_ENTRIES),              \
-    .dma_bytes = (n) * (RNIC_PHASE_DMA + RNIC_ITEM_DMA),                    \
-    .persist_bytes = (n) * (RNIC_PHASE_PERSIST + RNIC_ITEM_PERSIST),        \
-}
-
-static const RnicCallWork rnic_call_bounds[RNIC_CALL_COUNT] = {
-    [RNIC_CALL_REG] = RNIC_CALL_BOUND(1),
-    [RNIC_CALL_DOORBELL] = RNIC_CALL_BOUND(1),
-    [RNIC_CALL_RUN] = RNIC_CALL_BOUND(4),
-    [RNIC_CALL_RECEIVE] = RNIC_CALL_BOUND(1),
-    [RNIC_CALL_TIMER] = RNIC_CALL_BOUND(1),
-    [RNIC_CALL_LINK] = RNIC_CALL_BOUND(1),
-};
-
-const RnicCallWork *rnic_engine_call_bound(RnicCall call)
-{
-    return call < RNIC_CALL_COUNT ? &rnic_call_bounds[call] : NULL;
-}
-
-const char *rnic_call_name(RnicCall call)
-{
-    static const char *const names[RNIC_CALL_COUNT] = {
-        [RNIC_CALL_REG] = "register write",
-        [RNIC_CALL_DOORBELL] = "doorbell",
-        [RNIC_CALL_RUN] = "run",
-        [RNIC_CALL_RECEIVE] = "receive",
-        [RNIC_CALL_TIMER] = "timer",
-        [RNIC_CALL_LINK] = "link change",
-    };
-
-    return call < RNIC_CALL_COUNT ? names[call] : "?";
-}
-
-void rnic_call_account(RnicEngine *e)
-{
-    static const char *const figures[] = {
-        "WQEs", "frames", "page-list entries", "DMA bytes", "persisted bytes",
-    };
-    const RnicCallWork *bound = rnic_engine_call_bound(e->call_kind);
-    const RnicCallWork *c = &e->call;
-    RnicCallWork *max = &e->call_max[e->call_kind];
-    const uint64_t v[] = {
-        c->wqes, c->frames, c->entries, c->dma_bytes, c->persist_bytes,
-    };
-    const uint64_t b[] = {
-        bound->wqes, bound->frames, bound->entries, bound->dma_bytes,
-        bound->persist_bytes,
-    };
-    bool over = false;
-    unsigned i;
-
-    G_STATIC_ASSERT(G_N_ELEMENTS(figures) == G_N_ELEMENTS(v));
-    rnic_call_work_max(max, c);
-    for (i = 0; i < G_N_ELEMENTS(v); i++) {
-        if (v[i] > b[i]) {
-            rnic_event(e, ERR_CALL_BOUND, figures[i], e->call_kind, i, v[i],
-                       b[i]);
-            over = true;
-        }
-    }
-    e->call_overruns += over;
-}
-
-void rnic_engine_call_max(const RnicEngine *e, RnicCall call,
-                          RnicCallWork *max)
-{
-    if (call < RNIC_CALL_COUNT) {
-        *max = e->call_max[call];
-    }
-}
-
-uint64_t rnic_engine_call_overruns(const RnicEngine *e)
-{
-    return e->call_overruns;
-}
-
-void rnic_raise_irq(RnicEngine *e, unsigned vector)
-{
-    if (vector >= e->cfg.msix_vectors) {
-        rnic_event(e, UB_VECTOR, "interrupt vector beyond the vectors",
-                   vector, e->cfg.msix_vectors);
-        return;
-    }
-    e->ops->raise_irq(e->opaque, vector);
 }
 
 uint64_t rnic_engine_stat(const RnicEngine *e, unsigned stat)

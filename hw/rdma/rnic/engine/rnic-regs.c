@@ -160,7 +160,7 @@ static void rnic_disable(RnicEngine *e)
     e->scm.cmd_active = false;  /* no SCM_PERSIST goes on */
 }
 
-static RnicAccessResult rnic_ctrl_write(RnicEngine *e, uint32_t value)
+RnicAccessResult rnic_regs_ctrl_write(RnicEngine *e, uint32_t value)
 {
     RnicRegs *regs = &e->regs;
     bool was_enabled = regs->dev_ctrl & RNIC_CTRL_ENABLE;
@@ -228,20 +228,6 @@ static RnicAccessResult rnic_aq_config_write(RnicEngine *e, uint32_t offset,
     return RNIC_ACCESS_OK;
 }
 
-void rnic_engine_leave(RnicEngine *e)
-{
-    if (e->depth == 1 && e->scm.npending) {
-        rnic_scm_persist_pending(e);   /* durable writes: not past the call */
-    }
-    if (e->depth == 1) {
-        rnic_call_account(e);
-    }
-    if (--e->depth == 0 && e->ctrl_deferred) {
-        e->ctrl_deferred = false;
-        rnic_ctrl_write(e, e->ctrl_value);
-    }
-}
-
 static RnicAccessResult rnic_reg_write(RnicEngine *e, uint32_t offset,
                                        uint32_t value)
 {
@@ -252,7 +238,7 @@ static RnicAccessResult rnic_reg_write(RnicEngine *e, uint32_t offset,
     }
     switch (offset) {
     case RNIC_REG_DEV_CTRL:
-        return rnic_ctrl_write(e, value);
+        return rnic_regs_ctrl_write(e, value);
     case RNIC_REG_DEV_STATUS:
     case RNIC_REG_FATAL_CODE:
     case RNIC_REG_HEARTBEAT:
@@ -303,7 +289,7 @@ RnicAccessResult rnic_engine_reg_write(RnicEngine *e, uint32_t offset,
     RnicAccessResult result;
 
     if (offset == RNIC_REG_DEV_CTRL) {
-        return rnic_ctrl_write(e, value);   /* deferred when nested */
+        return rnic_regs_ctrl_write(e, value);   /* deferred when nested */
     }
     rnic_engine_enter(e, RNIC_CALL_REG);
     result = rnic_reg_write(e, offset, value);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: handle tables and the object core over them, the work
- * queue and guest-to-guest DMA copies.
+ * rnic engine: handle tables and the object core over them.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -140,63 +139,4 @@ void rnic_obj_destroy(RnicEngine *e, RnicTable *t, void *obj,
     rnic_table_remove(t, ((RnicObject *)obj)->handle);
     g_free(obj);
     rnic_mem_release(e, charge);
-}
-
-void rnic_work_queue(RnicEngine *e, RnicWork *w)
-{
-    if (!rnic_link_linked(&w->link)) {
-        rnic_list_add_tail(&e->work, &w->link);
-    }
-    rnic_engine_schedule(e);
-}
-
-
-/* Below this size a copy through the bounce buffer beats mapping. */
-#define RNIC_MAP_MIN 1024
-
-/*
- * Guest-to-guest copy. Both sides mapped: memmove between them, since a
- * guest may name overlapping source and destination (a WRITE within one
- * buffer, or two guest addresses of the same host memory) and a copy of
- * overlapping bytes must not be memcpy's. Otherwise through the bounce
- * buffer.
- */
-int rnic_dma_copy(RnicEngine *e, uint64_t dst, uint64_t src, uint64_t len)
-{
-    const RnicHostOps *ops = e->ops;
-
-    while (len) {
-        uint64_t n = len, m;
-        void *p = NULL, *q = NULL;
-
-        if (ops->dma_map && len >= RNIC_MAP_MIN) {
-            p = ops->dma_map(e->opaque, dst, &n, true);
-        }
-        if (p) {
-            m = n;
-            q = ops->dma_map(e->opaque, src, &m, false);
-            if (!q) {
-                ops->dma_unmap(e->opaque, p, n, true, 0);
-                p = NULL;
-            }
-        }
-        if (p) {
-            uint64_t k = MIN(n, m);
-
-            memmove(p, q, k);
-            ops->dma_unmap(e->opaque, q, m, false, k);
-            ops->dma_unmap(e->opaque, p, n, true, k);
-            n = k;
-        } else {
-            n = MIN(len, RNIC_BOUNCE_SIZE);
-            if (rnic_dma_read(e, src, e->bounce, n) ||
-                rnic_dma_write(e, dst, e->bounce, n)) {
-                return -1;
-            }
-        }
-        dst += n;
-        src += n;
-        len -= n;
-    }
-    return 0;
 }
