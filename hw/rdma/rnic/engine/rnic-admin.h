@@ -105,7 +105,7 @@ void rnic_cmd_query_qp_stats(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                              RnicAdminResult *res);
 void rnic_cmd_destroy_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res);
-/* rnic-mr.c */
+/* rnic-mr-cmd.c */
 void rnic_cmd_reg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                      RnicAdminResult *res);
 void rnic_cmd_alloc_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
