@@ -2,7 +2,10 @@
 /*
  * Engine unit tests: the typed events (rnic-event.h) a host traces — what
  * a SEND reports, a guest mistake as a UB event with its numbers and
- * reason, and nothing at all while the host says events are off.
+ * reason, and nothing at all while the host says events are off — and the
+ * event table itself: each row's arity against its names, its trace event
+ * (hw/rdma/rnic/trace-events, called from the row by rnic-pci.c) and the
+ * engine's rnic_event() calls.
  */
 #include <string.h>
 #include "rnic-test-verbs.h"
@@ -126,6 +129,254 @@ static void test_describe(void)
     g_assert_cmpint(rnic_event_class(RNIC_EV_QP_STATE), ==, RNIC_EVC_TRACE);
 }
 
+/* The table, as rnic-event.h writes it. */
+typedef struct EventRow {
+    const char *id;             /* "QP_STATE" */
+    const char *name;           /* "qp_state" */
+    unsigned arity;
+    const char *args;           /* "qpn from to" */
+} EventRow;
+
+static const EventRow rows[RNIC_EV__MAX] = {
+#define EVENT_ROW(id_, name_, cls_, arity_, args_) \
+    [RNIC_EV_##id_] = { #id_, #name_, arity_, args_ },
+    RNIC_EVENTS(EVENT_ROW)
+#undef EVENT_ROW
+};
+
+static const EventRow *row_by_id(const char *id)
+{
+    int ev;
+
+    for (ev = 0; ev < RNIC_EV__MAX; ev++) {
+        if (!strcmp(rows[ev].id, id)) {
+            return &rows[ev];
+        }
+    }
+    return NULL;
+}
+
+/* The checkout's file 'rel' (RNIC_FIXTURES is tests/unit/fixtures). */
+static char *source_file(const char *rel)
+{
+    const char *dir = g_getenv("RNIC_FIXTURES");
+
+    return dir ? g_build_filename(dir, "..", "..", "..", rel, NULL) : NULL;
+}
+
+/* Each row: the lower-case name, as many argument names as its arity. */
+static void test_arity_names(void)
+{
+    int ev;
+
+    for (ev = 0; ev < RNIC_EV__MAX; ev++) {
+        const EventRow *r = &rows[ev];
+        g_autofree char *lower = g_ascii_strdown(r->id, -1);
+        g_auto(GStrv) names = g_strsplit(r->args, " ", -1);
+        unsigned n = r->args[0] ? g_strv_length(names) : 0;
+
+        g_assert_cmpstr(r->name, ==, lower);
+        g_assert_cmpuint(r->arity, <=, RNIC_EVENT_ARGS);
+        if (n != r->arity) {
+            g_test_message("%s: arity %u, arguments \"%s\"", r->id,
+                           r->arity, r->args);
+        }
+        g_assert_cmpuint(n, ==, r->arity);
+    }
+}
+
+/*
+ * Each row's trace event rnic_<name>: 'arity' arguments and the reason
+ * (rnic-pci.c calls it with v[0] .. v[arity - 1] and why).
+ */
+static void test_arity_trace_events(void)
+{
+    g_autofree char *path = source_file("hw/rdma/rnic/trace-events");
+    g_autofree gchar *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    int ev;
+
+    if (!path) {
+        g_test_skip("RNIC_FIXTURES not set (meson test sets it)");
+        return;
+    }
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (ev = 0; ev < RNIC_EV__MAX; ev++) {
+        const EventRow *r = &rows[ev];
+        g_autofree char *head = g_strdup_printf("rnic_%s(", r->name);
+        g_auto(GStrv) params = NULL;
+        const char *line = NULL;
+        const char *why;
+        char *end;
+        int i;
+
+        for (i = 0; lines[i]; i++) {
+            if (g_str_has_prefix(lines[i], head)) {
+                line = lines[i];
+            }
+        }
+        if (!line) {
+            g_test_message("no trace event %s", head);
+        }
+        g_assert_nonnull(line);
+        line += strlen(head);
+        end = strchr(line, ')');
+        g_assert_nonnull(end);
+        *end = '\0';
+        params = g_strsplit(line, ",", -1);
+        if (g_strv_length(params) != r->arity + 1) {
+            g_test_message("rnic_%s(%s): arity %u", r->name, line, r->arity);
+        }
+        g_assert_cmpuint(g_strv_length(params), ==, r->arity + 1);
+        why = params[r->arity];
+        g_assert_true(strstr(why, "char *") && g_str_has_suffix(why, "why"));
+    }
+}
+
+/*
+ * 'src' with comments blanked and the insides of string and character
+ * literals blanked, so that commas and parentheses are the code's.
+ */
+static void blank_comments_and_strings(char *src)
+{
+    char *p = src;
+
+    while (*p) {
+        if (p[0] == '/' && p[1] == '*') {
+            char *e = strstr(p + 2, "*/");
+            char *stop = e ? e + 2 : p + strlen(p);
+
+            for (; p < stop; p++) {
+                *p = *p == '\n' ? '\n' : ' ';
+            }
+        } else if (p[0] == '/' && p[1] == '/') {
+            for (; *p && *p != '\n'; p++) {
+                *p = ' ';
+            }
+        } else if (*p == '"' || *p == '\'') {
+            char q = *p++;
+
+            for (; *p && *p != q && *p != '\n'; p++) {
+                if (*p == '\\' && p[1]) {
+                    *p++ = ' ';
+                }
+                *p = ' ';
+            }
+            if (*p == q) {
+                p++;
+            }
+        } else {
+            p++;
+        }
+    }
+}
+
+/*
+ * The arguments of the call whose '(' is at 'open', split at its top-level
+ * commas and trimmed; NULL if the parentheses do not close.
+ */
+static GPtrArray *call_args(const char *open)
+{
+    GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
+    const char *start = open + 1, *p;
+    int depth = 0;
+
+    for (p = open + 1; *p; p++) {
+        if (*p == '(' || *p == '[' || *p == '{') {
+            depth++;
+        } else if ((*p == ')' || *p == ']' || *p == '}') && depth) {
+            depth--;
+        } else if ((*p == ',' && !depth) || *p == ')') {
+            g_ptr_array_add(args, g_strstrip(g_strndup(start, p - start)));
+            if (*p == ')') {
+                return args;
+            }
+            start = p + 1;
+        }
+    }
+    g_ptr_array_unref(args);
+    return NULL;
+}
+
+/*
+ * Every rnic_event(e, NAME, why, ...) in the engine passes as many numbers
+ * as NAME's arity (an event of arity 0 may pass a single 0): a number
+ * beyond it would never reach the trace event.
+ */
+static void test_arity_engine_calls(void)
+{
+    g_autofree char *dir = source_file("hw/rdma/rnic/engine");
+    bool seen[RNIC_EV__MAX] = { false };
+    unsigned events = 0;
+    const char *file;
+    GDir *d;
+    int ev;
+
+    if (!dir) {
+        g_test_skip("RNIC_FIXTURES not set (meson test sets it)");
+        return;
+    }
+    d = g_dir_open(dir, 0, NULL);
+    g_assert_nonnull(d);
+    while ((file = g_dir_read_name(d))) {
+        g_autofree char *path = g_build_filename(dir, file, NULL);
+        g_autofree gchar *src = NULL;
+        const char *p;
+
+        if (!g_str_has_suffix(file, ".c") && !g_str_has_suffix(file, ".h")) {
+            continue;
+        }
+        g_assert_true(g_file_get_contents(path, &src, NULL, NULL));
+        blank_comments_and_strings(src);
+        for (p = src; (p = strstr(p, "rnic_event(")); p++) {
+            const char *line = p;
+            g_autoptr(GPtrArray) args = NULL;
+            const EventRow *r;
+            unsigned n;
+
+            if (p > src && (g_ascii_isalnum(p[-1]) || p[-1] == '_')) {
+                continue;
+            }
+            while (line > src && line[-1] != '\n') {
+                line--;
+            }
+            while (*line == ' ') {
+                line++;
+            }
+            if (g_str_has_prefix(line, "#define")) {
+                continue;   /* the macro itself */
+            }
+            args = call_args(p + strlen("rnic_event"));
+            g_assert_nonnull(args);
+            g_assert_cmpuint(args->len, >=, 3);
+            r = row_by_id(g_ptr_array_index(args, 1));
+            if (!r) {
+                g_test_message("%s: rnic_event() of unknown event %s", file,
+                               (char *)g_ptr_array_index(args, 1));
+            }
+            g_assert_nonnull(r);
+            n = args->len - 3;
+            if (r->arity == 0 && n == 1 &&
+                !strcmp(g_ptr_array_index(args, 3), "0")) {
+                n = 0;
+            }
+            if (n != r->arity) {
+                g_test_message("%s: rnic_event(%s) with %u numbers, arity %u",
+                               file, r->id, n, r->arity);
+            }
+            g_assert_cmpuint(n, ==, r->arity);
+            seen[r - rows] = true;
+        }
+    }
+    g_dir_close(d);
+    /* the engine's files were found and read: most events are seen */
+    for (ev = 0; ev < RNIC_EV__MAX; ev++) {
+        events += seen[ev];
+    }
+    g_assert_cmpuint(events, >=, RNIC_EV__MAX / 2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -133,5 +384,10 @@ int main(int argc, char **argv)
     tv_test_add_pair("/rnic/events/guest-mistake", NULL, test_guest_mistake);
     tv_test_add_pair("/rnic/events/off", NULL, test_off);
     g_test_add_func("/rnic/events/describe", test_describe);
+    g_test_add_func("/rnic/events/arity/names", test_arity_names);
+    g_test_add_func("/rnic/events/arity/trace-events",
+                    test_arity_trace_events);
+    g_test_add_func("/rnic/events/arity/engine-calls",
+                    test_arity_engine_calls);
     return g_test_run();
 }

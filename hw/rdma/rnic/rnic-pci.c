@@ -240,7 +240,7 @@ static bool rnic_host_event_enabled(void *opaque, RnicEvent ev)
         return true;
     }
     switch (ev) {
-#define RNIC_EVENT_ENABLED(id, cls, args)                                   \
+#define RNIC_EVENT_ENABLED(id, name, cls, arity, args)                      \
     case RNIC_EV_##id:                                                      \
         return trace_event_get_state_backends(TRACE_RNIC_##id);
     RNIC_EVENTS(RNIC_EVENT_ENABLED)
@@ -251,169 +251,55 @@ static bool rnic_host_event_enabled(void *opaque, RnicEvent ev)
     return false;
 }
 
+/*
+ * Each event's trace event rnic_<name>, called from its row of
+ * RNIC_EVENTS: the first 'arity' numbers, then the reason.
+ */
+#define RNIC_TRACE_0(fn, v, why) fn(why)
+#define RNIC_TRACE_1(fn, v, why) fn(v[0], why)
+#define RNIC_TRACE_2(fn, v, why) fn(v[0], v[1], why)
+#define RNIC_TRACE_3(fn, v, why) fn(v[0], v[1], v[2], why)
+#define RNIC_TRACE_4(fn, v, why) fn(v[0], v[1], v[2], v[3], why)
+#define RNIC_TRACE_5(fn, v, why) fn(v[0], v[1], v[2], v[3], v[4], why)
+
+#define RNIC_TRACE_FN(id, name, cls, arity, args)                           \
+    static void rnic_trace_##name(const uint64_t *v, const char *why)       \
+    {                                                                       \
+        RNIC_TRACE_##arity(trace_rnic_##name, v, why);                      \
+    }
+RNIC_EVENTS(RNIC_TRACE_FN)
+#undef RNIC_TRACE_FN
+
+static const struct {
+    void (*trace)(const uint64_t *v, const char *why);
+} rnic_event_glue[RNIC_EV__MAX] = {
+#define RNIC_EVENT_GLUE(id, name, cls, arity, args)                         \
+    [RNIC_EV_##id] = { .trace = rnic_trace_##name },
+    RNIC_EVENTS(RNIC_EVENT_GLUE)
+#undef RNIC_EVENT_GLUE
+};
+
 static void rnic_host_event(void *opaque, RnicEvent ev, const RnicEventArgs *a)
 {
     const uint64_t *v = a->v;
     const char *why = a->why ? a->why : "";
 
+    if (ev >= RNIC_EV__MAX) {
+        return;
+    }
     if (rnic_event_class(ev) == RNIC_EVC_UB &&
         qemu_loglevel_mask(LOG_GUEST_ERROR)) {
         g_autofree char *text = rnic_event_describe(ev, a);
 
         qemu_log("rnic: %s\n", text);
     }
-    switch (ev) {
-    case RNIC_EV_ADMIN_START:
-        trace_rnic_admin_start(v[0], v[1], why);
-        break;
-    case RNIC_EV_ADMIN_DONE:
-        trace_rnic_admin_done(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_DOORBELL_DECODED:
-        trace_rnic_doorbell_decoded(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_QP_STATE:
-        trace_rnic_qp_state(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_WQE_START:
-        trace_rnic_wqe_start(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_WQE_DONE:
-        trace_rnic_wqe_done(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_PKT_TX:
-        trace_rnic_pkt_tx(v[0], v[1], v[2], v[3], v[4], why);
-        break;
-    case RNIC_EV_PKT_RX:
-        trace_rnic_pkt_rx(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_RETRANSMIT:
-        trace_rnic_retransmit(v[0], v[1], why);
-        break;
-    case RNIC_EV_NAK_SENT:
-        trace_rnic_nak_sent(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_NAK_RECEIVED:
-        trace_rnic_nak_received(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_RETRY_EXCEEDED:
-        trace_rnic_retry_exceeded(v[0], v[1], why);
-        break;
-    case RNIC_EV_UD_QKEY_DROP:
-        trace_rnic_ud_qkey_drop(v[0], v[1], why);
-        break;
-    case RNIC_EV_ASYNC_DROPPED:
-        trace_rnic_async_dropped(v[0], v[1], why);
-        break;
-    case RNIC_EV_LINK:
-        trace_rnic_link(v[0], why);
-        break;
-    case RNIC_EV_QP_BIND:
-        trace_rnic_qp_bind(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_PD_BIND:
-        trace_rnic_pd_bind(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_PD_UNBIND:
-        trace_rnic_pd_unbind(v[0], v[1], why);
-        break;
-    case RNIC_EV_FLUSH:
-        trace_rnic_flush(v[0], v[1], v[2], v[3], v[4], why);
-        break;
-    case RNIC_EV_SCM_PERSIST:
-        trace_rnic_scm_persist(v[0], v[1], why);
-        break;
-    case RNIC_EV_SCM_MGMT:
-        trace_rnic_scm_mgmt(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_ERR_ADMIN:
-        trace_rnic_err_admin(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_ERR_MEM_BUDGET:
-        trace_rnic_err_mem_budget(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_ERR_CALL_BOUND:
+    if (ev == RNIC_EV_ERR_CALL_BOUND) {
         /* the engine's bug, not the guest's: said once, traced always */
         warn_report_once("rnic: a %s call did more work than its bound "
                          "(%s: %" PRIu64 " > %" PRIu64 "); please report it",
                          rnic_call_name(v[0]), why, v[2], v[3]);
-        trace_rnic_err_call_bound(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_ERR_WIRE_TX:
-        trace_rnic_err_wire_tx(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_ERR_WIRE_RX:
-        trace_rnic_err_wire_rx(v[0], v[1], v[2], v[3], v[4], why);
-        break;
-    case RNIC_EV_ERR_STATE_LOAD:
-        trace_rnic_err_state_load(why);
-        break;
-    case RNIC_EV_UB_ADMIN:
-        trace_rnic_ub_admin(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_ADMIN_TAIL:
-        trace_rnic_ub_admin_tail(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_ADMIN_FATAL:
-        trace_rnic_ub_admin_fatal(v[0], why);
-        break;
-    case RNIC_EV_UB_ENABLE:
-        trace_rnic_ub_enable(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_CTRL_NESTED:
-        trace_rnic_ub_ctrl_nested(v[0], why);
-        break;
-    case RNIC_EV_UB_VECTOR:
-        trace_rnic_ub_vector(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_DOORBELL:
-        trace_rnic_ub_doorbell(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_EQ:
-        trace_rnic_ub_eq(v[0], why);
-        break;
-    case RNIC_EV_UB_CQ:
-        trace_rnic_ub_cq(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_WQE:
-        trace_rnic_ub_wqe(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_SGE:
-        trace_rnic_ub_sge(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_UB_RECV:
-        trace_rnic_ub_recv(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_MR:
-        trace_rnic_ub_mr(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_REQUEST:
-        trace_rnic_ub_request(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_READ_SOURCE:
-        trace_rnic_ub_read_source(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_READ_RESPONSE:
-        trace_rnic_ub_read_response(v[0], v[1], v[2], v[3], v[4], why);
-        break;
-    case RNIC_EV_UB_UD_LENGTH:
-        trace_rnic_ub_ud_length(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_WIRE_PAYLOAD:
-        trace_rnic_ub_wire_payload(v[0], v[1], why);
-        break;
-    case RNIC_EV_UB_ETH_RING:
-        trace_rnic_ub_eth_ring(v[0], v[1], v[2], why);
-        break;
-    case RNIC_EV_UB_ETH_DESC:
-        trace_rnic_ub_eth_desc(v[0], v[1], v[2], v[3], why);
-        break;
-    case RNIC_EV_UB_ETH_TAIL:
-        trace_rnic_ub_eth_tail(v[0], v[1], v[2], v[3], v[4], why);
-        break;
-    case RNIC_EV__MAX:
-        break;
     }
+    rnic_event_glue[ev].trace(v, why);
 }
 
 static void rnic_host_rx_ready(void *opaque)

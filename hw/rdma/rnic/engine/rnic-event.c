@@ -6,13 +6,13 @@
 #include "rnic-engine-int.h"
 
 typedef struct RnicEventInfo {
-    const char *id;             /* "QP_STATE": rnic_qp_state */
+    const char *name;           /* "qp_state": rnic_qp_state */
     const char *args;           /* "qpn from to" */
 } RnicEventInfo;
 
 static const RnicEventInfo rnic_events[RNIC_EV__MAX] = {
-#define RNIC_EVENT_INFO(id_, cls_, args_) \
-    [RNIC_EV_##id_] = { .id = #id_, .args = args_ },
+#define RNIC_EVENT_INFO(id_, name_, cls_, arity_, args_) \
+    [RNIC_EV_##id_] = { .name = #name_, .args = args_ },
     RNIC_EVENTS(RNIC_EVENT_INFO)
 #undef RNIC_EVENT_INFO
 };
@@ -27,9 +27,7 @@ char *rnic_event_describe(RnicEvent ev, const RnicEventArgs *a)
         g_string_printf(s, "event %u", ev);
         return g_string_free(s, false);
     }
-    for (i = 0; rnic_events[ev].id[i]; i++) {
-        g_string_append_c(s, g_ascii_tolower(rnic_events[ev].id[i]));
-    }
+    g_string_append(s, rnic_events[ev].name);
     names = g_strsplit(rnic_events[ev].args, " ", RNIC_EVENT_ARGS);
     for (i = 0; names[i] && names[i][0]; i++) {
         g_string_append_printf(s, " %s=%" G_GUINT64_FORMAT, names[i],
