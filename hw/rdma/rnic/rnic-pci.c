@@ -36,13 +36,6 @@
 #include "rnic/rnic-abi-names.h"
 #include "trace.h"
 
-/* One macro for the guest's mistakes: trace event plus guest-error log. */
-#define RNIC_GUEST_ERROR(trace_call, fmt, ...)                              \
-    do {                                                                    \
-        trace_call;                                                         \
-        qemu_log_mask(LOG_GUEST_ERROR, "rnic: " fmt "\n", ## __VA_ARGS__);  \
-    } while (0)
-
 /* ------------------------------------------------------------------ */
 /* Host operations for the engine                                      */
 /* ------------------------------------------------------------------ */
@@ -402,14 +395,16 @@ static uint64_t rnic_regs_read(void *opaque, hwaddr addr, unsigned size)
     uint32_t value;
 
     if (size != 4 || (addr & 3)) {
-        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, "bad access size"),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size,
+                                                  "bad access size"),
                          "register read at 0x%" HWADDR_PRIx " of size %u: "
                          "registers are 32-bit, aligned", addr, size);
         return 0;
     }
     r = rnic_engine_reg_read(s->engine, addr, &value);
     if (r != RNIC_ACCESS_OK) {
-        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, rnic_access_result_str(r)),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size,
+                                                  rnic_access_result_str(r)),
                          "register read at 0x%" HWADDR_PRIx ": %s", addr,
                          rnic_access_result_str(r));
         return 0;
@@ -425,7 +420,8 @@ static void rnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
     RnicAccessResult r;
 
     if (size != 4 || (addr & 3)) {
-        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, "bad access size"),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size,
+                                                  "bad access size"),
                          "register write at 0x%" HWADDR_PRIx " of size %u: "
                          "registers are 32-bit, aligned", addr, size);
         return;
@@ -437,7 +433,8 @@ static void rnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
         rnic_update_nic_info(s);    /* 'info network' shows the live MAC */
     }
     if (r != RNIC_ACCESS_OK) {
-        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size, rnic_access_result_str(r)),
+        RNIC_GUEST_ERROR(trace_rnic_ub_reg_access(addr, size,
+                                                  rnic_access_result_str(r)),
                          "register write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
                          ": %s", val, addr, rnic_access_result_str(r));
     }
@@ -482,7 +479,8 @@ static void rnic_db_write(void *opaque, hwaddr addr, uint64_t val,
     RnicAccessResult r;
 
     if (size != 8 || (addr & 7)) {
-        RNIC_GUEST_ERROR(trace_rnic_ub_doorbell_access(addr, size, "bad access size"),
+        RNIC_GUEST_ERROR(trace_rnic_ub_doorbell_access(addr, size,
+                                                       "bad access size"),
                          "doorbell write at 0x%" HWADDR_PRIx " of size %u: "
                          "doorbells are aligned 64-bit stores", addr, size);
         return;

@@ -21,7 +21,6 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
-#include "qemu/log.h"
 #include "qemu/units.h"
 #include "qom/object.h"
 #include "hw/pci/pci.h"
@@ -140,9 +139,9 @@ void rnic_window_persist(void *opaque, uint64_t off, uint64_t len)
 
     /* the engine asks only for ranges of a window that persists */
     if (!w->persistent || off > w->size || len > w->size - off) {
-        qemu_log_mask(LOG_GUEST_ERROR, "rnic: persist of [0x%" PRIx64
-                      ", +%" PRIu64 ") outside a persistent window\n",
-                      off, len);
+        RNIC_GUEST_ERROR(trace_rnic_ub_window_persist(off, len),
+                         "persist of [0x%" PRIx64 ", +%" PRIu64 ") outside "
+                         "a persistent window", off, len);
         return;
     }
     memory_region_msync(w->mr, off, len);

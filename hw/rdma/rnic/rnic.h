@@ -10,6 +10,7 @@
 #ifndef HW_RDMA_RNIC_H
 #define HW_RDMA_RNIC_H
 
+#include "qemu/log.h"
 #include "hw/pci/pci_device.h"
 #include "system/hostmem.h"
 #include "net/net.h"
@@ -18,6 +19,18 @@
 
 #define TYPE_RNIC "rnic"
 OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
+
+/*
+ * The guest's mistakes seen by the glue (rnic-pci.c, rnic-window.c): the
+ * trace event rnic_ub_<what> (trace_call) and, with -d guest_errors, the
+ * message "rnic: <fmt>" in the log. The engine reports its own as
+ * events (rnic_host_event() logs those of class UB).
+ */
+#define RNIC_GUEST_ERROR(trace_call, fmt, ...)                              \
+    do {                                                                    \
+        trace_call;                                                         \
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: " fmt "\n", ## __VA_ARGS__);  \
+    } while (0)
 
 /* The memory window, BAR4 (rnic-window.c). */
 typedef struct RnicWindow {
