@@ -798,6 +798,24 @@ static void rnic_init_net(RnicState *s)
     rnic_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
 }
 
+/*
+ * The migration buffers (the state image, the configuration record) hold
+ * bytes around a save or load only: what the engine wrote, then dropped.
+ */
+static void rnic_stream_buf_set(uint8_t **buf, uint32_t *len, GByteArray *a)
+{
+    g_free(*buf);
+    *len = a->len;
+    *buf = g_byte_array_free(a, FALSE);
+}
+
+static void rnic_stream_buf_drop(uint8_t **buf, uint32_t *len)
+{
+    g_free(*buf);
+    *buf = NULL;
+    *len = 0;
+}
+
 static void rnic_free_state(RnicState *s)
 {
     vmstate_unregister(VMSTATE_IF(s), &rnic_config_vmstate, s);
@@ -853,10 +871,8 @@ static void rnic_exit(PCIDevice *pci_dev)
     memory_region_del_subregion(&s->bar0, &s->regs);
     rnic_window_exit(s);
     rnic_free_state(s);
-    g_free(s->state_buf);
-    s->state_buf = NULL;
-    g_free(s->config_buf);
-    s->config_buf = NULL;
+    rnic_stream_buf_drop(&s->state_buf, &s->state_len);
+    rnic_stream_buf_drop(&s->config_buf, &s->config_len);
 }
 
 static void rnic_reset_hold(Object *obj, ResetType type)
@@ -911,9 +927,7 @@ static int rnic_pre_save(void *opaque)
     int64_t start = qemu_clock_get_us(QEMU_CLOCK_REALTIME);
 
     rnic_engine_save(s->engine, img);
-    g_free(s->state_buf);
-    s->state_len = img->len;
-    s->state_buf = g_byte_array_free(img, FALSE);
+    rnic_stream_buf_set(&s->state_buf, &s->state_len, img);
     rnic_engine_foreach_net_ctx(s->engine, rnic_sum_net_ctx, &t);
     trace_rnic_state_save(s->state_len, t.mrs, t.qps,
                           qemu_clock_get_us(QEMU_CLOCK_REALTIME) - start);
@@ -924,9 +938,7 @@ static int rnic_post_save(void *opaque)
 {
     RnicState *s = opaque;
 
-    g_free(s->state_buf);
-    s->state_buf = NULL;
-    s->state_len = 0;
+    rnic_stream_buf_drop(&s->state_buf, &s->state_len);
     return 0;
 }
 
@@ -947,9 +959,7 @@ static int rnic_post_load(void *opaque, int version_id)
     ok = rnic_engine_load(s->engine, s->state_buf, s->state_len, &err);
     trace_rnic_state_load(s->state_len, ok,
                           qemu_clock_get_us(QEMU_CLOCK_REALTIME) - start);
-    g_free(s->state_buf);
-    s->state_buf = NULL;
-    s->state_len = 0;
+    rnic_stream_buf_drop(&s->state_buf, &s->state_len);
     if (!ok) {
         error_report("rnic: incoming device state refused: %s", err);
         return -EINVAL;
@@ -978,9 +988,7 @@ static int rnic_config_pre_save(void *opaque)
     GByteArray *rec = g_byte_array_new();
 
     rnic_engine_save_config(s->engine, rec);
-    g_free(s->config_buf);
-    s->config_len = rec->len;
-    s->config_buf = g_byte_array_free(rec, FALSE);
+    rnic_stream_buf_set(&s->config_buf, &s->config_len, rec);
     return 0;
 }
 
@@ -988,9 +996,7 @@ static int rnic_config_post_save(void *opaque)
 {
     RnicState *s = opaque;
 
-    g_free(s->config_buf);
-    s->config_buf = NULL;
-    s->config_len = 0;
+    rnic_stream_buf_drop(&s->config_buf, &s->config_len);
     return 0;
 }
 
@@ -1002,9 +1008,7 @@ static int rnic_config_post_load(void *opaque, int version_id)
 
     ok = rnic_engine_check_config(s->engine, s->config_buf, s->config_len,
                                   &err);
-    g_free(s->config_buf);
-    s->config_buf = NULL;
-    s->config_len = 0;
+    rnic_stream_buf_drop(&s->config_buf, &s->config_len);
     if (!ok) {
         trace_rnic_err_state_config(err);
         error_report("rnic: incoming migration refused: %s", err);
