@@ -24,6 +24,7 @@
 #include "rnic-engine.h"
 #include "rnic-eth.h"
 #include "rnic-packet.h"
+#include "rnic-wr.h"
 
 #define rnic_container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -1352,7 +1353,6 @@ int rnic_sges_gather(RnicEngine *e, const RnicSgeRes *sge, uint32_t nsge,
                      uint32_t off, uint8_t *buf, uint32_t len);
 bool rnic_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next,
                            uint32_t mask);
-uint8_t rnic_wc_opcode(uint8_t wr_opcode);
 bool rnic_qp_load_attach(RnicEngine *e, RnicQp *qp);
 /* May a QP of 'pd' take 'qpn' (state load)? */
 bool rnic_qpn_free_for(RnicEngine *e, const RnicPd *pd, uint32_t qpn);
@@ -1459,15 +1459,6 @@ static inline uint8_t rnic_qp_transport(const RnicQp *qp)
     return qp->type == RNIC_QPT_RC ? RNIC_ROCE_TRANSPORT_RC :
            qp->type == RNIC_QPT_UC ? RNIC_ROCE_TRANSPORT_UC :
                                      RNIC_ROCE_TRANSPORT_UD;
-}
-
-/* A packet's place in its message: picks its opcode from a table. */
-enum { RNIC_POS_ONLY, RNIC_POS_FIRST, RNIC_POS_MIDDLE, RNIC_POS_LAST };
-
-static inline unsigned rnic_msg_pos(bool first, bool last)
-{
-    return first ? (last ? RNIC_POS_ONLY : RNIC_POS_FIRST)
-                 : (last ? RNIC_POS_LAST : RNIC_POS_MIDDLE);
 }
 
 /* A QP changes state (MODIFY_QP, an error, SQE): reported as an event. */

@@ -935,32 +935,6 @@ void rnic_cmd_modify_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
 /* Errors and flush                                                       */
 /* ---------------------------------------------------------------------- */
 
-static uint8_t rnic_wc_opcode_of(uint8_t wr_opcode)
-{
-    static const uint8_t map[RNIC_WR_OPCODE_COUNT] = {
-        [RNIC_WR_SEND] = RNIC_WC_SEND,
-        [RNIC_WR_SEND_IMM] = RNIC_WC_SEND,
-        [RNIC_WR_SEND_INV] = RNIC_WC_SEND,
-        [RNIC_WR_RDMA_WRITE] = RNIC_WC_RDMA_WRITE,
-        [RNIC_WR_RDMA_WRITE_IMM] = RNIC_WC_RDMA_WRITE,
-        [RNIC_WR_RDMA_READ] = RNIC_WC_RDMA_READ,
-        [RNIC_WR_ATOMIC_CMP_SWP] = RNIC_WC_COMP_SWAP,
-        [RNIC_WR_ATOMIC_FETCH_ADD] = RNIC_WC_FETCH_ADD,
-        [RNIC_WR_LOCAL_INV] = RNIC_WC_LOCAL_INV,
-        [RNIC_WR_REG_MR] = RNIC_WC_REG_MR,
-        [RNIC_WR_FLUSH] = RNIC_WC_FLUSH,
-        [RNIC_WR_ATOMIC_WRITE] = RNIC_WC_ATOMIC_WRITE,
-        [RNIC_WR_BIND_MW] = RNIC_WC_BIND_MW,
-    };
-
-    return wr_opcode < RNIC_WR_OPCODE_COUNT ? map[wr_opcode] : RNIC_WC_SEND;
-}
-
-uint8_t rnic_wc_opcode(uint8_t wr_opcode)
-{
-    return rnic_wc_opcode_of(wr_opcode);
-}
-
 static void rnic_flush_cqe(RnicEngine *e, RnicQp *qp, RnicCq *cq,
                            uint64_t wr_id, uint8_t opcode, uint8_t status)
 {
@@ -1005,7 +979,7 @@ static bool rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
         if (i - start < hi - start) {
             /* a WQE that failed keeps its own status */
             rnic_flush_cqe(e, qp, qp->scq, s->wr_id,
-                           rnic_wc_opcode_of(s->opcode),
+                           rnic_wc_opcode(s->opcode),
                            s->state == RNIC_SLOT_DONE && s->status ?
                            s->status : RNIC_WC_WR_FLUSH_ERR);
         } else {
@@ -1018,7 +992,7 @@ static bool rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
                 w.opcode = 0;
             }
             rnic_flush_cqe(e, qp, qp->scq, GUINT64_FROM_LE(w.wr_id),
-                           rnic_wc_opcode_of(w.opcode), RNIC_WC_WR_FLUSH_ERR);
+                           rnic_wc_opcode(w.opcode), RNIC_WC_WR_FLUSH_ERR);
         }
         memset(s, 0, sizeof(*s));
         qp->sq_una++;

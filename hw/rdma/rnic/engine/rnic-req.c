@@ -38,30 +38,6 @@
  */
 #define RNIC_MAX_UNACKED 512
 
-/*
- * The requests that take a responder resource and are answered by a
- * response, not an ACK: READ and atomics, and since IBTA 1.5 FLUSH and
- * ATOMIC WRITE. They count against max_rd_atomic and wait for a fence.
- */
-static inline bool rnic_wr_is_rd_atomic(uint8_t op)
-{
-    return op == RNIC_WR_RDMA_READ || op == RNIC_WR_ATOMIC_CMP_SWP ||
-           op == RNIC_WR_ATOMIC_FETCH_ADD || op == RNIC_WR_FLUSH ||
-           op == RNIC_WR_ATOMIC_WRITE;
-}
-
-/* FLUSH and ATOMIC WRITE: what they need is in the WQE header, no SGEs. */
-static inline bool rnic_wr_is_placement(uint8_t op)
-{
-    return op == RNIC_WR_FLUSH || op == RNIC_WR_ATOMIC_WRITE;
-}
-
-static inline bool rnic_wr_is_local(uint8_t op)
-{
-    return op == RNIC_WR_LOCAL_INV || op == RNIC_WR_REG_MR ||
-           op == RNIC_WR_BIND_MW;
-}
-
 static inline uint32_t rnic_sq_mask(const RnicQp *qp)
 {
     return (1u << qp->sq_log) - 1;
@@ -91,22 +67,19 @@ void rnic_req_reset_qp(RnicQp *qp)
 /* ---------------------------------------------------------------------- */
 
 /*
- * The work requests a QP type carries: UD a SEND (with immediate), UC
- * also a WRITE (with immediate) and the local operations; RC everything.
+ * A send WQE (include/rnic/rnic-abi.h): its header, then at its end
+ * num_sge SGEs or inline_len bytes of inline data (a REG_MR's inline
+ * segment table).
  */
-static bool rnic_req_opcode_ok(uint8_t type, uint8_t op)
-{
-    switch (type) {
-    case RNIC_QPT_RC:
-        return true;
-    case RNIC_QPT_UC:
-        return op == RNIC_WR_SEND || op == RNIC_WR_SEND_IMM ||
-               op == RNIC_WR_RDMA_WRITE || op == RNIC_WR_RDMA_WRITE_IMM ||
-               rnic_wr_is_local(op);
-    default:
-        return op == RNIC_WR_SEND || op == RNIC_WR_SEND_IMM;
-    }
-}
+#define RNIC_WQE_HDR_LEN    ((uint32_t)sizeof(struct rnic_sq_wqe))
+#define RNIC_WQE_SGE_LEN    ((uint32_t)sizeof(struct rnic_sge))
+#define RNIC_WQE_SEG_LEN    ((uint32_t)sizeof(struct rnic_map_seg))
+/* The first read of a WQE: the header and the first 4 SGEs. */
+#define RNIC_WQE_FIRST_READ (RNIC_WQE_HDR_LEN + 4 * RNIC_WQE_SGE_LEN)
+/* The most of a WQE that is read: the header and its inline data or SGEs. */
+#define RNIC_WQE_READ_MAX \
+    (RNIC_WQE_HDR_LEN + MAX(RNIC_CFG_MAX_INLINE, \
+                            RNIC_CFG_MAX_SGE * RNIC_WQE_SGE_LEN))
 
 static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
                                 uint8_t status, const char *why)
@@ -115,13 +88,19 @@ static uint8_t rnic_req_bad_wqe(RnicEngine *e, RnicQp *qp, uint32_t index,
     return status;
 }
 
+/* The access a WQE's SGEs need: a READ's or an atomic's are written. */
+static uint32_t rnic_req_sge_access(uint8_t op)
+{
+    return rnic_wr_is(op, RNIC_WRF_RD_ATOMIC) ? RNIC_ACCESS_LOCAL_WRITE : 0;
+}
+
 /*
  * A REG_MR work request: a page list (kernel QPs only: its addresses are
  * guest-physical) or a mapped STag's segment table, inline (kept in
  * wqe->inline_data) or through one SGE (kept unresolved in wqe->sge[0]:
  * rnic_map_fast_reg resolves it when the request executes).
  */
-G_STATIC_ASSERT(RNIC_MAP_INLINE_SEGS * sizeof(struct rnic_map_seg) <=
+G_STATIC_ASSERT(RNIC_MAP_INLINE_SEGS * RNIC_WQE_SEG_LEN <=
                 RNIC_CFG_MAX_INLINE);
 
 static uint8_t rnic_req_decode_reg(RnicEngine *e, RnicQp *qp, uint32_t index,
@@ -129,7 +108,8 @@ static uint8_t rnic_req_decode_reg(RnicEngine *e, RnicQp *qp, uint32_t index,
                                    uint32_t ilimit)
 {
     const struct rnic_sq_wqe *w = &wqe->hdr;
-    const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
+    const struct rnic_sge *sg =
+        (const struct rnic_sge *)(buf + RNIC_WQE_HDR_LEN);
     bool table = (w->flags & RNIC_WQE_INLINE) || w->num_sge;
 
     if (!table && qp->owner != RNIC_UCTX_KERNEL) {
@@ -143,7 +123,7 @@ static uint8_t rnic_req_decode_reg(RnicEngine *e, RnicQp *qp, uint32_t index,
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                     "inline segment table beyond the WQE");
         }
-        memcpy(wqe->inline_data, buf + 64, ilen);
+        memcpy(wqe->inline_data, buf + RNIC_WQE_HDR_LEN, ilen);
     } else if (w->num_sge) {
         if (w->num_sge != 1 || qp->sq_max_sge < 1) {
             return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
@@ -159,26 +139,20 @@ static uint8_t rnic_req_decode_reg(RnicEngine *e, RnicQp *qp, uint32_t index,
 }
 
 /*
- * Read and validate the send WQE at free-running index 'index' into 'c'.
- * Returns an rnic_wc_status; c->hdr is filled whenever the WQE was read.
+ * Read send WQE 'index' from the ring into 'buf' (RNIC_WQE_READ_MAX
+ * bytes) and its header into wqe->hdr (zeroed when the ring is not
+ * readable): the header and the first SGEs in one read, the rest if
+ * needed. *ilimit: the inline bytes the WQE may carry.
  */
-static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
-                               RnicSendWqe *wqe)
+static uint8_t rnic_req_fetch(RnicEngine *e, RnicQp *qp, uint32_t index,
+                              RnicSendWqe *wqe, uint8_t *buf, uint32_t *ilimit)
 {
     uint32_t stride = 1u << qp->sq_shift;
     uint64_t addr = qp->sq_addr + ((uint64_t)(index & rnic_sq_mask(qp)) <<
                                    qp->sq_shift);
-    /* the header and the first 4 SGEs in one read, the rest if needed */
-    uint32_t len = MIN(stride, 128), need;
-    RNIC_UNINIT uint8_t buf[64 + MAX(RNIC_CFG_MAX_INLINE,
-                                     RNIC_CFG_MAX_SGE * 16)];
-    const struct rnic_sge *sg = (const struct rnic_sge *)(buf + 64);
+    uint32_t len = MIN(stride, RNIC_WQE_FIRST_READ), need;
     struct rnic_sq_wqe *w = &wqe->hdr;
-    RnicWqcProbe probe;
-    uint64_t total = 0;
-    uint32_t access = 0, i, ilimit;
 
-    wqe->valid = false;
     if (rnic_dma_read(e, addr, buf, len)) {
         memset(w, 0, sizeof(*w));
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
@@ -186,20 +160,24 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     }
     memcpy(w, buf, sizeof(*w));
     /* a registration's inline segment table: what the stride holds */
-    ilimit = w->opcode == RNIC_WR_REG_MR ?
-             MIN(stride - 64, RNIC_MAP_INLINE_SEGS * 24) : qp->max_inline;
-    need = 64 + ((w->flags & RNIC_WQE_INLINE) ?
-                 MIN(GUINT32_FROM_LE(w->inline_len), ilimit) :
-                 MIN(w->num_sge, qp->sq_max_sge) * 16);
+    *ilimit = w->opcode == RNIC_WR_REG_MR ?
+              MIN(stride - RNIC_WQE_HDR_LEN,
+                  RNIC_MAP_INLINE_SEGS * RNIC_WQE_SEG_LEN) : qp->max_inline;
+    need = RNIC_WQE_HDR_LEN + ((w->flags & RNIC_WQE_INLINE) ?
+                               MIN(GUINT32_FROM_LE(w->inline_len), *ilimit) :
+                               MIN(w->num_sge, qp->sq_max_sge) *
+                               RNIC_WQE_SGE_LEN);
     if (need > len && rnic_dma_read(e, addr + len, buf + len, need - len)) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_FATAL_ERR,
                                 "send queue ring not readable");
     }
-    wqe->index = index;
-    wqe->mr_gen = e->mr_gen;
-    wqe->nsge = 0;
-    wqe->length = 0;
-    wqe->nsegs = 0;
+    return RNIC_WC_SUCCESS;
+}
+
+/* A known opcode, known flags, an opcode the QP's type carries. */
+static uint8_t rnic_req_check_hdr(RnicEngine *e, RnicQp *qp, uint32_t index,
+                                  const struct rnic_sq_wqe *w)
+{
     if (w->opcode >= RNIC_WR_OPCODE_COUNT) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "unknown opcode");
@@ -209,86 +187,117 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 "unknown flags");
     }
-    if (!rnic_req_opcode_ok(qp->type, w->opcode)) {
+    if (!rnic_wr_qpt_ok(w->opcode, qp->type)) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
                                 qp->type == RNIC_QPT_UC ?
                                 "opcode not valid on a UC QP" :
+                                qp->type == RNIC_QPT_RC ?
+                                "opcode not valid on an RC QP" :
                                 "opcode not valid on a UD QP");
     }
-    if (w->opcode == RNIC_WR_REG_MR) {
-        uint8_t status = rnic_req_decode_reg(e, qp, index, wqe, buf, ilimit);
+    return RNIC_WC_SUCCESS;
+}
 
+/* The inline payload of a WQE that sends, into wqe->inline_data. */
+static uint8_t rnic_req_decode_inline(RnicEngine *e, RnicQp *qp,
+                                      uint32_t index, RnicSendWqe *wqe,
+                                      const uint8_t *buf,
+                                      const RnicWrOpInfo *info)
+{
+    uint32_t ilen = GUINT32_FROM_LE(wqe->hdr.inline_len);
+
+    if (!(info->flags & RNIC_WRF_INLINE)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "inline data on a READ/atomic");
+    }
+    if (ilen > qp->max_inline) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "inline data longer than the QP allows");
+    }
+    memcpy(wqe->inline_data, buf + RNIC_WQE_HDR_LEN, ilen);
+    wqe->length = ilen;
+    return RNIC_WC_SUCCESS;
+}
+
+/*
+ * The SGEs 'sg' of a WQE (not in the translation cache) into wqe->sge[],
+ * resolved for 'access'; l->length their total, l->segs the DMA segments
+ * of a payload of one packet.
+ */
+static uint8_t rnic_req_resolve_sges(RnicEngine *e, RnicQp *qp,
+                                     uint32_t index, RnicSendWqe *wqe,
+                                     const struct rnic_sge *sg,
+                                     uint32_t access, RnicSgeList *l)
+{
+    uint64_t total = 0;
+    uint32_t i;
+
+    for (i = 0; i < wqe->nsge; i++) {
+        wqe->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
+        wqe->sge[i].length = GUINT32_FROM_LE(sg[i].length);
+        wqe->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
+        total += wqe->sge[i].length;
+    }
+    if (total > RNIC_MAX_MSG_SIZE) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
+                                "message longer than 2 GiB");
+    }
+    if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd,
+                           wqe->sge, wqe->nsge, access)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
+                                "local protection error");
+    }
+    l->length = total;
+    l->nsegs = 0;
+    /* a payload of one packet: its DMA segments, once */
+    if (!access && total && total <= rnic_qp_pmtu(qp) &&
+        !rnic_sges_segs(wqe->sge, wqe->nsge, 0, total, wqe->segs,
+                        &l->nsegs, RNIC_WQC_MAX_SGE)) {
+        l->nsegs = 0;
+    }
+    return RNIC_WC_SUCCESS;
+}
+
+/* The SGE payload (or sink) of a WQE that sends, through the cache. */
+static uint8_t rnic_req_decode_sges(RnicEngine *e, RnicQp *qp, uint32_t index,
+                                    RnicSendWqe *wqe, const uint8_t *buf,
+                                    const RnicWrOpInfo *info)
+{
+    const struct rnic_sge *sg =
+        (const struct rnic_sge *)(buf + RNIC_WQE_HDR_LEN);
+    uint32_t access = rnic_req_sge_access(wqe->hdr.opcode);
+    RnicSgeList l = { .sge = wqe->sge, .segs = wqe->segs };
+    RnicWqcProbe probe;
+    uint8_t status;
+
+    if (wqe->hdr.num_sge > qp->sq_max_sge) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "more SGEs than the QP allows");
+    }
+    if (wqe->hdr.num_sge && !(info->flags & RNIC_WRF_SGE)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "SGEs on a FLUSH/ATOMIC WRITE");
+    }
+    wqe->nsge = wqe->hdr.num_sge;
+    if (!rnic_wqc_lookup(e, qp, qp->pd, access, sg, wqe->nsge, &l, &probe)) {
+        status = rnic_req_resolve_sges(e, qp, index, wqe, sg, access, &l);
         if (status != RNIC_WC_SUCCESS) {
             return status;
         }
+        rnic_wqc_insert(e, qp, &probe, access, sg, &l, wqe->nsge);
     }
-    if (rnic_wr_is_local(w->opcode)) {
-        return RNIC_WC_SUCCESS;
-    }
-    if (rnic_wr_is_rd_atomic(w->opcode) && !qp->max_rd_atomic) {
-        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                "READ/atomic with max_rd_atomic 0");
-    }
-    if (w->flags & RNIC_WQE_INLINE) {
-        uint32_t ilen = GUINT32_FROM_LE(w->inline_len);
+    wqe->length = l.length;
+    wqe->nsegs = l.nsegs;
+    return RNIC_WC_SUCCESS;
+}
 
-        if (rnic_wr_is_rd_atomic(w->opcode)) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                    "inline data on a READ/atomic");
-        }
-        if (ilen > qp->max_inline) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                    "inline data longer than the QP allows");
-        }
-        memcpy(wqe->inline_data, buf + 64, ilen);
-        wqe->length = ilen;
-    } else {
-        if (w->num_sge > qp->sq_max_sge) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                    "more SGEs than the QP allows");
-        }
-        if (w->num_sge && rnic_wr_is_placement(w->opcode)) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                    "SGEs on a FLUSH/ATOMIC WRITE");
-        }
-        RnicSgeList l = { .sge = wqe->sge, .segs = wqe->segs };
+/* What an opcode's own header fields must say, once its payload is known. */
+static uint8_t rnic_req_check_op(RnicEngine *e, RnicQp *qp, uint32_t index,
+                                 RnicSendWqe *wqe, const RnicWrOpInfo *info)
+{
+    const struct rnic_sq_wqe *w = &wqe->hdr;
 
-        wqe->nsge = w->num_sge;
-        if (rnic_wr_is_rd_atomic(w->opcode)) {
-            access = RNIC_ACCESS_LOCAL_WRITE;
-        }
-        if (!rnic_wqc_lookup(e, qp, qp->pd, access, sg, wqe->nsge, &l,
-                             &probe)) {
-            for (i = 0; i < wqe->nsge; i++) {
-                wqe->sge[i].addr = GUINT64_FROM_LE(sg[i].addr);
-                wqe->sge[i].length = GUINT32_FROM_LE(sg[i].length);
-                wqe->sge[i].lkey = GUINT32_FROM_LE(sg[i].lkey);
-                total += wqe->sge[i].length;
-            }
-            if (total > RNIC_MAX_MSG_SIZE) {
-                return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
-                                        "message longer than 2 GiB");
-            }
-            if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd,
-                                   wqe->sge, wqe->nsge, access)) {
-                return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_PROT_ERR,
-                                        "local protection error");
-            }
-            l.length = total;
-            l.nsegs = 0;
-            /* a payload of one packet: its DMA segments, once */
-            if (!access && total && total <= rnic_qp_pmtu(qp) &&
-                !rnic_sges_segs(wqe->sge, wqe->nsge, 0, total, wqe->segs,
-                                &l.nsegs, RNIC_WQC_MAX_SGE)) {
-                l.nsegs = 0;
-            }
-            rnic_wqc_insert(e, qp, &probe, access, sg, &l, wqe->nsge);
-        }
-        wqe->length = l.length;
-        wqe->nsegs = l.nsegs;
-    }
-    if ((w->opcode == RNIC_WR_ATOMIC_CMP_SWP ||
-         w->opcode == RNIC_WR_ATOMIC_FETCH_ADD) && wqe->length != 8) {
+    if ((info->flags & RNIC_WRF_ATOMIC) && wqe->length != 8) {
         return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
                                 "atomic result buffer is not 8 bytes");
     }
@@ -300,24 +309,81 @@ static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
     }
     if (w->opcode == RNIC_WR_ATOMIC_WRITE) {
         /* the 8 bytes travel as the packet's payload, from here */
-        memcpy(wqe->inline_data, w->atomic_write.data, 8);
-        wqe->length = 8;
+        memcpy(wqe->inline_data, w->atomic_write.data,
+               sizeof(w->atomic_write.data));
+        wqe->length = sizeof(w->atomic_write.data);
     }
-    if (!rnic_qpt_connected(qp->type)) {
-        const RnicGid *g = rnic_gid_get(e, w->ud.av.sgid_index);
-
-        if (wqe->length > rnic_qp_pmtu(qp)) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
-                                    "UD message longer than the path MTU");
-        }
-        /* an all-network QP sends in the context of the AV's GID */
-        if (!g || (qp->ctx && g->net_ctx != qp->ctx->handle)) {
-            return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
-                                    "UD address vector names no local GID");
-        }
-    }
-    wqe->valid = true;
     return RNIC_WC_SUCCESS;
+}
+
+/* A UD (or GSI) message: one packet, from a local GID of the QP's network. */
+static uint8_t rnic_req_check_ud(RnicEngine *e, RnicQp *qp, uint32_t index,
+                                 const RnicSendWqe *wqe)
+{
+    const RnicGid *g = rnic_gid_get(e, wqe->hdr.ud.av.sgid_index);
+
+    if (wqe->length > rnic_qp_pmtu(qp)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_LEN_ERR,
+                                "UD message longer than the path MTU");
+    }
+    /* an all-network QP sends in the context of the AV's GID */
+    if (!g || (qp->ctx && g->net_ctx != qp->ctx->handle)) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "UD address vector names no local GID");
+    }
+    return RNIC_WC_SUCCESS;
+}
+
+/*
+ * Read and validate the send WQE at free-running index 'index' into 'wqe'.
+ * Returns an rnic_wc_status; wqe->hdr is filled whenever the WQE was read.
+ * A local operation decodes without becoming valid (it executes at once).
+ */
+static uint8_t rnic_req_decode(RnicEngine *e, RnicQp *qp, uint32_t index,
+                               RnicSendWqe *wqe)
+{
+    RNIC_UNINIT uint8_t buf[RNIC_WQE_READ_MAX];
+    const struct rnic_sq_wqe *w = &wqe->hdr;
+    const RnicWrOpInfo *info;
+    uint32_t ilimit = 0;
+    uint8_t status;
+
+    wqe->valid = false;
+    status = rnic_req_fetch(e, qp, index, wqe, buf, &ilimit);
+    if (status != RNIC_WC_SUCCESS) {
+        return status;
+    }
+    wqe->index = index;
+    wqe->mr_gen = e->mr_gen;
+    wqe->nsge = 0;
+    wqe->length = 0;
+    wqe->nsegs = 0;
+    status = rnic_req_check_hdr(e, qp, index, w);
+    if (status != RNIC_WC_SUCCESS) {
+        return status;
+    }
+    info = rnic_wr_op_info(w->opcode);
+    if (w->opcode == RNIC_WR_REG_MR) {
+        status = rnic_req_decode_reg(e, qp, index, wqe, buf, ilimit);
+    }
+    if (status != RNIC_WC_SUCCESS || (info->flags & RNIC_WRF_LOCAL)) {
+        return status;
+    }
+    if ((info->flags & RNIC_WRF_RD_ATOMIC) && !qp->max_rd_atomic) {
+        return rnic_req_bad_wqe(e, qp, index, RNIC_WC_LOC_QP_OP_ERR,
+                                "READ/atomic with max_rd_atomic 0");
+    }
+    status = (w->flags & RNIC_WQE_INLINE) ?
+             rnic_req_decode_inline(e, qp, index, wqe, buf, info) :
+             rnic_req_decode_sges(e, qp, index, wqe, buf, info);
+    if (status == RNIC_WC_SUCCESS) {
+        status = rnic_req_check_op(e, qp, index, wqe, info);
+    }
+    if (status == RNIC_WC_SUCCESS && !rnic_qpt_connected(qp->type)) {
+        status = rnic_req_check_ud(e, qp, index, wqe);
+    }
+    wqe->valid = status == RNIC_WC_SUCCESS;
+    return status;
 }
 
 /*
@@ -331,8 +397,7 @@ static uint8_t rnic_req_revalidate(RnicEngine *e, RnicQp *qp, RnicSendWqe *wqe)
     if (wqe->mr_gen == e->mr_gen) {
         return RNIC_WC_SUCCESS;
     }
-    access = rnic_wr_is_rd_atomic(wqe->hdr.opcode) ? RNIC_ACCESS_LOCAL_WRITE :
-        0;
+    access = rnic_req_sge_access(wqe->hdr.opcode);
     if (!rnic_sges_resolve(e, rnic_pd_lkeys(e, qp->pd), qp->pd, wqe->sge,
                            wqe->nsge, access)) {
         wqe->valid = false;
@@ -379,19 +444,13 @@ static uint32_t rnic_req_npsn(const RnicQp *qp, const RnicSendWqe *wqe)
 {
     uint32_t pmtu = rnic_qp_pmtu(qp);
 
-    switch (wqe->hdr.opcode) {
-    case RNIC_WR_LOCAL_INV:
-    case RNIC_WR_REG_MR:
-    case RNIC_WR_BIND_MW:
+    if (rnic_wr_is(wqe->hdr.opcode, RNIC_WRF_LOCAL)) {
         return 0;
-    case RNIC_WR_ATOMIC_CMP_SWP:
-    case RNIC_WR_ATOMIC_FETCH_ADD:
-    case RNIC_WR_FLUSH:
-    case RNIC_WR_ATOMIC_WRITE:
-        return 1;
-    default:
-        return wqe->length ? (wqe->length + pmtu - 1) / pmtu : 1;
     }
+    if (rnic_wr_is(wqe->hdr.opcode, RNIC_WRF_ONE_PSN)) {
+        return 1;
+    }
+    return wqe->length ? (wqe->length + pmtu - 1) / pmtu : 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -403,7 +462,8 @@ static void rnic_req_slot_done(RnicQp *qp, RnicSqSlot *s, uint8_t status)
     if (s->state == RNIC_SLOT_DONE) {
         return;
     }
-    if (s->state == RNIC_SLOT_STARTED && rnic_wr_is_rd_atomic(s->opcode)) {
+    if (s->state == RNIC_SLOT_STARTED &&
+        rnic_wr_is(s->opcode, RNIC_WRF_RD_ATOMIC)) {
         qp->rd_outstanding--;
     }
     s->state = RNIC_SLOT_DONE;
@@ -481,37 +541,11 @@ static void rnic_req_local_error(RnicEngine *e, RnicQp *qp, RnicSqSlot *s,
 /* Transmit                                                               */
 /* ---------------------------------------------------------------------- */
 
-/*
- * The packet opcodes of each RC work request's message by position
- * (RNIC_POS_*; READ and atomics are one request packet).
- */
-
-#define RNIC_RC_MSG(op) { \
-    RNIC_ROCE_RC_##op##_ONLY, RNIC_ROCE_RC_##op##_FIRST, \
-    RNIC_ROCE_RC_##op##_MIDDLE, RNIC_ROCE_RC_##op##_LAST }
-#define RNIC_RC_MSG_WITH(op, with) { \
-    RNIC_ROCE_RC_##op##_ONLY_WITH_##with, RNIC_ROCE_RC_##op##_FIRST, \
-    RNIC_ROCE_RC_##op##_MIDDLE, RNIC_ROCE_RC_##op##_LAST_WITH_##with }
-#define RNIC_RC_ONE(op) { op, op, op, op }
-
-static const uint8_t rnic_req_rc_ops[RNIC_WR_OPCODE_COUNT][4] = {
-    [RNIC_WR_SEND] = RNIC_RC_MSG(SEND),
-    [RNIC_WR_SEND_IMM] = RNIC_RC_MSG_WITH(SEND, IMMEDIATE),
-    [RNIC_WR_SEND_INV] = RNIC_RC_MSG_WITH(SEND, INVALIDATE),
-    [RNIC_WR_RDMA_WRITE] = RNIC_RC_MSG(RDMA_WRITE),
-    [RNIC_WR_RDMA_WRITE_IMM] = RNIC_RC_MSG_WITH(RDMA_WRITE, IMMEDIATE),
-    [RNIC_WR_RDMA_READ] = RNIC_RC_ONE(RNIC_ROCE_RC_RDMA_READ_REQUEST),
-    [RNIC_WR_ATOMIC_CMP_SWP] = RNIC_RC_ONE(RNIC_ROCE_RC_COMPARE_SWAP),
-    [RNIC_WR_ATOMIC_FETCH_ADD] = RNIC_RC_ONE(RNIC_ROCE_RC_FETCH_ADD),
-    [RNIC_WR_FLUSH] = RNIC_RC_ONE(RNIC_ROCE_RC_FLUSH),
-    [RNIC_WR_ATOMIC_WRITE] = RNIC_RC_ONE(RNIC_ROCE_RC_ATOMIC_WRITE),
-};
-
 static uint8_t rnic_req_rc_opcode(uint8_t wr, bool first, bool last)
 {
     /* only the opcodes that send: rnic_req_decode() let no other through */
-    g_assert(wr < G_N_ELEMENTS(rnic_req_rc_ops) && !rnic_wr_is_local(wr));
-    return rnic_req_rc_ops[wr][rnic_msg_pos(first, last)];
+    g_assert(wr < RNIC_WR_OPCODE_COUNT && !rnic_wr_is(wr, RNIC_WRF_LOCAL));
+    return rnic_wr_ops[wr].rc_ops[rnic_msg_pos(first, last)];
 }
 
 /* Payload [off, off + len) of a WQE: inline bytes or guest segments. */
@@ -565,7 +599,7 @@ static bool rnic_req_send_rc(RnicEngine *e, RnicQp *qp, const RnicSqSlot *s,
     /* UC's opcodes are RC's in the UC transport */
     pkt.opcode = rnic_req_rc_opcode(op, first, last) | rnic_qp_transport(qp);
     pkt.se = last && (wqe->hdr.flags & RNIC_WQE_SOLICITED) &&
-                 op != RNIC_WR_RDMA_WRITE && !rnic_wr_is_rd_atomic(op);
+                 rnic_wr_is(op, RNIC_WRF_SOLICIT);
     pkt.migreq = false;
     pkt.pad = 0;
     pkt.tver = 0;
@@ -657,10 +691,12 @@ static bool rnic_req_send_ud(RnicEngine *e, RnicQp *qp, const RnicSendWqe *wqe)
 
     pkt.ext = 0;
     rnic_packet_net_from_av(e, qp, &wqe->hdr.ud.av, &pkt);
-    pkt.opcode = wqe->hdr.opcode == RNIC_WR_SEND_IMM ?
-                     RNIC_ROCE_UD_SEND_ONLY_WITH_IMMEDIATE :
-                         RNIC_ROCE_UD_SEND_ONLY;
-    pkt.se = !!(wqe->hdr.flags & RNIC_WQE_SOLICITED);
+    /* only the opcodes UD sends: rnic_req_decode() let no other through */
+    g_assert(wqe->hdr.opcode < RNIC_WR_OPCODE_COUNT &&
+             rnic_wr_ops[wqe->hdr.opcode].ud_op);
+    pkt.opcode = rnic_wr_ops[wqe->hdr.opcode].ud_op;
+    pkt.se = (wqe->hdr.flags & RNIC_WQE_SOLICITED) &&
+             rnic_wr_is(wqe->hdr.opcode, RNIC_WRF_SOLICIT);
     pkt.migreq = false;
     pkt.pad = 0;
     pkt.tver = 0;
@@ -714,7 +750,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     }
     /* fence: wait for every earlier READ/atomic; initiator depth */
     if (((wqe->hdr.flags & RNIC_WQE_FENCE) && qp->rd_outstanding) ||
-        (rnic_wr_is_rd_atomic(wqe->hdr.opcode) &&
+        (rnic_wr_is(wqe->hdr.opcode, RNIC_WRF_RD_ATOMIC) &&
          qp->rd_outstanding >= qp->max_rd_atomic)) {
         qp->sq_stalled = true;
         return RNIC_START_STOP;
@@ -724,7 +760,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     rnic_work_wqes(e, 1);
     rnic_event(e, WQE_START, NULL, qp->qpn, index, wqe->hdr.opcode,
                wqe->length);
-    if (rnic_wr_is_local(wqe->hdr.opcode)) {
+    if (rnic_wr_is(wqe->hdr.opcode, RNIC_WRF_LOCAL)) {
         if (wqe->hdr.opcode == RNIC_WR_REG_MR) {
             status = rnic_mr_fast_reg(e, qp, wqe);
         } else if (wqe->hdr.opcode == RNIC_WR_BIND_MW) {
@@ -750,7 +786,7 @@ static int rnic_req_start(RnicEngine *e, RnicQp *qp, uint32_t index)
     s->state = RNIC_SLOT_STARTED;
     if (rnic_qpt_connected(qp->type)) {
         qp->req_psn = rnic_psn_add(qp->req_psn, s->npsn);
-        if (rnic_wr_is_rd_atomic(s->opcode)) {
+        if (rnic_wr_is(s->opcode, RNIC_WRF_RD_ATOMIC)) {
             qp->rd_outstanding++;
         }
     }
@@ -769,7 +805,7 @@ static bool rnic_req_window_full(RnicQp *qp, uint32_t psn)
     if (!s0) {
         return false;
     }
-    if (rnic_wr_is_rd_atomic(s0->opcode)) {
+    if (rnic_wr_is(s0->opcode, RNIC_WRF_RD_ATOMIC)) {
         base = rnic_psn_add(s0->first_psn, s0->recv_psn);
     } else {
         base = s0->first_psn;
@@ -920,7 +956,8 @@ static void rnic_req_rewind(RnicEngine *e, RnicQp *qp, uint32_t psn,
             continue;
         }
         d = rnic_psn_diff(psn, s->first_psn);
-        if (d < (int32_t)s->npsn || rnic_wr_is_rd_atomic(s->opcode)) {
+        if (d < (int32_t)s->npsn ||
+            rnic_wr_is(s->opcode, RNIC_WRF_RD_ATOMIC)) {
             qp->sq_next = i;
             qp->tx_pkt = d > 0 && d < (int32_t)s->npsn ? d : 0;
             if (s->opcode == RNIC_WR_RDMA_READ) {
@@ -951,7 +988,7 @@ static bool rnic_req_ack(RnicEngine *e, RnicQp *qp, uint32_t psn,
         if (s->state != RNIC_SLOT_STARTED) {
             continue;
         }
-        if (rnic_wr_is_rd_atomic(s->opcode)) {
+        if (rnic_wr_is(s->opcode, RNIC_WRF_RD_ATOMIC)) {
             d = rnic_psn_diff(psn, rnic_psn_add(s->first_psn, s->recv_psn));
             return d > 0 || (inclusive && d == 0);
         }
@@ -1106,7 +1143,7 @@ static void rnic_req_read_response(RnicEngine *e, RnicQp *qp,
     rnic_req_complete(e, qp);
     s = rnic_req_oldest(qp, &index);
     if (!s || (s->opcode != RNIC_WR_RDMA_READ &&
-               !rnic_wr_is_placement(s->opcode))) {
+               !rnic_wr_is(s->opcode, RNIC_WRF_PLACEMENT))) {
         return;                     /* stale or duplicate */
     }
     expect = rnic_psn_add(s->first_psn, s->recv_psn);
@@ -1163,8 +1200,7 @@ static void rnic_req_atomic_ack(RnicEngine *e, RnicQp *qp,
     rnic_req_ack(e, qp, psn, false);
     s = rnic_req_oldest(qp, &index);
     if (!s || s->first_psn != psn ||
-        (s->opcode != RNIC_WR_ATOMIC_CMP_SWP &&
-         s->opcode != RNIC_WR_ATOMIC_FETCH_ADD)) {
+        !rnic_wr_is(s->opcode, RNIC_WRF_ATOMIC)) {
         rnic_req_complete(e, qp);
         return;                     /* stale or duplicate */
     }
