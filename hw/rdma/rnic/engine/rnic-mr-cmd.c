@@ -215,6 +215,30 @@ static void rnic_mr_move_pd(RnicEngine *e, RnicMr *mr, RnicPd *pd)
     mr->pd = pd;
 }
 
+/* The PD a REREG_MR moves 'mr' to: same context and owner, room for it. */
+static RnicPd *rnic_rereg_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
+                             RnicAdminResult *res, const RnicMr *mr)
+{
+    RnicPd *pd = rnic_mr_cmd_pd(e, cmd, res);
+
+    if (!pd) {
+        return NULL;
+    }
+    if (pd->ctx != mr->pd->ctx || pd->owner != mr->owner) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
+                        "REREG_MR: PD %u is not of STag 0x%x's network "
+                        "context and owner", pd->handle, mr->stag);
+        return NULL;
+    }
+    if (!pd->ctx && !rnic_mr_room_moved(e, mr, pd)) {
+        rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
+                        "REREG_MR: the mapping table of a context PD %u "
+                        "is bound to is full", pd->handle);
+        return NULL;
+    }
+    return pd;
+}
+
 /*
  * REREG_MR: the same STag, in place, with a new translation, PD or rights
  * (what cmd->mr.rereg names). Everything is checked and the new page list
@@ -259,24 +283,9 @@ void rnic_cmd_rereg_mr(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         k->rereg_refusal ? k->name : "a fast-register MR");
         return;
     }
-    pd = mr->pd;
-    if (what & RNIC_REREG_PD) {
-        pd = rnic_mr_cmd_pd(e, cmd, res);
-        if (!pd) {
-            return;
-        }
-        if (pd->ctx != mr->pd->ctx || pd->owner != mr->owner) {
-            rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                            "REREG_MR: PD %u is not of STag 0x%x's network "
-                            "context and owner", pd->handle, mr->stag);
-            return;
-        }
-        if (!pd->ctx && !rnic_mr_room_moved(e, mr, pd)) {
-            rnic_admin_fail(e, res, RNIC_ST_NO_RESOURCES,
-                            "REREG_MR: the mapping table of a context PD %u "
-                            "is bound to is full", pd->handle);
-            return;
-        }
+    pd = what & RNIC_REREG_PD ? rnic_rereg_pd(e, cmd, res, mr) : mr->pd;
+    if (!pd) {
+        return;
     }
     access = what & RNIC_REREG_ACCESS ? GUINT32_FROM_LE(cmd->mr.access) :
         mr->access;
