@@ -785,6 +785,178 @@ static void test_dump_damaged(void)
     g_byte_array_unref(img);
 }
 
+/*
+ * One check per object for its create command and for the state image's
+ * load (rnic_X_check_params): a parameter the command refuses, an image
+ * whose object holds it is refused for the same reason, and the command's
+ * status is what it always was.
+ */
+typedef struct CheckCase {
+    uint8_t opcode;
+    uint8_t status;             /* the command's */
+    uint16_t cmd_off, cmd_size; /* the command's field */
+    uint16_t obj_off, obj_size; /* the object's field it becomes */
+    bool ref;                   /* the object's is a pointer: to 'value' */
+    uint64_t value;
+} CheckCase;
+
+#define CHECK_CASE(op, st, cf, T, of, v, r) \
+    { RNIC_CMD_##op, RNIC_ST_##st, offsetof(struct rnic_admin_cmd, cf), \
+      sizeof(((struct rnic_admin_cmd *)0)->cf), offsetof(T, of), \
+      sizeof(((T *)0)->of), r, v }
+#define BAD(op, st, cf, T, of, v)   CHECK_CASE(op, st, cf, T, of, v, false)
+#define BAD_REF(op, st, cf, T, of, v) CHECK_CASE(op, st, cf, T, of, v, true)
+
+static const CheckCase check_cases[] = {
+    BAD(CREATE_EQ, BAD_PARAM, eq.vector, RnicEq, vector, 1000),
+    BAD(CREATE_EQ, BAD_PARAM, eq.flags, RnicEq, flags, 0x80),
+    BAD(CREATE_EQ, EXISTS, eq.flags, RnicEq, flags, RNIC_EQ_ASYNC),
+    BAD(CREATE_EQ, BAD_PARAM, eq.log_size, RnicEq, log_size, 30),
+    BAD(CREATE_EQ, BAD_PARAM, eq.ring_addr, RnicEq, ring, 0x10008),
+    BAD(CREATE_CQ, BAD_PARAM, cq.log_size, RnicCq, log_size, 30),
+    BAD(CREATE_CQ, BAD_PARAM, cq.ring_addr, RnicCq, ring, 0),
+    BAD_REF(CREATE_CQ, BAD_HANDLE, cq.eq, RnicCq, eq, 77),
+    BAD(CREATE_SRQ, BAD_PARAM, srq.wqe_shift, RnicSrq, wqe_shift, 2),
+    BAD(CREATE_SRQ, BAD_PARAM, srq.limit, RnicSrq, limit, 16),
+    BAD(CREATE_SRQ, BAD_PARAM, srq.ring_addr, RnicSrq, ring, 0x10008),
+    BAD(CREATE_NET_CTX, BAD_PARAM, net_ctx.net_id, RnicNetCtx, net_id, 4096),
+    BAD(CREATE_NET_CTX, NOT_SUPPORTED, net_ctx.net_type, RnicNetCtx,
+        net_type, RNIC_NET_VNI),
+    BAD(CREATE_NET_CTX, EXISTS, net_ctx.net_id, RnicNetCtx, net_id, 10),
+    BAD_REF(ALLOC_PD, BAD_HANDLE, pd.net_ctx, RnicPd, ctx, 77),
+    BAD(ADD_GID, BAD_PARAM, gid.gid_type, RnicGid, type, 1),
+    BAD(ADD_GID, BAD_PARAM, gid.gid, RnicGid, gid, 0),
+};
+
+/* A valid command of the case's kind, of 16 entries where it has a ring. */
+static struct rnic_admin_cmd check_template(TestHost *h, uint8_t opcode,
+                                            uint32_t ctx, uint32_t pd)
+{
+    struct rnic_admin_cmd c = { .opcode = opcode };
+
+    switch (opcode) {
+    case RNIC_CMD_CREATE_EQ:
+        c.eq.ring_addr = test_alloc(h, sizeof(struct rnic_eqe) << 4, 4096);
+        c.eq.log_size = 4;
+        break;
+    case RNIC_CMD_CREATE_CQ:
+        c.cq.ring_addr = test_alloc(h, sizeof(struct rnic_cqe) << 4, 4096);
+        c.cq.log_size = 4;
+        c.cq.eq = RNIC_HANDLE_NONE;
+        break;
+    case RNIC_CMD_CREATE_SRQ:
+        c.srq.ring_addr = test_alloc(h, 64 << 4, 4096);
+        c.srq.log_size = 4;
+        c.srq.wqe_shift = 6;
+        c.srq.pd = pd;
+        break;
+    case RNIC_CMD_CREATE_NET_CTX:
+        c.net_ctx.net_type = RNIC_NET_VLAN;
+        c.net_ctx.net_id = 11;
+        break;
+    case RNIC_CMD_ALLOC_PD:
+        c.pd.net_ctx = ctx;
+        break;
+    case RNIC_CMD_ADD_GID:
+        c.gid.index = 1;
+        c.gid.net_ctx = ctx;
+        tv_gid_v4(c.gid.gid, 0, 0, 2);
+        break;
+    }
+    return c;
+}
+
+/* The engine's object that command c created (result0: its handle). */
+static uint8_t *check_object(RnicEngine *e, const struct rnic_admin_cmd *c,
+                             uint32_t h)
+{
+    switch (c->opcode) {
+    case RNIC_CMD_CREATE_EQ:
+        return (uint8_t *)rnic_eq_lookup(e, h);
+    case RNIC_CMD_CREATE_CQ:
+        return (uint8_t *)rnic_cq_lookup(e, h);
+    case RNIC_CMD_CREATE_SRQ:
+        return (uint8_t *)rnic_srq_lookup(e, h);
+    case RNIC_CMD_CREATE_NET_CTX:
+        return (uint8_t *)rnic_netctx_lookup(e, h);
+    case RNIC_CMD_ALLOC_PD:
+        return (uint8_t *)rnic_pd_lookup(e, h);
+    default:
+        return (uint8_t *)&e->gids[c->gid.index];
+    }
+}
+
+/* value, little-endian, into the n bytes at p (0 beyond its 8 bytes) */
+static void check_put(uint8_t *p, size_t n, uint64_t value)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        p[i] = i < 8 ? value >> (8 * i) : 0;
+    }
+}
+
+static void test_checks_shared(void)
+{
+    size_t k;
+
+    for (k = 0; k < G_N_ELEMENTS(check_cases); k++) {
+        const CheckCase *cc = &check_cases[k];
+        TestHost *src = test_host_new(NULL);
+        TestHost *dst = test_host_new(NULL);
+        struct rnic_admin_cmd good, bad;
+        uint32_t ctx, pd, h, fake = cc->value;
+        uint8_t gid[16], saved[16], *obj;
+        void *ref = &fake;          /* an object of handle 'value' */
+        size_t n;
+        const char *why;
+        GByteArray *img;
+        char *err = NULL;
+        guint i, logged;
+        bool found = false;
+
+        tv_enable(src, 4);
+        ctx = tv_net_ctx(src, 10);
+        tv_gid_v4(gid, 0, 0, 1);
+        tv_add_gid(src, 0, ctx, gid);
+        pd = tv_pd(src, ctx, 0);
+        tv_eq(src, 4, 0, RNIC_EQ_ASYNC, NULL);
+        good = check_template(src, cc->opcode, ctx, pd);
+        bad = good;
+        check_put((uint8_t *)&bad + cc->cmd_off, cc->cmd_size, cc->value);
+        logged = src->log->len;
+        g_assert_cmpuint(tv_cmd(src, &bad).status, ==, cc->status);
+        /* the same value in an object of the image */
+        h = tv_cmd_ok(src, &good);
+        obj = check_object(src->engine, &good, h) + cc->obj_off;
+        n = MIN(cc->obj_size, sizeof(saved));
+        memcpy(saved, obj, n);
+        if (cc->ref) {
+            memcpy(obj, &ref, sizeof(ref));
+        } else {
+            check_put(obj, n, cc->value);
+        }
+        img = save(src);
+        memcpy(obj, saved, n);
+        g_assert_false(rnic_engine_load(dst->engine, img->data, img->len,
+                                        &err));
+        /* "EQ 5: <why>": the command said <why> too */
+        why = strstr(err, ": ");
+        g_assert_nonnull(why);
+        for (i = logged; i < src->log->len && !found; i++) {
+            found = strstr(g_ptr_array_index(src->log, i), why + 2) != NULL;
+        }
+        if (!found) {
+            g_test_message("case %zu: load: %s", k, err);
+        }
+        g_assert_true(found);
+        g_free(err);
+        g_byte_array_unref(img);
+        test_host_free(src);
+        test_host_free(dst);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -798,5 +970,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rnic/state/fixture-resave", test_fixture_resave);
     g_test_add_func("/rnic/state/dump", test_dump);
     g_test_add_func("/rnic/state/dump-damaged", test_dump_damaged);
+    g_test_add_func("/rnic/state/checks-shared", test_checks_shared);
     return g_test_run();
 }

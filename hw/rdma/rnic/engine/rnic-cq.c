@@ -153,29 +153,59 @@ void rnic_async_event(RnicEngine *e, uint8_t type, uint32_t handle,
     rnic_eq_post(e, e->async_eq, type, handle, data);
 }
 
+/* rnic_ring_check's verdict in the words of rnic_admin_check_ring */
+char *rnic_ring_why(uint64_t addr, uint32_t log, uint32_t log_min,
+                    uint32_t max_entries, uint32_t stride)
+{
+    switch (rnic_ring_check(addr, log, log_min, max_entries, stride)) {
+    case RNIC_RING_BAD_SIZE:
+        return g_strdup_printf("2^%u entries out of range (2^%u..%u)", log,
+                               log_min, max_entries);
+    case RNIC_RING_BAD_ADDR:
+        return g_strdup_printf("ring address 0x%" G_GINT64_MODIFIER "x is "
+                               "not a 4 KiB aligned range", addr);
+    default:
+        return NULL;
+    }
+}
+
+char *rnic_eq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
+                           uint32_t vector, uint8_t flags, uint8_t *status)
+{
+    *status = RNIC_ST_BAD_PARAM;
+    if (vector >= e->cfg.msix_vectors || (flags & ~RNIC_EQ_ASYNC)) {
+        return g_strdup_printf("vector %u (of %u) or flags 0x%x", vector,
+                               e->cfg.msix_vectors, flags);
+    }
+    if ((flags & RNIC_EQ_ASYNC) && e->async_eq) {
+        *status = RNIC_ST_EXISTS;
+        return g_strdup_printf("EQ %u already receives async events",
+                               e->async_eq->handle);
+    }
+    return rnic_ring_why(ring, log_size, RNIC_EQ_LOG_MIN,
+                         1u << RNIC_EQ_LOG_MAX, sizeof(struct rnic_eqe));
+}
+
 void rnic_cmd_create_eq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         RnicAdminResult *res)
 {
     uint64_t ring = GUINT64_FROM_LE(cmd->eq.ring_addr);
     uint32_t vector = GUINT32_FROM_LE(cmd->eq.vector);
     uint8_t flags = cmd->eq.flags;
+    g_autofree char *why = NULL;
+    uint8_t status;
     RnicEq *eq;
 
     if (!rnic_admin_check_uctx(e, cmd, res, true)) {
         return;
     }
-    if (vector >= e->cfg.msix_vectors || (flags & ~RNIC_EQ_ASYNC)) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "CREATE_EQ: vector %u (of %u) or flags 0x%x", vector,
-                        e->cfg.msix_vectors, flags);
+    why = rnic_eq_check_params(e, ring, cmd->eq.log_size, vector, flags,
+                               &status);
+    if (why) {
+        rnic_admin_fail(e, res, status, "CREATE_EQ: %s", why);
         return;
     }
-    if ((flags & RNIC_EQ_ASYNC) && e->async_eq) {
-        rnic_admin_fail(e, res, RNIC_ST_EXISTS,
-                        "CREATE_EQ: EQ %u already receives async events",
-                        e->async_eq->handle);
-        return;
-    }
+    /* the ring, of the rule checked above, must be guest memory */
     if (!rnic_admin_check_ring(e, res, "CREATE_EQ", ring, cmd->eq.log_size,
                                RNIC_EQ_LOG_MIN, 1u << RNIC_EQ_LOG_MAX,
                                sizeof(struct rnic_eqe))) {
@@ -320,25 +350,47 @@ static RnicCq *rnic_cq_cmd_lookup(RnicEngine *e,
     return cq;
 }
 
+char *rnic_cq_check_params(RnicEngine *e, uint32_t owner, uint32_t eqh,
+                           uint64_t ring, uint8_t log_size, RnicEq **eq,
+                           uint8_t *status)
+{
+    *eq = NULL;
+    if (!rnic_uctx_valid(e, owner)) {
+        *status = RNIC_ST_PERMISSION;
+        return g_strdup_printf("user context %u is not allocated", owner);
+    }
+    if (eqh != RNIC_HANDLE_NONE) {
+        *eq = rnic_eq_lookup(e, eqh);
+        if (!*eq) {
+            *status = RNIC_ST_BAD_HANDLE;
+            return g_strdup_printf("no EQ %u", eqh);
+        }
+    }
+    *status = RNIC_ST_BAD_PARAM;
+    return rnic_ring_why(ring, log_size, RNIC_CQ_LOG_MIN, e->cfg.max_cqe,
+                         sizeof(struct rnic_cqe));
+}
+
 void rnic_cmd_create_cq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         RnicAdminResult *res)
 {
     uint64_t ring = GUINT64_FROM_LE(cmd->cq.ring_addr);
-    uint32_t eqh = GUINT32_FROM_LE(cmd->cq.eq);
-    RnicEq *eq = NULL;
+    g_autofree char *why = NULL;
+    uint8_t status;
+    RnicEq *eq;
     RnicCq *cq;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    if (eqh != RNIC_HANDLE_NONE) {
-        eq = rnic_eq_lookup(e, eqh);
-        if (!eq) {
-            rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE, "CREATE_CQ: no EQ %u",
-                            eqh);
-            return;
-        }
+    why = rnic_cq_check_params(e, GUINT32_FROM_LE(cmd->uctx),
+                               GUINT32_FROM_LE(cmd->cq.eq), ring,
+                               cmd->cq.log_size, &eq, &status);
+    if (why) {
+        rnic_admin_fail(e, res, status, "CREATE_CQ: %s", why);
+        return;
     }
+    /* the ring, of the rule checked above, must be guest memory */
     if (!rnic_admin_check_ring(e, res, "CREATE_CQ", ring, cmd->cq.log_size,
                                RNIC_CQ_LOG_MIN, e->cfg.max_cqe,
                                sizeof(struct rnic_cqe))) {

@@ -117,31 +117,40 @@ void rnic_netctx_destroy(RnicEngine *e, RnicNetCtx *ctx)
     rnic_obj_destroy(e, &e->net_ctxs, ctx, rnic_netctx_bytes(e));
 }
 
+char *rnic_netctx_check_params(RnicEngine *e, uint8_t type, uint32_t net_id,
+                               uint8_t *status)
+{
+    if (type == RNIC_NET_VNI) {
+        *status = RNIC_ST_NOT_SUPPORTED;
+        return g_strdup("VNI network identifiers are reserved");
+    }
+    if (type != RNIC_NET_VLAN || net_id > RNIC_VLAN_ID_MAX) {
+        *status = RNIC_ST_BAD_PARAM;
+        return g_strdup_printf("bad network identifier type %u id %u", type,
+                               net_id);
+    }
+    if (rnic_netctx_by_id(e, type, net_id)) {
+        *status = RNIC_ST_EXISTS;
+        return g_strdup_printf("VLAN %u already has a context", net_id);
+    }
+    return NULL;
+}
+
 void rnic_cmd_create_net_ctx(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                              RnicAdminResult *res)
 {
     uint32_t net_id = GUINT32_FROM_LE(cmd->net_ctx.net_id);
     uint8_t type = cmd->net_ctx.net_type;
+    g_autofree char *why = NULL;
     RnicNetCtx *ctx;
+    uint8_t status;
 
     if (!rnic_admin_check_uctx(e, cmd, res, true)) {
         return;
     }
-    if (type == RNIC_NET_VNI) {
-        rnic_admin_fail(e, res, RNIC_ST_NOT_SUPPORTED,
-                        "CREATE_NET_CTX: VNI network identifiers are reserved");
-        return;
-    }
-    if (type != RNIC_NET_VLAN || net_id > RNIC_VLAN_ID_MAX) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "CREATE_NET_CTX: bad network identifier type %u id %u",
-                        type, net_id);
-        return;
-    }
-    if (rnic_netctx_by_id(e, type, net_id)) {
-        rnic_admin_fail(e, res, RNIC_ST_EXISTS,
-                        "CREATE_NET_CTX: VLAN %u already has a context",
-                        net_id);
+    why = rnic_netctx_check_params(e, type, net_id, &status);
+    if (why) {
+        rnic_admin_fail(e, res, status, "CREATE_NET_CTX: %s", why);
         return;
     }
     ctx = rnic_netctx_create(e, UINT32_MAX, type, net_id);
@@ -271,35 +280,48 @@ bool rnic_gid_is_local(RnicEngine *e, const RnicNetCtx *ctx,
     return false;
 }
 
+char *rnic_gid_check_params(RnicEngine *e, uint32_t index, uint32_t ctxh,
+                            uint8_t type, const uint8_t gid[16],
+                            RnicNetCtx **ctx, uint8_t *status)
+{
+    static const uint8_t zero[16];
+
+    *ctx = NULL;
+    if (index >= e->cfg.max_gid || type != 0 || !memcmp(gid, zero, 16)) {
+        *status = RNIC_ST_BAD_PARAM;
+        return g_strdup_printf("bad index %u, type %u or zero GID", index,
+                               type);
+    }
+    *ctx = rnic_netctx_lookup(e, ctxh);
+    if (!*ctx) {
+        *status = RNIC_ST_BAD_HANDLE;
+        return g_strdup_printf("no network context %u", ctxh);
+    }
+    if (e->gids[index].valid || rnic_gid_is_local(e, *ctx, gid)) {
+        *status = RNIC_ST_EXISTS;
+        return g_strdup_printf("index %u in use or GID already present",
+                               index);
+    }
+    return NULL;
+}
+
 void rnic_cmd_add_gid(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                       RnicAdminResult *res)
 {
-    static const uint8_t zero[16];
     uint32_t index = GUINT32_FROM_LE(cmd->gid.index);
     uint32_t h = GUINT32_FROM_LE(cmd->gid.net_ctx);
+    g_autofree char *why = NULL;
     RnicNetCtx *ctx;
+    uint8_t status;
     RnicGid *g;
 
     if (!rnic_admin_check_uctx(e, cmd, res, true)) {
         return;
     }
-    if (index >= e->cfg.max_gid || cmd->gid.gid_type != 0 ||
-        !memcmp(cmd->gid.gid, zero, 16)) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "ADD_GID: bad index %u, type %u or zero GID", index,
-                        cmd->gid.gid_type);
-        return;
-    }
-    ctx = rnic_netctx_lookup(e, h);
-    if (!ctx) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                        "ADD_GID: no network context %u", h);
-        return;
-    }
-    if (e->gids[index].valid || rnic_gid_is_local(e, ctx, cmd->gid.gid)) {
-        rnic_admin_fail(e, res, RNIC_ST_EXISTS,
-                        "ADD_GID: index %u in use or GID already present",
-                        index);
+    why = rnic_gid_check_params(e, index, h, cmd->gid.gid_type, cmd->gid.gid,
+                                &ctx, &status);
+    if (why) {
+        rnic_admin_fail(e, res, status, "ADD_GID: %s", why);
         return;
     }
     g = &e->gids[index];
@@ -359,24 +381,42 @@ RnicPd *rnic_pd_create(RnicEngine *e, uint32_t handle, RnicNetCtx *ctx,
     return pd;
 }
 
+char *rnic_pd_check_params(RnicEngine *e, uint32_t owner, uint32_t ctxh,
+                           RnicNetCtx **ctx, uint8_t *status)
+{
+    *ctx = NULL;
+    if (!rnic_uctx_valid(e, owner)) {
+        *status = RNIC_ST_PERMISSION;
+        return g_strdup_printf("user context %u is not allocated", owner);
+    }
+    /* RNIC_PD_MULTI_NET: bound to contexts later, by its QPs */
+    if (ctxh != RNIC_PD_MULTI_NET) {
+        *ctx = rnic_netctx_lookup(e, ctxh);
+        if (!*ctx) {
+            *status = RNIC_ST_BAD_HANDLE;
+            return g_strdup_printf("no network context %u", ctxh);
+        }
+    }
+    return NULL;
+}
+
 void rnic_cmd_alloc_pd(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                        RnicAdminResult *res)
 {
-    uint32_t h = GUINT32_FROM_LE(cmd->pd.net_ctx);
-    RnicNetCtx *ctx = NULL;
+    g_autofree char *why = NULL;
+    RnicNetCtx *ctx;
+    uint8_t status;
     RnicPd *pd;
 
     if (!rnic_admin_check_uctx(e, cmd, res, false)) {
         return;
     }
-    /* RNIC_PD_MULTI_NET: bound to contexts later, by its QPs */
-    if (h != RNIC_PD_MULTI_NET) {
-        ctx = rnic_netctx_lookup(e, h);
-        if (!ctx) {
-            rnic_admin_fail(e, res, RNIC_ST_BAD_HANDLE,
-                            "ALLOC_PD: no network context %u", h);
-            return;
-        }
+    why = rnic_pd_check_params(e, GUINT32_FROM_LE(cmd->uctx),
+                               GUINT32_FROM_LE(cmd->pd.net_ctx), &ctx,
+                               &status);
+    if (why) {
+        rnic_admin_fail(e, res, status, "ALLOC_PD: %s", why);
+        return;
     }
     pd = rnic_pd_create(e, UINT32_MAX, ctx, GUINT32_FROM_LE(cmd->uctx));
     if (!pd) {

@@ -1062,6 +1062,33 @@ enum rnic_ring_fault rnic_ring_check(uint64_t addr, uint32_t log,
                                      uint32_t log_min, uint32_t max_entries,
                                      uint32_t stride);
 
+/*
+ * The rules of an object's parameters, one function per object, which its
+ * create command and the state image's load both apply (as rnic_ring_check
+ * is for rings): NULL when they hold, else why not (newly allocated), and
+ * *status the command's status for it; the objects named by handles are
+ * returned. rnic_ring_why: rnic_ring_check's verdict in words.
+ */
+/* rnic-cq.c */
+char *rnic_ring_why(uint64_t addr, uint32_t log, uint32_t log_min,
+                    uint32_t max_entries, uint32_t stride);
+char *rnic_eq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
+                           uint32_t vector, uint8_t flags, uint8_t *status);
+char *rnic_cq_check_params(RnicEngine *e, uint32_t owner, uint32_t eqh,
+                           uint64_t ring, uint8_t log_size, RnicEq **eq,
+                           uint8_t *status);
+/* rnic-srq.c: RNIC_ST_BAD_PARAM when refused (the PD is the caller's) */
+char *rnic_srq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
+                            uint8_t wqe_shift, uint32_t limit);
+/* rnic-ctx.c */
+char *rnic_netctx_check_params(RnicEngine *e, uint8_t type, uint32_t net_id,
+                               uint8_t *status);
+char *rnic_pd_check_params(RnicEngine *e, uint32_t owner, uint32_t ctxh,
+                           RnicNetCtx **ctx, uint8_t *status);
+char *rnic_gid_check_params(RnicEngine *e, uint32_t index, uint32_t ctxh,
+                            uint8_t type, const uint8_t gid[16],
+                            RnicNetCtx **ctx, uint8_t *status);
+
 /* rnic-regs.c */
 void rnic_regs_reset(RnicEngine *e);
 /* A DEV_CTRL write: enable, disable, reset (deferred while nested). */

@@ -82,6 +82,23 @@ static RnicSrq *rnic_srq_cmd_lookup(RnicEngine *e,
     return srq;
 }
 
+char *rnic_srq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
+                            uint8_t wqe_shift, uint32_t limit)
+{
+    char *why;
+
+    if (wqe_shift < RNIC_RQ_WQE_SHIFT_MIN || wqe_shift > RNIC_WQE_SHIFT_MAX) {
+        return g_strdup_printf("WQE stride 2^%u out of range", wqe_shift);
+    }
+    why = rnic_ring_why(ring, log_size, RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr,
+                        1u << wqe_shift);
+    if (!why && limit >= (1u << log_size)) {
+        why = g_strdup_printf("limit %u not below the %u entries", limit,
+                              1u << log_size);
+    }
+    return why;
+}
+
 void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                          RnicAdminResult *res)
 {
@@ -89,6 +106,7 @@ void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     uint32_t pdh = GUINT32_FROM_LE(cmd->srq.pd);
     uint32_t limit = GUINT32_FROM_LE(cmd->srq.limit);
     uint8_t shift = cmd->srq.wqe_shift;
+    g_autofree char *why = NULL;
     RnicSrq *srq;
     RnicPd *pd;
 
@@ -99,20 +117,15 @@ void rnic_cmd_create_srq(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     if (!pd) {
         return;
     }
-    if (shift < RNIC_RQ_WQE_SHIFT_MIN || shift > RNIC_WQE_SHIFT_MAX) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "CREATE_SRQ: WQE stride 2^%u out of range", shift);
+    why = rnic_srq_check_params(e, ring, cmd->srq.log_size, shift, limit);
+    if (why) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "CREATE_SRQ: %s", why);
         return;
     }
+    /* the ring, of the rule checked above, must be guest memory */
     if (!rnic_admin_check_ring(e, res, "CREATE_SRQ", ring, cmd->srq.log_size,
                                RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr,
                                1u << shift)) {
-        return;
-    }
-    if (limit >= (1u << cmd->srq.log_size)) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "CREATE_SRQ: limit %u not below the %u entries", limit,
-                        1u << cmd->srq.log_size);
         return;
     }
     srq = rnic_srq_create(e, UINT32_MAX);

@@ -11,16 +11,19 @@
  * Host pointers are never saved; caches are rebuilt on demand.
  *
  * An object's fields are listed once, in a table (RnicImageField,
- * rnic-image.h) that the save, the load and the dump walk. What stays code
- * is what is not a field: the handle that keys each record, counts, the
- * lists (send-queue slots, SGEs, responder resources), the time left on a
- * timer, and every check.
+ * rnic-image.h), and its section once (RnicStateSection, rnic-state.h):
+ * the walker in rnic-state.c saves, loads and dumps the count and the
+ * records from them. What stays code here is what is not a field: a
+ * record's load (read, check, create), the lists (send-queue slots, SGEs,
+ * responder resources), the time left on a timer, and the sections whose
+ * records are not one table's objects as they are.
  *
  * Loading trusts nothing: a record is read into a staging struct (or the
  * object being rebuilt), checked, and only then becomes an object. Every
  * handle must name an object loaded before, every index and size must be
- * in range (rings by the rule of the admin path, rnic_ring_check), or the
- * load fails with a message.
+ * in range, and an object's parameters must pass the check its create
+ * command applies (rnic_eq_check_params and the others, rnic_ring_check
+ * for the QPs' rings), or the load fails with a message.
  */
 #include <string.h>
 #include "rnic-state.h"
@@ -49,72 +52,13 @@ G_STATIC_ASSERT(offsetof(RnicSrq, handle) == 0);
 #define RNIC_IMG_PSN(T, f)  RNIC_IMG_U32_MASK(T, f, RNIC_ROCE_PSN_MASK)
 
 /* ---------------------------------------------------------------------- */
-/* Records                                                                */
-/* ---------------------------------------------------------------------- */
-
-/* One record from the image: read, checked, made an object. */
-typedef bool RnicRecordLoad(RnicEngine *e, RnicImageReader *rd, char **err);
-
-/* A count, then that many records. */
-static bool rnic_records_load(RnicEngine *e, RnicImageReader *rd,
-                              char **err, const char *what,
-                              RnicRecordLoad *load)
-{
-    uint32_t n = rnic_image_get_u32(rd);
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        if (!load(e, rd, err)) {
-            return false;
-        }
-    }
-    LOAD_END(rd, what);
-    return true;
-}
-
-/* A table's objects: their count, then each one's handle and fields. */
-static void rnic_objs_save(RnicImageWriter *w, const RnicTable *t,
-                           const RnicImageField *f)
-{
-    RnicObject *obj;
-    uint32_t h;
-
-    rnic_image_put_u32(w, t->count);
-    RNIC_TABLE_FOREACH(t, h, obj) {
-        rnic_image_put_u32(w, obj->handle);
-        rnic_image_put_fields(w, f, obj);
-    }
-}
-
-/* Records of a key (handle, index) and fields, as "what[key].field". */
-static void rnic_objs_dump(RnicImageReader *rd, GString *out,
-                           const char *what, const RnicImageField *f)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *key = NULL;
-
-        key = g_strdup_printf("%s[%u]", what, rnic_image_get_u32(rd));
-        rnic_image_dump_fields(rd, out, key, f, NULL);
-    }
-}
-
-/* ---------------------------------------------------------------------- */
 /* User contexts, network contexts, GIDs, PDs                             */
 /* ---------------------------------------------------------------------- */
 
-void rnic_uctx_save(RnicEngine *e, RnicImageWriter *w)
-{
-    RnicUctx *uctx;
-    uint32_t i;
-
-    rnic_image_put_u32(w, e->uctxs.count);
-    RNIC_TABLE_FOREACH(&e->uctxs, i, uctx) {
-        rnic_image_put_u32(w, uctx->handle);
-    }
-}
+/* a user context is its handle, the doorbell page */
+static const RnicImageField rnic_uctx_fields[] = {
+    RNIC_IMG_END
+};
 
 static bool rnic_uctx_load_one(RnicEngine *e, RnicImageReader *rd,
                                char **err)
@@ -128,22 +72,18 @@ static bool rnic_uctx_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_uctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
+static void rnic_uctx_dump_one(RnicImageReader *rd, GString *out, uint32_t i)
 {
-    return rnic_records_load(e, rd, err, "user context", rnic_uctx_load_one);
+    g_autofree char *name = g_strdup_printf("uctx[%u]", i);
+
+    rnic_image_dump_u32(rd, out, NULL, name);
 }
 
-void rnic_uctx_dump(RnicImageReader *rd, GString *out)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *name = g_strdup_printf("uctx[%u]", i);
-
-        rnic_image_dump_u32(rd, out, NULL, name);
-    }
-}
+const RnicStateSection rnic_uctx_section = {
+    .tag = RNIC_SEC_UCTX, .name = "user contexts", .record = "user context",
+    .table = offsetof(RnicEngine, uctxs), .fields = rnic_uctx_fields,
+    .load_one = rnic_uctx_load_one, .dump_one = rnic_uctx_dump_one,
+};
 
 static const RnicImageField rnic_netctx_fields[] = {
     RNIC_IMG_U8(RnicNetCtx, net_type),
@@ -152,23 +92,19 @@ static const RnicImageField rnic_netctx_fields[] = {
     RNIC_IMG_END
 };
 
-void rnic_netctx_save(RnicEngine *e, RnicImageWriter *w)
-{
-    rnic_objs_save(w, &e->net_ctxs, rnic_netctx_fields);
-}
-
 static bool rnic_netctx_load_one(RnicEngine *e, RnicImageReader *rd,
                                  char **err)
 {
     uint32_t h = rnic_image_get_u32(rd);
+    g_autofree char *why = NULL;
     RnicNetCtx in = { 0 };
     RnicNetCtx *c;
+    uint8_t status;
 
     rnic_image_get_fields(rd, rnic_netctx_fields, &in, NULL);
     LOAD_END(rd, "network context");
-    LOAD_CHECK(in.net_type == RNIC_NET_VLAN && in.net_id <= 4095 &&
-               !rnic_netctx_by_id(e, in.net_type, in.net_id),
-               "network context %u: bad or duplicate VLAN %u", h, in.net_id);
+    why = rnic_netctx_check_params(e, in.net_type, in.net_id, &status);
+    LOAD_CHECK(!why, "network context %u: %s", h, why);
     c = rnic_netctx_create(e, h, in.net_type, in.net_id);
     LOAD_CHECK(c, "network context %u does not fit this device "
                "(max-net-ctx=%u)", h, e->cfg.max_net_ctx);
@@ -177,16 +113,12 @@ static bool rnic_netctx_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_netctx_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "network context",
-                             rnic_netctx_load_one);
-}
-
-void rnic_netctx_dump(RnicImageReader *rd, GString *out)
-{
-    rnic_objs_dump(rd, out, "net_ctx", rnic_netctx_fields);
-}
+const RnicStateSection rnic_netctx_section = {
+    .tag = RNIC_SEC_NET_CTX, .name = "network contexts",
+    .record = "network context", .key = "net_ctx",
+    .table = offsetof(RnicEngine, net_ctxs), .fields = rnic_netctx_fields,
+    .load_one = rnic_netctx_load_one,
+};
 
 static const RnicImageField rnic_gid_fields[] = {
     RNIC_IMG_BYTES(RnicGid, gid),
@@ -195,7 +127,7 @@ static const RnicImageField rnic_gid_fields[] = {
     RNIC_IMG_END
 };
 
-void rnic_gids_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_gids_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i, n = 0;
 
@@ -214,29 +146,27 @@ void rnic_gids_save(RnicEngine *e, RnicImageWriter *w)
 static bool rnic_gid_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
 {
     uint32_t index = rnic_image_get_u32(rd);
+    g_autofree char *why = NULL;
     RnicGid in = { 0 };
     RnicNetCtx *c;
+    uint8_t status;
 
     rnic_image_get_fields(rd, rnic_gid_fields, &in, NULL);
     LOAD_END(rd, "GID");
-    c = rnic_netctx_lookup(e, in.net_ctx);
-    LOAD_CHECK(index < e->cfg.max_gid && !e->gids[index].valid && c &&
-               in.type == 0, "GID %u: bad index, context or type", index);
+    why = rnic_gid_check_params(e, index, in.net_ctx, in.type, in.gid, &c,
+                                &status);
+    LOAD_CHECK(!why, "GID %u: %s", index, why);
     in.valid = true;
     e->gids[index] = in;
     c->refs++;
     return true;
 }
 
-bool rnic_gids_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "GID", rnic_gid_load_one);
-}
-
-void rnic_gids_dump(RnicImageReader *rd, GString *out)
-{
-    rnic_objs_dump(rd, out, "gid", rnic_gid_fields);
-}
+const RnicStateSection rnic_gids_section = {
+    .tag = RNIC_SEC_GIDS, .name = "GID table", .record = "GID", .key = "gid",
+    .fields = rnic_gid_fields, .load_one = rnic_gid_load_one,
+    .save = rnic_gids_save,
+};
 
 /* PDs of one network context, or (mnet) the multi-network ones. */
 static uint32_t rnic_pds_count(RnicEngine *e, bool mnet)
@@ -250,7 +180,8 @@ static uint32_t rnic_pds_count(RnicEngine *e, bool mnet)
     return n;
 }
 
-bool rnic_mnet_needed(RnicEngine *e)
+/* Are there multi-network PDs (their sections are written)? */
+static bool rnic_mnet_needed(RnicEngine *e)
 {
     return rnic_pds_count(e, true) > 0;
 }
@@ -287,20 +218,19 @@ static bool rnic_pd_load(RnicEngine *e, RnicImageReader *rd, bool mnet,
 {
     const char *what = mnet ? "multi-network PD" : "PD";
     uint32_t h = rnic_image_get_u32(rd);
-    uint32_t ctx = RNIC_HANDLE_NONE;
+    uint32_t ctx = RNIC_PD_MULTI_NET;
+    g_autofree char *why = NULL;
     RnicPd in = { 0 };
-    RnicNetCtx *c = NULL;
+    RnicNetCtx *c;
+    uint8_t status;
 
     rnic_image_get_fields(rd, mnet ? rnic_mnet_pd_fields : rnic_pd_fields,
                           &in, &ctx);
     LOAD_END(rd, what);
-    if (mnet) {
-        LOAD_CHECK(rnic_uctx_valid(e, in.owner), "PD %u: unknown owner", h);
-    } else {
-        c = rnic_netctx_lookup(e, ctx);
-        LOAD_CHECK(c && rnic_uctx_valid(e, in.owner),
-                   "PD %u: unknown context or owner", h);
-    }
+    why = rnic_pd_check_params(e, in.owner, ctx, &c, &status);
+    LOAD_CHECK(!why, "%s %u: %s", what, h, why);
+    LOAD_CHECK(mnet || c, "PD %u: no network context (a multi-network PD "
+               "among the others)", h);
     LOAD_CHECK(rnic_pd_create(e, h, c, in.owner),
                "PD %u does not fit this device (max-pds=%u)", h,
                e->cfg.max_pd);
@@ -318,49 +248,54 @@ static bool rnic_mnet_pd_load_one(RnicEngine *e, RnicImageReader *rd,
     return rnic_pd_load(e, rd, true, err);
 }
 
-void rnic_pds_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_pds_save(RnicEngine *e, RnicImageWriter *w)
 {
     /* multi-network PDs are in their own section (1.1 images) */
     rnic_pds_put(e, w, false);
 }
 
-bool rnic_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "PD", rnic_pd_load_one);
-}
+const RnicStateSection rnic_pds_section = {
+    .tag = RNIC_SEC_PDS, .name = "PDs", .record = "PD", .key = "pd",
+    .fields = rnic_pd_fields, .load_one = rnic_pd_load_one,
+    .save = rnic_pds_save,
+};
 
-void rnic_pds_dump(RnicImageReader *rd, GString *out)
-{
-    rnic_objs_dump(rd, out, "pd", rnic_pd_fields);
-}
-
-void rnic_mnet_pds_save(RnicEngine *e, RnicImageWriter *w)
+/* The multi-network PDs: the next QPN of their QPs, then the PDs. */
+static void rnic_mnet_pds_save(RnicEngine *e, RnicImageWriter *w)
 {
     rnic_image_put_u32(w, e->mnet_next_qpn);
     rnic_pds_put(e, w, true);
 }
 
-bool rnic_mnet_pds_load(RnicEngine *e, RnicImageReader *rd, char **err)
+static bool rnic_mnet_pds_load(RnicEngine *e, RnicImageReader *rd,
+                               char **err)
 {
     uint32_t next = rnic_image_get_u32(rd);
 
     e->mnet_next_qpn = next >= 2 && next <= RNIC_ROCE_QPN_MASK ? next : 2;
-    return rnic_records_load(e, rd, err, "multi-network PD",
-                             rnic_mnet_pd_load_one);
+    return rnic_state_records_load(e, rd, err, &rnic_mnet_pds_section);
 }
 
-void rnic_mnet_pds_dump(RnicImageReader *rd, GString *out)
+static void rnic_mnet_pds_dump(RnicImageReader *rd, GString *out)
 {
     rnic_image_dump_u32(rd, out, NULL, "mnet_next_qpn");
-    rnic_objs_dump(rd, out, "pd", rnic_mnet_pd_fields);
+    rnic_state_records_dump(rd, out, &rnic_mnet_pds_section);
 }
+
+const RnicStateSection rnic_mnet_pds_section = {
+    .tag = RNIC_SEC_MNET_PDS, .name = "multi-network PDs",
+    .record = "multi-network PD", .key = "pd",
+    .fields = rnic_mnet_pd_fields, .load_one = rnic_mnet_pd_load_one,
+    .needed = rnic_mnet_needed, .save = rnic_mnet_pds_save,
+    .load = rnic_mnet_pds_load, .dump = rnic_mnet_pds_dump,
+};
 
 /*
  * Bindings of the RC QPs of multi-network PDs; loading binds them again,
  * which replicates the PDs' MRs (replayed from the log) into the contexts.
  * A record is the QP's handle and its context's.
  */
-void rnic_mnet_binds_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_mnet_binds_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i, n = 0;
     RnicQp *qp;
@@ -393,24 +328,20 @@ static bool rnic_mnet_bind_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_mnet_binds_load(RnicEngine *e, RnicImageReader *rd, char **err)
+static void rnic_mnet_bind_dump_one(RnicImageReader *rd, GString *out,
+                                    uint32_t i)
 {
-    return rnic_records_load(e, rd, err, "multi-network binding",
-                             rnic_mnet_bind_load_one);
+    g_autofree char *key = g_strdup_printf("qp[%u]", rnic_image_get_u32(rd));
+
+    rnic_image_dump_u32(rd, out, key, "ctx");
 }
 
-void rnic_mnet_binds_dump(RnicImageReader *rd, GString *out)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *key = NULL;
-
-        key = g_strdup_printf("qp[%u]", rnic_image_get_u32(rd));
-        rnic_image_dump_u32(rd, out, key, "ctx");
-    }
-}
+const RnicStateSection rnic_mnet_binds_section = {
+    .tag = RNIC_SEC_MNET_BINDS, .name = "multi-network bindings",
+    .record = "multi-network binding",
+    .load_one = rnic_mnet_bind_load_one, .dump_one = rnic_mnet_bind_dump_one,
+    .needed = rnic_mnet_needed, .save = rnic_mnet_binds_save,
+};
 
 /* ---------------------------------------------------------------------- */
 /* EQs, CQs, SRQs                                                         */
@@ -429,30 +360,22 @@ static const RnicImageField rnic_eq_fields[] = {
     RNIC_IMG_END
 };
 
-void rnic_eqs_save(RnicEngine *e, RnicImageWriter *w)
-{
-    rnic_objs_save(w, &e->eqs, rnic_eq_fields);
-}
-
 static bool rnic_eq_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
 {
     uint32_t h = rnic_image_get_u32(rd);
+    g_autofree char *why = NULL;
     RnicEq in = { 0 };
+    uint8_t status;
     RnicEq *eq;
     bool clean;
 
     clean = rnic_image_get_fields(rd, rnic_eq_fields, &in, NULL);
     LOAD_END(rd, "EQ");
-    LOAD_CHECK(clean &&
-               rnic_ring_check(in.ring, in.log_size, RNIC_EQ_LOG_MIN,
-                               1u << RNIC_EQ_LOG_MAX,
-                               sizeof(struct rnic_eqe)) == RNIC_RING_OK &&
-               in.vector < e->cfg.msix_vectors &&
-               !(in.flags & ~RNIC_EQ_ASYNC) &&
-               in.prod - in.cons <= (1u << in.log_size),
-               "EQ %u: bad ring, vector or indexes", h);
-    LOAD_CHECK(!(in.flags & RNIC_EQ_ASYNC) || !e->async_eq,
-               "EQ %u: a second async EQ", h);
+    why = rnic_eq_check_params(e, in.ring, in.log_size, in.vector, in.flags,
+                               &status);
+    LOAD_CHECK(!why, "EQ %u: %s", h, why);
+    LOAD_CHECK(clean && in.prod - in.cons <= (1u << in.log_size),
+               "EQ %u: bad indexes, or a bool not 0 or 1", h);
     eq = rnic_eq_create(e, h);
     LOAD_CHECK(eq, "EQ %u does not fit this device (max-eqs=%u)", h,
                e->cfg.max_eq);
@@ -463,15 +386,11 @@ static bool rnic_eq_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
-bool rnic_eqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "EQ", rnic_eq_load_one);
-}
-
-void rnic_eqs_dump(RnicImageReader *rd, GString *out)
-{
-    rnic_objs_dump(rd, out, "eq", rnic_eq_fields);
-}
+const RnicStateSection rnic_eqs_section = {
+    .tag = RNIC_SEC_EQS, .name = "EQs", .record = "EQ", .key = "eq",
+    .table = offsetof(RnicEngine, eqs), .fields = rnic_eq_fields,
+    .load_one = rnic_eq_load_one,
+};
 
 static const RnicImageField rnic_cq_fields[] = {
     RNIC_IMG_U32(RnicCq, owner),
@@ -486,34 +405,26 @@ static const RnicImageField rnic_cq_fields[] = {
     RNIC_IMG_END
 };
 
-void rnic_cqs_save(RnicEngine *e, RnicImageWriter *w)
-{
-    rnic_objs_save(w, &e->cqs, rnic_cq_fields);
-}
-
 static bool rnic_cq_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
 {
     uint32_t arms = (RNIC_DB_ARM_NEXT | RNIC_DB_ARM_SOLICITED) >> 24;
     uint32_t h = rnic_image_get_u32(rd);
+    g_autofree char *why = NULL;
     uint32_t eqh;
     RnicCq in = { 0 };
-    RnicEq *eq = NULL;
+    uint8_t status;
+    RnicEq *eq;
     RnicCq *cq;
     bool clean;
 
     clean = rnic_image_get_fields(rd, rnic_cq_fields, &in, &eqh);
     LOAD_END(rd, "CQ");
-    if (eqh != RNIC_HANDLE_NONE) {
-        eq = rnic_eq_lookup(e, eqh);
-        LOAD_CHECK(eq, "CQ %u: unknown EQ %u", h, eqh);
-    }
-    LOAD_CHECK(clean && rnic_uctx_valid(e, in.owner) &&
-               rnic_ring_check(in.ring, in.log_size, RNIC_CQ_LOG_MIN,
-                               e->cfg.max_cqe,
-                               sizeof(struct rnic_cqe)) == RNIC_RING_OK &&
-               in.prod - in.cons <= (1u << in.log_size) &&
+    why = rnic_cq_check_params(e, in.owner, eqh, in.ring, in.log_size, &eq,
+                               &status);
+    LOAD_CHECK(!why, "CQ %u: %s", h, why);
+    LOAD_CHECK(clean && in.prod - in.cons <= (1u << in.log_size) &&
                !(in.arm & ~arms) && !(in.db_arm & ~arms),
-               "CQ %u: bad owner, ring or indexes", h);
+               "CQ %u: bad indexes or arming, or a bool not 0 or 1", h);
     cq = rnic_cq_create(e, h);
     LOAD_CHECK(cq, "CQ %u does not fit this device (max-cqs=%u)", h,
                e->cfg.max_cq);
@@ -526,15 +437,11 @@ static bool rnic_cq_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
-bool rnic_cqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "CQ", rnic_cq_load_one);
-}
-
-void rnic_cqs_dump(RnicImageReader *rd, GString *out)
-{
-    rnic_objs_dump(rd, out, "cq", rnic_cq_fields);
-}
+const RnicStateSection rnic_cqs_section = {
+    .tag = RNIC_SEC_CQS, .name = "CQs", .record = "CQ", .key = "cq",
+    .table = offsetof(RnicEngine, cqs), .fields = rnic_cq_fields,
+    .load_one = rnic_cq_load_one,
+};
 
 static const RnicImageField rnic_srq_fields[] = {
     RNIC_IMG_U32(RnicSrq, owner),
@@ -549,15 +456,11 @@ static const RnicImageField rnic_srq_fields[] = {
     RNIC_IMG_END
 };
 
-void rnic_srqs_save(RnicEngine *e, RnicImageWriter *w)
-{
-    rnic_objs_save(w, &e->srqs, rnic_srq_fields);
-}
-
 static bool rnic_srq_load_one(RnicEngine *e, RnicImageReader *rd,
                               char **err)
 {
     uint32_t h = rnic_image_get_u32(rd);
+    g_autofree char *why = NULL;
     uint32_t pdh;
     RnicSrq in = { 0 };
     RnicSrq *s;
@@ -567,15 +470,14 @@ static bool rnic_srq_load_one(RnicEngine *e, RnicImageReader *rd,
     clean = rnic_image_get_fields(rd, rnic_srq_fields, &in, &pdh);
     pd = rnic_pd_lookup(e, pdh);
     LOAD_END(rd, "SRQ");
-    LOAD_CHECK(clean && pd && pd->owner == in.owner &&
-               in.wqe_shift >= RNIC_RQ_WQE_SHIFT_MIN &&
-               in.wqe_shift <= RNIC_WQE_SHIFT_MAX &&
-               rnic_ring_check(in.ring, in.log_size, RNIC_WQ_LOG_MIN,
-                               e->cfg.max_qp_wr,
-                               1u << in.wqe_shift) == RNIC_RING_OK &&
-               in.prod - in.cons <= (1u << in.log_size) &&
-               in.limit < (1u << in.log_size),
-               "SRQ %u: bad PD, ring or indexes", h);
+    /* the PD as a command's lookup finds it: the SRQ's owner's */
+    LOAD_CHECK(pd && pd->owner == in.owner, "SRQ %u: PD %u unknown or of "
+               "another owner", h, pdh);
+    why = rnic_srq_check_params(e, in.ring, in.log_size, in.wqe_shift,
+                                in.limit);
+    LOAD_CHECK(!why, "SRQ %u: %s", h, why);
+    LOAD_CHECK(clean && in.prod - in.cons <= (1u << in.log_size),
+               "SRQ %u: bad indexes, or a bool not 0 or 1", h);
     s = rnic_srq_create(e, h);
     LOAD_CHECK(s, "SRQ %u does not fit this device (max-srqs=%u)", h,
                e->cfg.max_srq);
@@ -586,15 +488,11 @@ static bool rnic_srq_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_srqs_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "SRQ", rnic_srq_load_one);
-}
-
-void rnic_srqs_dump(RnicImageReader *rd, GString *out)
-{
-    rnic_objs_dump(rd, out, "srq", rnic_srq_fields);
-}
+const RnicStateSection rnic_srqs_section = {
+    .tag = RNIC_SEC_SRQS, .name = "SRQs", .record = "SRQ", .key = "srq",
+    .table = offsetof(RnicEngine, srqs), .fields = rnic_srq_fields,
+    .load_one = rnic_srq_load_one,
+};
 
 /* ---------------------------------------------------------------------- */
 /* Registration log                                                       */
@@ -654,7 +552,7 @@ static void rnic_map_save(RnicImageWriter *w, const RnicMap *map)
     }
 }
 
-void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_mrlog_save(RnicEngine *e, RnicImageWriter *w)
 {
     guint i;
 
@@ -770,12 +668,6 @@ static bool rnic_mrlog_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_mrlog_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "registration log",
-                             rnic_mrlog_load_one);
-}
-
 /* A page list's pages, 4 a line. */
 static void rnic_pages_dump(RnicImageReader *rd, GString *out,
                             const char *key, uint32_t n)
@@ -821,31 +713,30 @@ static void rnic_map_dump(RnicImageReader *rd, GString *out, const char *key)
     }
 }
 
-void rnic_mrlog_dump(RnicImageReader *rd, GString *out)
+static void rnic_mrlog_dump_one(RnicImageReader *rd, GString *out,
+                                uint32_t i)
 {
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i;
+    g_autofree char *key = g_strdup_printf("mr_log[%u]", i);
+    g_autofree char *pbl = g_strdup_printf("mr_log[%u].pbl", i);
+    RnicPbl in = { 0 };
+    uint8_t what;
 
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *key = g_strdup_printf("mr_log[%u]", i);
-        g_autofree char *pbl = g_strdup_printf("mr_log[%u].pbl", i);
-        RnicPbl in = { 0 };
-
-        uint8_t what;
-
-        rnic_image_dump_fields(rd, out, key, rnic_reglog_fields, NULL);
-        what = rnic_image_get_u8(rd);
-        if (what == RNIC_MRLOG_MAP) {
-            rnic_map_dump(rd, out, key);
-            continue;
-        }
-        if (what != RNIC_MRLOG_PBL) {
-            continue;
-        }
+    rnic_image_dump_fields(rd, out, key, rnic_reglog_fields, NULL);
+    what = rnic_image_get_u8(rd);
+    if (what == RNIC_MRLOG_MAP) {
+        rnic_map_dump(rd, out, key);
+    } else if (what == RNIC_MRLOG_PBL) {
         rnic_image_dump_fields(rd, out, pbl, rnic_pbl_fields, &in);
         rnic_pages_dump(rd, out, key, rnic_pbl_saved_pages(&in));
     }
 }
+
+const RnicStateSection rnic_mrlog_section = {
+    .tag = RNIC_SEC_MR_LOG, .name = "registration log",
+    .record = "registration log",
+    .load_one = rnic_mrlog_load_one, .dump_one = rnic_mrlog_dump_one,
+    .save = rnic_mrlog_save,
+};
 
 /* ---------------------------------------------------------------------- */
 /* Memory windows                                                         */
@@ -870,7 +761,7 @@ static const RnicImageField rnic_mw_fields[] = {
     RNIC_IMG_END
 };
 
-bool rnic_mws_needed(RnicEngine *e)
+static bool rnic_mws_needed(RnicEngine *e)
 {
     return e->mw_count > 0;
 }
@@ -882,7 +773,7 @@ static void rnic_mw_save_one(RnicEngine *e, RnicMr *mr, void *opaque)
     }
 }
 
-void rnic_mws_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_mws_save(RnicEngine *e, RnicImageWriter *w)
 {
     rnic_image_put_u32(w, e->mw_count);
     rnic_mr_foreach(e, rnic_mw_save_one, w);
@@ -947,22 +838,19 @@ static bool rnic_mw_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
-bool rnic_mws_load(RnicEngine *e, RnicImageReader *rd, char **err)
+/* a window's key is its STag, a field: the dump numbers them */
+static void rnic_mw_dump_one(RnicImageReader *rd, GString *out, uint32_t i)
 {
-    return rnic_records_load(e, rd, err, "memory windows", rnic_mw_load_one);
+    g_autofree char *key = g_strdup_printf("mw[%u]", i);
+
+    rnic_image_dump_fields(rd, out, key, rnic_mw_fields, NULL);
 }
 
-void rnic_mws_dump(RnicImageReader *rd, GString *out)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *key = g_strdup_printf("mw[%u]", i);
-
-        rnic_image_dump_fields(rd, out, key, rnic_mw_fields, NULL);
-    }
-}
+const RnicStateSection rnic_mws_section = {
+    .tag = RNIC_SEC_MWS, .name = "memory windows", .record = "memory windows",
+    .load_one = rnic_mw_load_one, .dump_one = rnic_mw_dump_one,
+    .needed = rnic_mws_needed, .save = rnic_mws_save,
+};
 
 /* ---------------------------------------------------------------------- */
 /* QPs                                                                    */
@@ -1160,7 +1048,7 @@ static void rnic_qp_save(RnicEngine *e, RnicImageWriter *w, const RnicQp *qp)
     rnic_image_put_fields(w, rnic_qp_ack_fields, qp);
 }
 
-void rnic_qps_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_qps_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i;
     RnicQp *qp;
@@ -1382,12 +1270,7 @@ static bool rnic_qp_load_one(RnicEngine *e, RnicImageReader *rd, char **err)
     return true;
 }
 
-bool rnic_qps_load(RnicEngine *e, RnicImageReader *rd, char **err)
-{
-    return rnic_records_load(e, rd, err, "QP", rnic_qp_load_one);
-}
-
-static void rnic_qp_dump(RnicImageReader *rd, GString *out)
+static void rnic_qp_dump_one(RnicImageReader *rd, GString *out, uint32_t k)
 {
     g_autofree char *qp = g_strdup_printf("qp[%u]", rnic_image_get_u32(rd));
     RnicQp in = { 0 };
@@ -1421,15 +1304,11 @@ static void rnic_qp_dump(RnicImageReader *rd, GString *out)
     rnic_image_dump_fields(rd, out, qp, rnic_qp_ack_fields, NULL);
 }
 
-void rnic_qps_dump(RnicImageReader *rd, GString *out)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        rnic_qp_dump(rd, out);
-    }
-}
+const RnicStateSection rnic_qps_section = {
+    .tag = RNIC_SEC_QPS, .name = "QPs", .record = "QP",
+    .load_one = rnic_qp_load_one, .dump_one = rnic_qp_dump_one,
+    .save = rnic_qps_save,
+};
 
 /*
  * The first run after a load (the VM runs): every connected RC QP prompts
@@ -1517,7 +1396,7 @@ void rnic_state_post_load(RnicEngine *e)
 /* ---------------------------------------------------------------------- */
 
 /* A group: u32 context, the 16-byte GID, u32 count, then the QP handles. */
-bool rnic_mcast_needed(RnicEngine *e)
+static bool rnic_mcast_needed(RnicEngine *e)
 {
     unsigned i;
 
@@ -1529,7 +1408,7 @@ bool rnic_mcast_needed(RnicEngine *e)
     return false;
 }
 
-void rnic_mcast_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_mcast_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t i, j, n = 0;
 
@@ -1583,38 +1462,36 @@ static bool rnic_mcast_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_mcast_load(RnicEngine *e, RnicImageReader *rd, char **err)
+static void rnic_mcast_dump_one(RnicImageReader *rd, GString *out,
+                                uint32_t i)
 {
-    return rnic_records_load(e, rd, err, "multicast groups",
-                             rnic_mcast_load_one);
-}
+    g_autofree char *key = g_strdup_printf("mcast[%u]", i);
+    uint32_t j, nqps;
+    uint8_t mgid[16];
 
-void rnic_mcast_dump(RnicImageReader *rd, GString *out)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i, j, nqps;
+    rnic_image_dump_u32(rd, out, key, "net_ctx");
+    if (!rnic_image_get_bytes(rd, mgid, 16)) {
+        return;
+    }
+    g_string_append_printf(out, "  %s.mgid =", key);
+    for (j = 0; j < 16; j++) {
+        g_string_append_printf(out, " %02x", mgid[j]);
+    }
+    g_string_append_c(out, '\n');
+    nqps = rnic_image_dump_u32(rd, out, key, "nqps");
+    for (j = 0; j < nqps && j < RNIC_MCAST_QPS && !rd->overrun; j++) {
+        g_autofree char *qp = g_strdup_printf("qps[%u]", j);
 
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *key = g_strdup_printf("mcast[%u]", i);
-        uint8_t mgid[16];
-
-        rnic_image_dump_u32(rd, out, key, "net_ctx");
-        if (!rnic_image_get_bytes(rd, mgid, 16)) {
-            break;
-        }
-        g_string_append_printf(out, "  %s.mgid =", key);
-        for (j = 0; j < 16; j++) {
-            g_string_append_printf(out, " %02x", mgid[j]);
-        }
-        g_string_append_c(out, '\n');
-        nqps = rnic_image_dump_u32(rd, out, key, "nqps");
-        for (j = 0; j < nqps && j < RNIC_MCAST_QPS && !rd->overrun; j++) {
-            g_autofree char *qp = g_strdup_printf("qps[%u]", j);
-
-            rnic_image_dump_u32(rd, out, key, qp);
-        }
+        rnic_image_dump_u32(rd, out, key, qp);
     }
 }
+
+const RnicStateSection rnic_mcast_section = {
+    .tag = RNIC_SEC_MCAST, .name = "multicast groups",
+    .record = "multicast groups",
+    .load_one = rnic_mcast_load_one, .dump_one = rnic_mcast_dump_one,
+    .needed = rnic_mcast_needed, .save = rnic_mcast_save,
+};
 
 /* ---------------------------------------------------------------------- */
 /* Per-QP transport counters (ABI 1.5)                                    */
@@ -1632,7 +1509,7 @@ static bool rnic_qp_counted(const RnicQp *qp)
     return false;
 }
 
-bool rnic_qp_stats_needed(RnicEngine *e)
+static bool rnic_qp_stats_needed(RnicEngine *e)
 {
     RnicQp *qp;
     uint32_t h;
@@ -1645,7 +1522,7 @@ bool rnic_qp_stats_needed(RnicEngine *e)
     return false;
 }
 
-void rnic_qp_stats_save(RnicEngine *e, RnicImageWriter *w)
+static void rnic_qp_stats_save(RnicEngine *e, RnicImageWriter *w)
 {
     uint32_t h, n = 0;
     unsigned i;
@@ -1684,24 +1561,23 @@ static bool rnic_qp_stats_load_one(RnicEngine *e, RnicImageReader *rd,
     return true;
 }
 
-bool rnic_qp_stats_load(RnicEngine *e, RnicImageReader *rd, char **err)
+static void rnic_qp_stats_dump_one(RnicImageReader *rd, GString *out,
+                                   uint32_t i)
 {
-    return rnic_records_load(e, rd, err, "QP statistics",
-                             rnic_qp_stats_load_one);
-}
+    g_autofree char *key = g_strdup_printf("qp_stats[%u]", i);
+    uint32_t j;
 
-void rnic_qp_stats_dump(RnicImageReader *rd, GString *out)
-{
-    uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
-    uint32_t i, j;
-
-    for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *key = g_strdup_printf("qp_stats[%u]", i);
-
-        rnic_image_dump_u32(rd, out, key, "qp");
-        for (j = 0; j < RNIC_QP_STAT_COUNT && !rd->overrun; j++) {
-            rnic_image_dump_u64(rd, out, key,
-                                rnic_abi_stat_name(RNIC_QP_STAT_FIRST + j));
-        }
+    rnic_image_dump_u32(rd, out, key, "qp");
+    for (j = 0; j < RNIC_QP_STAT_COUNT && !rd->overrun; j++) {
+        rnic_image_dump_u64(rd, out, key,
+                            rnic_abi_stat_name(RNIC_QP_STAT_FIRST + j));
     }
 }
+
+/* optional: a destination without them drops them */
+const RnicStateSection rnic_qp_stats_section = {
+    .tag = RNIC_SEC_QP_STATS, .flags = RNIC_SECTION_OPTIONAL,
+    .name = "QP statistics", .record = "QP statistics",
+    .load_one = rnic_qp_stats_load_one, .dump_one = rnic_qp_stats_dump_one,
+    .needed = rnic_qp_stats_needed, .save = rnic_qp_stats_save,
+};

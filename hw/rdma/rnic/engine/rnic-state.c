@@ -2,12 +2,14 @@
 /*
  * rnic engine: the migration state image of the whole device.
  *
- * Each piece of state is one section with a save, a load and a dump
- * function, which walk the same field tables (rnic-image.h). Loading
- * resets the engine, then replays the sections in order; anything
- * inconsistent makes the load fail with a message (the engine is left
- * reset), it never trusts the stream. The dump needs no engine: it prints
- * what an image holds, whether a load would accept it or not.
+ * Each piece of state is one section (RnicStateSection, rnic-state.h):
+ * most are a count and records, which the walker here saves, loads and
+ * dumps from the section's field table and record functions; the others
+ * have their own save, load or dump. Loading resets the engine, then
+ * replays the sections in order; anything inconsistent makes the load
+ * fail with a message (the engine is left reset), it never trusts the
+ * stream. The dump needs no engine: it prints what an image holds,
+ * whether a load would accept it or not.
  */
 #include <string.h>
 #include "rnic-engine-int.h"
@@ -106,78 +108,120 @@ static void rnic_regs_dump(RnicImageReader *rd, GString *out)
     rnic_image_dump_u64(rd, out, "regs", "heartbeat_elapsed_ns");
 }
 
-static void rnic_stats_dump(RnicImageReader *rd, GString *out)
+static void rnic_stats_dump_one(RnicImageReader *rd, GString *out,
+                                uint32_t i)
+{
+    g_autofree char *name = g_strdup_printf("stats[%u]", i);
+
+    rnic_image_dump_u64(rd, out, NULL, name);
+}
+
+static const RnicStateSection rnic_regs_section = {
+    .tag = RNIC_SEC_REGS, .name = "registers",
+    .save = rnic_regs_save, .load = rnic_regs_load, .dump = rnic_regs_dump,
+};
+
+/* counters the destination does not know are dropped */
+static const RnicStateSection rnic_stats_section = {
+    .tag = RNIC_SEC_STATS, .flags = RNIC_SECTION_OPTIONAL,
+    .name = "statistics", .dump_one = rnic_stats_dump_one,
+    .save = rnic_stats_save, .load = rnic_stats_load,
+};
+
+static const RnicStateSection rnic_eth_section = {
+    .tag = RNIC_SEC_ETH, .name = "ethernet",
+    .save = rnic_eth_save, .load = rnic_eth_load,
+};
+
+/*
+ * In load order: later sections may refer to objects of earlier ones.
+ * The table points to the sections rather than holding them: each object
+ * section is defined beside its field tables and record functions
+ * (rnic-state-objs.c), which stay private to that file, and this table is
+ * the one place that orders them.
+ */
+static const RnicStateSection *const rnic_sections[] = {
+    &rnic_regs_section,
+    &rnic_stats_section,
+    &rnic_eth_section,
+    &rnic_uctx_section,
+    &rnic_netctx_section,
+    &rnic_gids_section,
+    &rnic_pds_section,
+    &rnic_mnet_pds_section,
+    &rnic_eqs_section,
+    &rnic_cqs_section,
+    &rnic_srqs_section,
+    &rnic_mrlog_section,
+    &rnic_mws_section,
+    &rnic_qps_section,
+    &rnic_mcast_section,
+    &rnic_qp_stats_section,
+    &rnic_mnet_binds_section,
+};
+
+/* The index of a tag's section in the table, -1 if it has none. */
+static int rnic_section_find(uint16_t tag)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
+        if (rnic_sections[i]->tag == tag) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* A table's objects: their count, then each one's handle and fields. */
+static void rnic_objs_save(RnicEngine *e, RnicImageWriter *w,
+                           const RnicStateSection *s)
+{
+    const RnicTable *t = (const RnicTable *)((const char *)e + s->table);
+    RnicObject *obj;
+    uint32_t h;
+
+    rnic_image_put_u32(w, t->count);
+    RNIC_TABLE_FOREACH(t, h, obj) {
+        rnic_image_put_u32(w, obj->handle);
+        rnic_image_put_fields(w, s->fields, obj);
+    }
+}
+
+bool rnic_state_records_load(RnicEngine *e, RnicImageReader *rd, char **err,
+                             const RnicStateSection *s)
+{
+    uint32_t n = rnic_image_get_u32(rd);
+    uint32_t i;
+
+    for (i = 0; i < n && !rd->overrun; i++) {
+        if (!s->load_one(e, rd, err)) {
+            return false;
+        }
+    }
+    if (rd->overrun) {
+        *err = g_strdup_printf("%s section truncated", s->record);
+        return false;
+    }
+    return true;
+}
+
+void rnic_state_records_dump(RnicImageReader *rd, GString *out,
+                             const RnicStateSection *s)
 {
     uint32_t n = rnic_image_dump_u32(rd, out, NULL, "count");
     uint32_t i;
 
     for (i = 0; i < n && !rd->overrun; i++) {
-        g_autofree char *name = g_strdup_printf("stats[%u]", i);
+        g_autofree char *key = NULL;
 
-        rnic_image_dump_u64(rd, out, NULL, name);
-    }
-}
-
-typedef struct RnicSection {
-    uint16_t tag;
-    uint16_t flags;
-    const char *name;
-    void (*save)(RnicEngine *e, RnicImageWriter *w);
-    bool (*load)(RnicEngine *e, RnicImageReader *r, char **err);
-    /* NULL: always written; else written only when it returns true */
-    bool (*needed)(RnicEngine *e);
-    /* NULL: no field tables, dumped as bytes */
-    void (*dump)(RnicImageReader *r, GString *out);
-} RnicSection;
-
-/* In load order: later sections may refer to objects of earlier ones. */
-static const RnicSection rnic_sections[] = {
-    { RNIC_SEC_REGS, 0, "registers", rnic_regs_save, rnic_regs_load,
-      .dump = rnic_regs_dump },
-    { RNIC_SEC_STATS, RNIC_SECTION_OPTIONAL, "statistics",
-      rnic_stats_save, rnic_stats_load, .dump = rnic_stats_dump },
-    { RNIC_SEC_ETH, 0, "ethernet", rnic_eth_save, rnic_eth_load },
-    { RNIC_SEC_UCTX, 0, "user contexts", rnic_uctx_save, rnic_uctx_load,
-      .dump = rnic_uctx_dump },
-    { RNIC_SEC_NET_CTX, 0, "network contexts", rnic_netctx_save,
-      rnic_netctx_load, .dump = rnic_netctx_dump },
-    { RNIC_SEC_GIDS, 0, "GID table", rnic_gids_save, rnic_gids_load,
-      .dump = rnic_gids_dump },
-    { RNIC_SEC_PDS, 0, "PDs", rnic_pds_save, rnic_pds_load,
-      .dump = rnic_pds_dump },
-    { RNIC_SEC_MNET_PDS, 0, "multi-network PDs", rnic_mnet_pds_save,
-      rnic_mnet_pds_load, rnic_mnet_needed, rnic_mnet_pds_dump },
-    { RNIC_SEC_EQS, 0, "EQs", rnic_eqs_save, rnic_eqs_load,
-      .dump = rnic_eqs_dump },
-    { RNIC_SEC_CQS, 0, "CQs", rnic_cqs_save, rnic_cqs_load,
-      .dump = rnic_cqs_dump },
-    { RNIC_SEC_SRQS, 0, "SRQs", rnic_srqs_save, rnic_srqs_load,
-      .dump = rnic_srqs_dump },
-    { RNIC_SEC_MR_LOG, 0, "registration log", rnic_mrlog_save,
-      rnic_mrlog_load, .dump = rnic_mrlog_dump },
-    { RNIC_SEC_MWS, 0, "memory windows", rnic_mws_save, rnic_mws_load,
-      rnic_mws_needed, rnic_mws_dump },
-    { RNIC_SEC_QPS, 0, "QPs", rnic_qps_save, rnic_qps_load,
-      .dump = rnic_qps_dump },
-    { RNIC_SEC_MCAST, 0, "multicast groups", rnic_mcast_save,
-      rnic_mcast_load, rnic_mcast_needed, rnic_mcast_dump },
-    { RNIC_SEC_QP_STATS, RNIC_SECTION_OPTIONAL, "QP statistics",
-      rnic_qp_stats_save, rnic_qp_stats_load, rnic_qp_stats_needed,
-      rnic_qp_stats_dump },
-    { RNIC_SEC_MNET_BINDS, 0, "multi-network bindings", rnic_mnet_binds_save,
-      rnic_mnet_binds_load, rnic_mnet_needed, rnic_mnet_binds_dump },
-};
-
-static const RnicSection *rnic_section_find(uint16_t tag)
-{
-    size_t i;
-
-    for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
-        if (rnic_sections[i].tag == tag) {
-            return &rnic_sections[i];
+        if (s->dump_one) {
+            s->dump_one(rd, out, i);
+            continue;
         }
+        key = g_strdup_printf("%s[%u]", s->key, rnic_image_get_u32(rd));
+        rnic_image_dump_fields(rd, out, key, s->fields, NULL);
     }
-    return NULL;
 }
 
 void rnic_engine_save(RnicEngine *e, GByteArray *out)
@@ -198,12 +242,17 @@ void rnic_engine_save(RnicEngine *e, GByteArray *out)
     rnic_image_put_u32(&w, RNIC_IMAGE_MAGIC);
     rnic_image_put_u32(&w, RNIC_IMAGE_VERSION);
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
-        if (rnic_sections[i].needed && !rnic_sections[i].needed(e)) {
+        const RnicStateSection *s = rnic_sections[i];
+
+        if (s->needed && !s->needed(e)) {
             continue;
         }
-        rnic_image_begin_section(&w, rnic_sections[i].tag,
-                                 rnic_sections[i].flags);
-        rnic_sections[i].save(e, &w);
+        rnic_image_begin_section(&w, s->tag, s->flags);
+        if (s->save) {
+            s->save(e, &w);
+        } else {
+            rnic_objs_save(e, &w, s);
+        }
         rnic_image_end_section(&w);
     }
 }
@@ -232,7 +281,8 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
         goto fail;
     }
     while (rnic_image_next_section(&r, &tag, &flags, &payload)) {
-        const RnicSection *s = rnic_section_find(tag);
+        int k = rnic_section_find(tag);
+        const RnicStateSection *s = k < 0 ? NULL : rnic_sections[k];
 
         if (!s) {
             if (flags & RNIC_SECTION_OPTIONAL) {
@@ -241,12 +291,13 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
             *err = g_strdup_printf("unknown mandatory state section %u", tag);
             goto fail;
         }
-        if (seen[s - rnic_sections]) {
+        if (seen[k]) {
             *err = g_strdup_printf("state section %s twice", s->name);
             goto fail;
         }
-        seen[s - rnic_sections] = true;
-        if (!s->load(e, &payload, err)) {
+        seen[k] = true;
+        if (s->load ? !s->load(e, &payload, err) :
+            !rnic_state_records_load(e, &payload, err, s)) {
             goto fail;
         }
     }
@@ -256,10 +307,11 @@ bool rnic_engine_load(RnicEngine *e, const uint8_t *data, size_t len,
     }
     /* a section written only when needed is needed by what was loaded */
     for (i = 0; i < G_N_ELEMENTS(rnic_sections); i++) {
-        if (!seen[i] && !(rnic_sections[i].flags & RNIC_SECTION_OPTIONAL) &&
-            (!rnic_sections[i].needed || rnic_sections[i].needed(e))) {
-            *err = g_strdup_printf("state section %s missing",
-                                   rnic_sections[i].name);
+        const RnicStateSection *s = rnic_sections[i];
+
+        if (!seen[i] && !(s->flags & RNIC_SECTION_OPTIONAL) &&
+            (!s->needed || s->needed(e))) {
+            *err = g_strdup_printf("state section %s missing", s->name);
             goto fail;
         }
     }
@@ -308,7 +360,8 @@ bool rnic_state_dump(const uint8_t *data, size_t len, GString *out)
     g_string_append_printf(out, "rnic state image version %u, %zu bytes\n",
                            version, len);
     while (rnic_image_next_section(&r, &tag, &flags, &payload)) {
-        const RnicSection *s = rnic_section_find(tag);
+        int k = rnic_section_find(tag);
+        const RnicStateSection *s = k < 0 ? NULL : rnic_sections[k];
 
         g_string_append_printf(out, "section %u %s: %zu bytes%s\n", tag,
                                s ? s->name : "unknown", payload.len,
@@ -316,6 +369,8 @@ bool rnic_state_dump(const uint8_t *data, size_t len, GString *out)
                                ", optional" : "");
         if (s && s->dump) {
             s->dump(&payload, out);
+        } else if (s && (s->dump_one || s->fields)) {
+            rnic_state_records_dump(&payload, out, s);
         } else {
             rnic_section_hex(&payload, out);
         }

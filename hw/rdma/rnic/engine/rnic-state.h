@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rnic engine: state-image sections of the objects (rnic-state-objs.c),
- * used by the section table in rnic-state.c.
+ * rnic engine: the sections of the state image: their table and walker
+ * (rnic-state.c), the sections of the objects (rnic-state-objs.c).
  */
 #ifndef RNIC_STATE_H
 #define RNIC_STATE_H
@@ -41,34 +41,61 @@ enum rnic_section_tag {
     RNIC_SEC_ETH = 32,          /* Ethernet function (rnic-eth.c) */
 };
 
-/* save, load, and dump (the image's fields as text, no engine needed) */
-#define RNIC_STATE_SECTION(name) \
-    void rnic_##name##_save(RnicEngine *e, RnicImageWriter *w); \
-    bool rnic_##name##_load(RnicEngine *e, RnicImageReader *rd, char **err); \
-    void rnic_##name##_dump(RnicImageReader *rd, GString *out)
+/*
+ * A section of the image, an entry of the table in rnic-state.c. Most
+ * sections are a u32 count and that many records, and the walker there
+ * does the count and the loop, so that a section states only what its
+ * records are:
+ *  - save: the objects of the engine's table at 'table' (an offsetof into
+ *    RnicEngine), each as its handle and its 'fields';
+ *  - load: load_one() reads, checks and creates one record;
+ *  - dump: dump_one() prints record i, or else the record is printed as
+ *    "key[handle].field = value" from 'fields'.
+ * A section whose whole save, load or dump is not that has its own
+ * function instead (save, load, dump); one with neither a dump nor
+ * records to dump is dumped as bytes.
+ */
+typedef struct RnicStateSection {
+    uint16_t tag;               /* enum rnic_section_tag */
+    uint16_t flags;             /* RNIC_SECTION_OPTIONAL */
+    const char *name;           /* the section's, in dumps and messages */
+    const char *record;         /* a record's, in load messages */
+    const char *key;            /* a record's, in dumps */
+    size_t table;               /* offsetof(RnicEngine, its RnicTable) */
+    const RnicImageField *fields;
+    bool (*load_one)(RnicEngine *e, RnicImageReader *rd, char **err);
+    void (*dump_one)(RnicImageReader *rd, GString *out, uint32_t i);
+    /* NULL: always written; else written only when it returns true */
+    bool (*needed)(RnicEngine *e);
+    void (*save)(RnicEngine *e, RnicImageWriter *w);
+    bool (*load)(RnicEngine *e, RnicImageReader *rd, char **err);
+    void (*dump)(RnicImageReader *rd, GString *out);
+} RnicStateSection;
 
-RNIC_STATE_SECTION(uctx);
-RNIC_STATE_SECTION(netctx);
-RNIC_STATE_SECTION(gids);
-RNIC_STATE_SECTION(pds);
-RNIC_STATE_SECTION(eqs);
-RNIC_STATE_SECTION(cqs);
-RNIC_STATE_SECTION(srqs);
-RNIC_STATE_SECTION(mrlog);
-RNIC_STATE_SECTION(qps);
-RNIC_STATE_SECTION(mnet_pds);
-RNIC_STATE_SECTION(mnet_binds);
-RNIC_STATE_SECTION(mws);
-RNIC_STATE_SECTION(mcast);
-RNIC_STATE_SECTION(qp_stats);
-/* Is a UD QP attached to a multicast group (the section is written)? */
-bool rnic_mcast_needed(RnicEngine *e);
-/* Has a QP counted something (its section is written)? */
-bool rnic_qp_stats_needed(RnicEngine *e);
-/* Are there memory windows (their section is written)? */
-bool rnic_mws_needed(RnicEngine *e);
-/* Are there multi-network PDs (the sections above are written)? */
-bool rnic_mnet_needed(RnicEngine *e);
+/*
+ * The sections of the objects (rnic-state-objs.c), each defined beside
+ * its field tables and record functions; rnic-state.c puts them in order.
+ */
+extern const RnicStateSection rnic_uctx_section;
+extern const RnicStateSection rnic_netctx_section;
+extern const RnicStateSection rnic_gids_section;
+extern const RnicStateSection rnic_pds_section;
+extern const RnicStateSection rnic_mnet_pds_section;
+extern const RnicStateSection rnic_eqs_section;
+extern const RnicStateSection rnic_cqs_section;
+extern const RnicStateSection rnic_srqs_section;
+extern const RnicStateSection rnic_mrlog_section;
+extern const RnicStateSection rnic_mws_section;
+extern const RnicStateSection rnic_qps_section;
+extern const RnicStateSection rnic_mcast_section;
+extern const RnicStateSection rnic_qp_stats_section;
+extern const RnicStateSection rnic_mnet_binds_section;
+
+/* The walker's count and records, for a section that has more than them. */
+bool rnic_state_records_load(RnicEngine *e, RnicImageReader *rd, char **err,
+                             const RnicStateSection *s);
+void rnic_state_records_dump(RnicImageReader *rd, GString *out,
+                             const RnicStateSection *s);
 
 /*
  * A state image as text, section by section and field by field (the
