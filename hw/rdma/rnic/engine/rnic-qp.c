@@ -269,10 +269,15 @@ static bool rnic_qp_attach(RnicEngine *e, RnicQp *qp)
     if (qp->srq) {
         qp->srq->refs++;
     }
-    qp->sq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->sq_shift) - 64) / 16);
-    qp->max_inline = MIN(e->cfg.max_inline, (1u << qp->sq_shift) - 64);
+    qp->sq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->sq_shift) -
+                                          sizeof(struct rnic_sq_wqe)) /
+                         sizeof(struct rnic_sge));
+    qp->max_inline = MIN(e->cfg.max_inline,
+                         (1u << qp->sq_shift) - sizeof(struct rnic_sq_wqe));
     if (!qp->srq) {
-        qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) - 16) / 16);
+        qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) -
+                                              sizeof(struct rnic_rq_wqe)) /
+                             sizeof(struct rnic_sge));
     }
     return true;
 }
@@ -985,9 +990,10 @@ static bool rnic_qp_flush_sq(RnicEngine *e, RnicQp *qp, uint32_t *budget)
         } else {
             struct rnic_sq_wqe w;
 
+            /* the header's first words: wr_id and opcode, reported */
             if (rnic_dma_read(e, qp->sq_addr + ((uint64_t)(i & mask) <<
                                                 qp->sq_shift),
-                              &w, 16)) {
+                              &w, offsetof(struct rnic_sq_wqe, raw))) {
                 w.wr_id = 0;
                 w.opcode = 0;
             }
@@ -1172,11 +1178,14 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
     uint8_t shift = srq ? srq->wqe_shift : qp->rq_shift;
     uint32_t *cons = srq ? &srq->cons : &qp->rq_cons;
     uint32_t prod = srq ? srq->prod : qp->rq_prod;
-    uint32_t max_sge = MIN(e->cfg.max_sge, ((1u << shift) - 16) / 16);
+    uint32_t max_sge = MIN(e->cfg.max_sge, ((1u << shift) -
+                                            sizeof(struct rnic_rq_wqe)) /
+                           sizeof(struct rnic_sge));
     const RnicPd *pd = srq ? srq->pd : qp->pd;
-    uint8_t buf[16 + RNIC_CFG_MAX_SGE * sizeof(struct rnic_sge)];
+    uint8_t buf[sizeof(struct rnic_rq_wqe) +
+                RNIC_CFG_MAX_SGE * sizeof(struct rnic_sge)];
     struct rnic_rq_wqe *w = (struct rnic_rq_wqe *)buf;
-    struct rnic_sge *sg = (struct rnic_sge *)(buf + 16);
+    struct rnic_sge *sg = (struct rnic_sge *)(buf + sizeof(*w));
     RnicSgeList l = { .sge = rw->sge };
     RnicWqcProbe probe;
     uint64_t total = 0, slot;
@@ -1187,7 +1196,8 @@ bool rnic_recv_fetch(RnicEngine *e, RnicQp *qp, RnicRecvWqe *rw,
         return false;
     }
     slot = ring + ((uint64_t)(*cons & ((1u << log) - 1)) << shift);
-    if (rnic_dma_read(e, slot, buf, 16 + max_sge * sizeof(struct rnic_sge))) {
+    if (rnic_dma_read(e, slot, buf,
+                      sizeof(*w) + max_sge * sizeof(struct rnic_sge))) {
         rnic_event(e, UB_RECV, "receive queue ring not readable", qp->qpn,
                    0, 0);
         if (srq) {
