@@ -82,26 +82,33 @@ enum rnic_ring_fault rnic_ring_check(uint64_t addr, uint32_t log,
     return RNIC_RING_OK;
 }
 
+char *rnic_ring_why(uint64_t addr, uint32_t log, uint32_t log_min,
+                    uint32_t max_entries, uint32_t stride)
+{
+    switch (rnic_ring_check(addr, log, log_min, max_entries, stride)) {
+    case RNIC_RING_BAD_SIZE:
+        return g_strdup_printf("2^%u entries out of range (2^%u..%u)", log,
+                               log_min, max_entries);
+    case RNIC_RING_BAD_ADDR:
+        return g_strdup_printf("ring address 0x%" G_GINT64_MODIFIER "x is "
+                               "not a 4 KiB aligned range", addr);
+    default:
+        return NULL;
+    }
+}
+
 bool rnic_admin_check_ring(RnicEngine *e, RnicAdminResult *res,
                            const char *what, uint64_t addr, uint32_t log_size,
                            uint32_t log_min, uint32_t max_entries,
                            uint32_t stride)
 {
-    enum rnic_ring_fault fault = rnic_ring_check(addr, log_size, log_min,
-                                                 max_entries, stride);
+    g_autofree char *why = rnic_ring_why(addr, log_size, log_min,
+                                         max_entries, stride);
     uint64_t size;
     uint8_t probe;
 
-    if (fault == RNIC_RING_BAD_SIZE) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "%s: 2^%u entries out of range (2^%u..%u)", what,
-                        log_size, log_min, max_entries);
-        return false;
-    }
-    if (fault == RNIC_RING_BAD_ADDR) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "%s: ring address 0x%" G_GINT64_MODIFIER "x is not "
-                        "a 4 KiB aligned range", what, addr);
+    if (why) {
+        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "%s: %s", what, why);
         return false;
     }
     /* the whole ring must be guest memory: probe both ends */

@@ -153,22 +153,6 @@ void rnic_async_event(RnicEngine *e, uint8_t type, uint32_t handle,
     rnic_eq_post(e, e->async_eq, type, handle, data);
 }
 
-/* rnic_ring_check's verdict in the words of rnic_admin_check_ring */
-char *rnic_ring_why(uint64_t addr, uint32_t log, uint32_t log_min,
-                    uint32_t max_entries, uint32_t stride)
-{
-    switch (rnic_ring_check(addr, log, log_min, max_entries, stride)) {
-    case RNIC_RING_BAD_SIZE:
-        return g_strdup_printf("2^%u entries out of range (2^%u..%u)", log,
-                               log_min, max_entries);
-    case RNIC_RING_BAD_ADDR:
-        return g_strdup_printf("ring address 0x%" G_GINT64_MODIFIER "x is "
-                               "not a 4 KiB aligned range", addr);
-    default:
-        return NULL;
-    }
-}
-
 char *rnic_eq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
                            uint32_t vector, uint8_t flags, uint8_t *status)
 {

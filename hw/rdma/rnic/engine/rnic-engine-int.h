@@ -1061,17 +1061,18 @@ enum rnic_ring_fault {
 enum rnic_ring_fault rnic_ring_check(uint64_t addr, uint32_t log,
                                      uint32_t log_min, uint32_t max_entries,
                                      uint32_t stride);
+/* rnic_ring_check's verdict in words (newly allocated), NULL when fine. */
+char *rnic_ring_why(uint64_t addr, uint32_t log, uint32_t log_min,
+                    uint32_t max_entries, uint32_t stride);
 
 /*
  * The rules of an object's parameters, one function per object, which its
  * create command and the state image's load both apply (as rnic_ring_check
  * is for rings): NULL when they hold, else why not (newly allocated), and
  * *status the command's status for it; the objects named by handles are
- * returned. rnic_ring_why: rnic_ring_check's verdict in words.
+ * returned.
  */
 /* rnic-cq.c */
-char *rnic_ring_why(uint64_t addr, uint32_t log, uint32_t log_min,
-                    uint32_t max_entries, uint32_t stride);
 char *rnic_eq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
                            uint32_t vector, uint8_t flags, uint8_t *status);
 char *rnic_cq_check_params(RnicEngine *e, uint32_t owner, uint32_t eqh,
