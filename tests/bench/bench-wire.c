@@ -8,15 +8,22 @@
  * the ACKs back the same way. No QEMU: this is the device's own cost per
  * frame, the ceiling of what two QEMU processes can reach.
  *
+ * The receive path alone (--op=RX): prebuilt UC RDMA WRITE ONLY frames
+ * (consecutive PSNs) from a peer into one engine's rnic_engine_receive
+ * (classify, decode, ICRC check, route, placement); UC answers nothing.
+ *
  * Not a test: build with 'meson compile -C build/project', run
- * build/project/tests/bench/bench-wire [--time=ms] [--op=WRITE|SEND]
- * [--size=bytes] [--mtu=1024|4096]
+ * build/project/tests/bench/bench-wire [--time=ms] [--op=WRITE|SEND|RX]
+ * [--size=bytes] [--mtu=1024|4096] [--cpu]
+ * --cpu: times (and bounds) each run in the process's CPU time rather than
+ * wall time: rates that hold on a loaded machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "rnic-test-verbs.h"
+#include "rnic-roce.h"
 
 #define REGION      (16u << 20)
 #define SQ_LOG      8
@@ -31,11 +38,14 @@ typedef struct Side {
     uint64_t buf;
 } Side;
 
+/* CLOCK_PROCESS_CPUTIME_ID with --cpu */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(bench_clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
@@ -172,6 +182,111 @@ static double run(Side *s, uint8_t opcode, uint32_t size, uint64_t ms,
     return ops * 1e9 / (t - t0);
 }
 
+/* Frames of the receive-only case, replayed in turn (PSNs 0..RX_FRAMES-1). */
+#define RX_FRAMES   256
+
+/* The UC QP of side 'rx' (host 2), connected to QPN 0x99 of host 1. */
+static TvQp *rx_uc_qp(Side *rx, uint8_t peer_host)
+{
+    TvQp *qp = tv_qp(rx->h, RNIC_QPT_UC, rx->pd, rx->cq, rx->cq, NULL,
+                     SQ_LOG, 0);
+    TvRcPath p = {
+        .dest_qpn = 0x99,
+        .mtu = RNIC_MTU_4096,
+        .access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE,
+    };
+
+    tv_gid_bytes(p.dgid, rx->ctx, peer_host);
+    tv_rc_connect_path(rx->h, qp, &p);
+    return qp;
+}
+
+/* frames/s received of UC WRITE ONLY packets of 'size' bytes (<= 4096). */
+static double run_rx(uint32_t size, uint64_t ms, double *ns_per_frame)
+{
+    static uint8_t payload[4096];
+    Side rx;
+    TvQp *qp;
+    RnicRoceHdr hd;
+    GByteArray *f[RX_FRAMES];
+    uint64_t t0, t, frames = 0;
+    unsigned i;
+
+    side_init(&rx, 2);
+    qp = rx_uc_qp(&rx, 1);
+    memset(&hd, 0, sizeof(hd));
+    memcpy(hd.dmac, rx.h->cfg.mac, 6);
+    hd.smac[0] = 0x52;
+    hd.smac[5] = 1;
+    tv_gid_bytes(hd.sgid, rx.ctx, 1);
+    tv_gid_bytes(hd.dgid, rx.ctx, 2);
+    hd.hop_limit = 64;
+    hd.udp_sport = 0xc000;
+    hd.opcode = RNIC_ROCE_UC_RDMA_WRITE_ONLY;
+    hd.pkey = RNIC_ROCE_DEFAULT_PKEY;
+    hd.dest_qp = qp->qpn;
+    hd.reth.rkey = rx.mr;
+    hd.reth.dma_len = size;
+    hd.payload = payload;
+    hd.payload_len = size;
+    for (i = 0; i < RX_FRAMES; i++) {
+        size_t len;
+
+        f[i] = g_byte_array_sized_new(RNIC_ROCE_HDR_MAX + size +
+                                      RNIC_ROCE_TRAILER_MAX);
+        g_byte_array_set_size(f[i], RNIC_ROCE_HDR_MAX + size +
+                              RNIC_ROCE_TRAILER_MAX);
+        hd.psn = i;
+        hd.reth.va = rx.buf + (uint64_t)i * size % REGION;
+        g_assert_cmpint(rnic_roce_encode_linear(&hd, f[i]->data, f[i]->len,
+                                                &len), ==, RNIC_ROCE_OK);
+        g_byte_array_set_size(f[i], len);
+    }
+    t0 = now_ns();
+    do {
+        for (i = 0; i < RX_FRAMES; i++) {
+            struct iovec iov = { f[i]->data, f[i]->len };
+
+            rnic_engine_receive(rx.h->engine, &iov, 1);
+        }
+        frames += RX_FRAMES;
+        t = now_ns();
+    } while (t - t0 < ms * 1000000ull);
+    g_assert_cmpuint(rnic_engine_stat(rx.h->engine, RNIC_STAT_RX_DROPPED), ==,
+                     0);
+    g_assert_cmpuint(rnic_engine_stat(rx.h->engine, RNIC_STAT_RX_FRAMES), ==,
+                     frames);
+    for (i = 0; i < RX_FRAMES; i++) {
+        g_byte_array_unref(f[i]);
+    }
+    test_host_free(rx.h);
+    g_free(rx.cq);
+    g_free(rx.qp);
+    g_free(qp);
+    *ns_per_frame = (double)(t - t0) / frames;
+    return frames * 1e9 / (t - t0);
+}
+
+/* The receive-only rows (--op=RX; MTU 4096, sizes up to 4096). */
+static void run_rx_rows(const uint32_t *sizes, unsigned nsizes,
+                        uint32_t only_size, uint64_t ms)
+{
+    unsigned i;
+
+    for (i = 0; i < nsizes; i++) {
+        double rate, nspf;
+
+        if (sizes[i] > 4096 || (only_size && sizes[i] != only_size)) {
+            continue;
+        }
+        run_rx(sizes[i], ms / 5, &nspf);                /* warm-up */
+        rate = run_rx(sizes[i], ms, &nspf);
+        printf("| RX | 4096 | %u | %.0f | %.1f | %.0f (receive only) |\n",
+               sizes[i], rate, rate * sizes[i] / 1e6, nspf);
+        fflush(stdout);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 64, 4096, 65536, 1u << 20 };
@@ -197,9 +312,11 @@ int main(int argc, char **argv)
             only_op = argv[i] + 5;
         } else if (!strncmp(argv[i], "--mtu=", 6)) {
             only_mtu = argv[i] + 6;
+        } else if (!strcmp(argv[i], "--cpu")) {
+            bench_clock = CLOCK_PROCESS_CPUTIME_ID;
         } else {
-            fprintf(stderr, "usage: %s [--time=ms] [--op=WRITE|SEND] "
-                    "[--size=bytes] [--mtu=1024|4096]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--time=ms] [--op=WRITE|SEND|RX] "
+                    "[--size=bytes] [--mtu=1024|4096] [--cpu]\n", argv[0]);
             return 1;
         }
     }
@@ -240,6 +357,10 @@ int main(int argc, char **argv)
                 g_free(s[1].qp);
             }
         }
+    }
+    if ((!only_op || !strcmp(only_op, "RX")) &&
+        (!only_mtu || !strcmp(only_mtu, "4096"))) {
+        run_rx_rows(sizes, G_N_ELEMENTS(sizes), only_size, ms);
     }
     return 0;
 }

@@ -972,6 +972,132 @@ static void test_decode_truncated(void)
     g_test_message("%u truncated prefixes rejected", checked);
 }
 
+static RnicRoceClass peek_exact(const Frame *fr, size_t len,
+                                RnicRocePeek *pk)
+{
+    g_autofree uint8_t *copy = g_memdup2(fr->b, len);
+
+    rnic_roce_peek(copy, len, pk);
+    return pk->cls;
+}
+
+/*
+ * The classifier: a frame of each kind and what rnic_roce_peek() says of
+ * it, of its prefixes and of its first RNIC_ROCE_PEEK_LEN bytes; the
+ * decode from the peek is the decode.
+ */
+static void test_peek(void)
+{
+    const uint8_t op = RNIC_ROCE_OP_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+    RnicRocePeek pk, pk2;
+    RnicRoceHdr h, d;
+    Frame fr;
+    uint8_t *ip;
+    size_t len;
+
+    for (int v6 = 0; v6 < 2; v6++) {
+        for (int vlan = 0; vlan < 2; vlan++) {
+            /* RoCEv2: every header where the decoder finds it */
+            make_frame(&fr, op, v6, vlan, 16);
+            g_assert_cmpint(peek_exact(&fr, fr.len, &pk), ==,
+                            RNIC_ROCE_CLASS_ROCE);
+            g_assert_cmpint(rnic_roce_decode(fr.b, fr.len, &h), ==,
+                            RNIC_ROCE_OK);
+            g_assert_cmpint(rnic_roce_decode_peeked(fr.b, fr.len, &pk, &d),
+                            ==, RNIC_ROCE_OK);
+            g_assert_cmpmem(&d, sizeof(d), &h, sizeof(h));
+            g_assert_cmpint(pk.mcast, ==, h.dmac[0] & 1);
+            g_assert_cmpint(pk.vlan_present, ==, vlan);
+            g_assert_cmpuint(pk.vlan_tci & 0xfff, ==, h.vlan_id);
+            g_assert_cmpint(pk.ipv6, ==, v6);
+            g_assert_cmphex(pk.ethertype, ==, v6 ? RNIC_ROCE_ETHERTYPE_IPV6
+                                                 : RNIC_ROCE_ETHERTYPE_IPV4);
+            g_assert_cmpuint(pk.l3_offset, ==, fr.l3);
+            g_assert_cmpuint(pk.l4_offset, ==, h.bth_offset - 8);
+            g_assert_cmpuint(pk.udp_dport, ==, RNIC_ROCE_UDP_DPORT);
+            g_assert_cmpmem(pk.dgid, 16, h.dgid, 16);
+            g_assert_true(pk.has_bth);
+            g_assert_cmphex(pk.bth.opcode, ==, h.opcode);
+            g_assert_cmphex(pk.bth.dest_qp, ==, h.dest_qp);
+            g_assert_cmphex(pk.bth.psn, ==, h.psn);
+            g_assert_cmphex(pk.bth.pkey, ==, h.pkey);
+
+            /* its first RNIC_ROCE_PEEK_LEN bytes say the same */
+            len = MIN(fr.len, RNIC_ROCE_PEEK_LEN);
+            g_assert_cmpint(peek_exact(&fr, len, &pk2), ==,
+                            RNIC_ROCE_CLASS_ROCE);
+            g_assert_cmpuint(pk2.l4_offset, ==, pk.l4_offset);
+            g_assert_true(pk2.has_bth);
+            g_assert_cmphex(pk2.bth.psn, ==, pk.bth.psn);
+
+            /* cut before the UDP ports: truncated; before the BTH's end */
+            for (len = 0; len < pk.l4_offset + 4u; len++) {
+                g_assert_cmpint(peek_exact(&fr, len, &pk2), ==,
+                                RNIC_ROCE_CLASS_TRUNCATED);
+            }
+            for (; len < pk.l4_offset + 8u + RNIC_ROCE_BTH_LEN; len++) {
+                g_assert_cmpint(peek_exact(&fr, len, &pk2), ==,
+                                RNIC_ROCE_CLASS_ROCE);
+                g_assert_false(pk2.has_bth);
+            }
+
+            /* UDP to another port */
+            fr.b[pk.l4_offset + 3] ^= 1;
+            g_assert_cmpint(peek_exact(&fr, fr.len, &pk2), ==,
+                            RNIC_ROCE_CLASS_UDP);
+            g_assert_cmpuint(pk2.udp_dport, ==, RNIC_ROCE_UDP_DPORT ^ 1);
+            g_assert_false(pk2.has_bth);
+
+            /* TCP */
+            make_frame(&fr, op, v6, vlan, 16);
+            fr.b[fr.l3 + (v6 ? 6 : 9)] = 6;
+            g_assert_cmpint(peek_exact(&fr, fr.len, &pk2), ==,
+                            RNIC_ROCE_CLASS_NOT_UDP);
+
+            /* the IP version contradicts the EtherType */
+            make_frame(&fr, op, v6, vlan, 16);
+            fr.b[fr.l3] = v6 ? 0x45 : 0x60;
+            g_assert_cmpint(peek_exact(&fr, fr.len, &pk2), ==,
+                            RNIC_ROCE_CLASS_NOT_IP);
+
+            /* ARP, and a multicast destination */
+            make_frame(&fr, op, v6, vlan, 16);
+            fr.b[fr.l3 - 2] = 0x08;
+            fr.b[fr.l3 - 1] = 0x06;
+            g_assert_cmpint(peek_exact(&fr, fr.len, &pk2), ==,
+                            RNIC_ROCE_CLASS_NOT_IP);
+            make_frame(&fr, op, v6, vlan, 16);
+            fr.b[0] |= 1;
+            g_assert_cmpint(peek_exact(&fr, fr.len, &pk2), ==,
+                            RNIC_ROCE_CLASS_ROCE);
+            g_assert_true(pk2.mcast);
+        }
+    }
+
+    /*
+     * IPv4: the claim's view, looser than the decoder's. Options: RoCE,
+     * UDP after them (the decoder refuses them); a first fragment: RoCE;
+     * a later one has no UDP header; an IHL below 5 is no IPv4.
+     */
+    make_frame(&fr, op, false, false, 16);
+    ip = fr.b + fr.l3;
+    ip[0] = 0x46;
+    g_assert_cmpint(peek_exact(&fr, fr.len, &pk), ==, RNIC_ROCE_CLASS_UDP);
+    g_assert_cmpuint(pk.l4_offset, ==, fr.l3 + 24);
+    ip[0] = 0x44;
+    g_assert_cmpint(peek_exact(&fr, fr.len, &pk), ==, RNIC_ROCE_CLASS_NOT_IP);
+    make_frame(&fr, op, false, false, 16);
+    ip = fr.b + fr.l3;
+    ip[6] |= 0x20;          /* MF */
+    g_assert_cmpint(peek_exact(&fr, fr.len, &pk), ==, RNIC_ROCE_CLASS_ROCE);
+    ip[7] = 1;              /* fragment offset */
+    g_assert_cmpint(peek_exact(&fr, fr.len, &pk), ==, RNIC_ROCE_CLASS_NOT_UDP);
+    /* the 802.1Q tag cut: nothing past the Ethernet header */
+    make_frame(&fr, op, false, true, 16);
+    g_assert_cmpint(peek_exact(&fr, 17, &pk), ==, RNIC_ROCE_CLASS_TRUNCATED);
+    g_assert_cmpuint(pk.l3_offset, ==, 0);
+}
+
 /* The ICRC ignores exactly the fields routers may change. */
 static void test_icrc_invariance(void)
 {
@@ -1287,6 +1413,7 @@ int main(int argc, char **argv)
     g_test_add_func("/roce/encode/errors", test_encode_errors);
     g_test_add_func("/roce/decode/errors", test_decode_errors);
     g_test_add_func("/roce/decode/truncated", test_decode_truncated);
+    g_test_add_func("/roce/peek", test_peek);
     g_test_add_func("/roce/grh/ud", test_grh_ud);
     g_test_add_func("/roce/perf", test_perf);
     return g_test_run();

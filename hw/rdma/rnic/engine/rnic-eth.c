@@ -18,7 +18,7 @@
  * When RX is enabled but no buffer is posted, the host is told "cannot
  * receive" and keeps the frame queued; RnicHostOps.rx_ready tells it when
  * buffers arrive. Frames that are RoCE for this device are claimed by
- * rnic_roce_rx_claim() before any of this.
+ * rnic_wire_rx_claim() (rnic-wire.c) before any of this.
  *
  * Every guest address goes through rnic_dma_read/rnic_dma_write: a bad
  * buffer address is an ERR status, an unreadable ring halts that ring
@@ -37,6 +37,8 @@
 
 /* Bytes of a received frame copied contiguously for the filter and hook. */
 #define RNIC_ETH_RX_HDR 128
+/* the hook's peek reads no further (rnic_wire_rx_claim) */
+G_STATIC_ASSERT(RNIC_ETH_RX_HDR >= RNIC_ROCE_PEEK_LEN);
 
 /* Offsets of the fields the device writes back. */
 #define RNIC_ETH_TX_STATUS_OFF offsetof(struct rnic_eth_tx_desc, status)
@@ -45,13 +47,6 @@
 /* ---------------------------------------------------------------------- */
 /* Hooks for the RDMA side                                                */
 /* ---------------------------------------------------------------------- */
-
-bool rnic_roce_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
-                        size_t len, const uint8_t *hdr, size_t hdr_len)
-{
-    /* RoCEv2 to one of our GIDs (rnic-wire.c) */
-    return rnic_wire_rx_claim(e, iov, iovcnt, len, hdr, hdr_len);
-}
 
 void rnic_port_event(RnicEngine *e, bool link_up)
 {
@@ -370,7 +365,7 @@ static bool rnic_eth_receive(RnicEngine *e, const struct iovec *iov,
         rnic_stat_inc(e, RNIC_STAT_ETH_RX_LENGTH_ERRORS);
         return true;
     }
-    if (rnic_roce_rx_claim(e, iov, iovcnt, len, hdr, hlen)) {
+    if (rnic_wire_rx_claim(e, iov, iovcnt, len, hdr, hlen)) {
         return true;
     }
     if (!rnic_eth_rx_active(regs)) {

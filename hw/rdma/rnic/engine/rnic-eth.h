@@ -66,18 +66,6 @@ static inline bool rnic_eth_reg_in_range(uint32_t offset)
 }
 
 /*
- * Wire integration hook: called for every frame from the segment before the
- * Ethernet function looks at it. Returns true when the frame is RoCE for
- * this device and was consumed by the RDMA engine; the frame then never
- * reaches the net_device rings. The RoCE receive path plugs in by giving
- * this function (in rnic-eth.c) its body; until then it claims nothing.
- * 'len' is the frame length (iov_size of iov), 'hdr' its first
- * MIN(len, hdr_len) bytes, contiguous.
- */
-bool rnic_roce_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
-                        size_t len, const uint8_t *hdr, size_t hdr_len);
-
-/*
  * Port state hook: the link went up or down. The RDMA side raises
  * RNIC_EQE_PORT_ACTIVE / RNIC_EQE_PORT_ERR on the async EQ from here once
  * the event queues exist; until then nothing beyond DEV_STATUS and the

@@ -385,8 +385,183 @@ static uint8_t *write_ext(uint8_t *p, uint32_t ext, const RnicRoceHdr *h)
 }
 
 /*
- * Decode
+ * Peek: the headers read once, no validation
  */
+
+static void peek_bth(const uint8_t *bth, RnicRoceBth *b)
+{
+    b->opcode = bth[0];
+    b->se = bth[1] & 0x80;
+    b->migreq = bth[1] & 0x40;
+    b->pad = (bth[1] >> 4) & 3;
+    b->tver = bth[1] & 0xf;
+    b->pkey = ld_be16(bth + 2);
+    b->fecn = bth[4] & 0x80;
+    b->becn = bth[4] & 0x40;
+    b->dest_qp = ld_be24(bth + 5);
+    b->ack_req = bth[8] & 0x80;
+    b->psn = ld_be24(bth + 9);
+}
+
+/* IPv4 header at ip, 'avail' bytes from it: its class so far, UDP offset. */
+static RnicRoceClass peek_ipv4(const uint8_t *ip, size_t avail,
+                               RnicRocePeek *pk)
+{
+    size_t ihl;
+
+    if (avail < RNIC_ROCE_IPV4_HLEN) {
+        return RNIC_ROCE_CLASS_TRUNCATED;
+    }
+    ihl = (ip[0] & 0xf) * 4u;
+    if (ip[0] >> 4 != 4 || ihl < RNIC_ROCE_IPV4_HLEN) {
+        return RNIC_ROCE_CLASS_NOT_IP;
+    }
+    if (ip[9] != 17 || (ld_be16(ip + 6) & 0x1fff)) {
+        return RNIC_ROCE_CLASS_NOT_UDP; /* or a fragment without its UDP */
+    }
+    rnic_roce_gid_from_ipv4(pk->dgid, ip + 16);
+    pk->l4_offset = pk->l3_offset + ihl;
+    return RNIC_ROCE_CLASS_UDP;
+}
+
+static RnicRoceClass peek_ipv6(const uint8_t *ip, size_t avail,
+                               RnicRocePeek *pk)
+{
+    if (avail < RNIC_ROCE_IPV6_HLEN) {
+        return RNIC_ROCE_CLASS_TRUNCATED;
+    }
+    if (ip[0] >> 4 != 6) {
+        return RNIC_ROCE_CLASS_NOT_IP;
+    }
+    if (ip[6] != 17) {
+        return RNIC_ROCE_CLASS_NOT_UDP;
+    }
+    pk->ipv6 = true;
+    memcpy(pk->dgid, ip + 24, 16);
+    pk->l4_offset = pk->l3_offset + RNIC_ROCE_IPV6_HLEN;
+    return RNIC_ROCE_CLASS_UDP;
+}
+
+void rnic_roce_peek(const void *frame, size_t len, RnicRocePeek *pk)
+{
+    const uint8_t *f = frame;
+    size_t off = RNIC_ROCE_ETH_HLEN;
+
+    /* not *pk = (RnicRocePeek){ ... }: dgid and bth are left unwritten */
+    pk->cls = RNIC_ROCE_CLASS_TRUNCATED;
+    pk->mcast = pk->vlan_present = pk->ipv6 = pk->has_bth = false;
+    pk->vlan_tci = pk->ethertype = 0;
+    pk->l3_offset = pk->l4_offset = pk->udp_dport = 0;
+    if (len < RNIC_ROCE_ETH_HLEN) {
+        return;
+    }
+    pk->mcast = f[0] & 1;
+    pk->ethertype = ld_be16(f + 12);
+    if (pk->ethertype == RNIC_ROCE_ETHERTYPE_VLAN) {
+        off += RNIC_ROCE_VLAN_HLEN;
+        if (len < off) {
+            return;
+        }
+        pk->vlan_present = true;
+        pk->vlan_tci = ld_be16(f + 14);
+        pk->ethertype = ld_be16(f + 16);
+    }
+    pk->l3_offset = off;
+    if (pk->ethertype == RNIC_ROCE_ETHERTYPE_IPV4) {
+        pk->cls = peek_ipv4(f + off, len - off, pk);
+    } else if (pk->ethertype == RNIC_ROCE_ETHERTYPE_IPV6) {
+        pk->cls = peek_ipv6(f + off, len - off, pk);
+    } else {
+        pk->cls = RNIC_ROCE_CLASS_NOT_IP;
+    }
+    if (pk->cls != RNIC_ROCE_CLASS_UDP) {
+        return;
+    }
+    if (len < pk->l4_offset + 4u) {
+        pk->cls = RNIC_ROCE_CLASS_TRUNCATED;    /* before the UDP ports */
+        return;
+    }
+    pk->udp_dport = ld_be16(f + pk->l4_offset + 2);
+    if (pk->udp_dport != RNIC_ROCE_UDP_DPORT) {
+        return;
+    }
+    pk->cls = RNIC_ROCE_CLASS_ROCE;
+    if (len >= pk->l4_offset + RNIC_ROCE_UDP_HLEN + RNIC_ROCE_BTH_LEN) {
+        pk->has_bth = true;
+        peek_bth(f + pk->l4_offset + RNIC_ROCE_UDP_HLEN, &pk->bth);
+    }
+}
+
+/*
+ * Decode: the peek's headers validated in wire order, then the extension
+ * headers, payload and ICRC. On an error *h holds what was decoded before
+ * the failing check (rnic_roce_decode).
+ */
+
+static RnicRoceError decode_eth(const uint8_t *f, size_t len,
+                                const RnicRocePeek *pk, RnicRoceHdr *h)
+{
+    if (len < RNIC_ROCE_ETH_HLEN) {
+        return RNIC_ROCE_ERR_TRUNCATED;
+    }
+    memcpy(h->dmac, f, 6);
+    memcpy(h->smac, f + 6, 6);
+    if (!pk->l3_offset) {
+        return RNIC_ROCE_ERR_TRUNCATED;         /* in the 802.1Q tag */
+    }
+    if (pk->vlan_present) {
+        h->vlan_present = true;
+        h->vlan_pcp = pk->vlan_tci >> 13;
+        h->vlan_dei = (pk->vlan_tci >> 12) & 1;
+        h->vlan_id = pk->vlan_tci & 0xfff;
+    }
+    h->l3_offset = pk->l3_offset;
+    return RNIC_ROCE_OK;
+}
+
+/* The IPv4 header at ip, 'avail' bytes from it; *l4_len: UDP datagram. */
+static RnicRoceError decode_ipv4(const uint8_t *ip, size_t avail,
+                                 const RnicRocePeek *pk, RnicRoceHdr *h,
+                                 size_t *l4_len)
+{
+    uint16_t tot_len, frag;
+
+    if (avail < RNIC_ROCE_IPV4_HLEN) {
+        return RNIC_ROCE_ERR_TRUNCATED;
+    }
+    if (ip[0] >> 4 != 4) {
+        return RNIC_ROCE_ERR_IP_VERSION;
+    }
+    if ((ip[0] & 0xf) != 5) {
+        /* rxe's ICRC assumes a bare 20-byte header too */
+        return RNIC_ROCE_ERR_IP_OPTIONS;
+    }
+    if (csum_fold(csum_add(0, ip, RNIC_ROCE_IPV4_HLEN)) != 0) {
+        return RNIC_ROCE_ERR_IP_CSUM;
+    }
+    tot_len = ld_be16(ip + 2);
+    if (tot_len < RNIC_ROCE_IPV4_HLEN + RNIC_ROCE_UDP_HLEN) {
+        return RNIC_ROCE_ERR_IP_LEN;
+    }
+    if (tot_len > avail) {
+        return RNIC_ROCE_ERR_TRUNCATED;
+    }
+    frag = ld_be16(ip + 6);
+    if (frag & 0x3fff) {
+        return RNIC_ROCE_ERR_IP_FRAGMENT;
+    }
+    if (ip[9] != 17) {
+        return RNIC_ROCE_ERR_NOT_UDP;
+    }
+    h->traffic_class = ip[1];
+    h->ip_id = ld_be16(ip + 4);
+    h->ip_df = frag & 0x4000;
+    h->hop_limit = ip[8];
+    rnic_roce_gid_from_ipv4(h->sgid, ip + 12);
+    memcpy(h->dgid, pk->dgid, 16);
+    *l4_len = tot_len - RNIC_ROCE_IPV4_HLEN;
+    return RNIC_ROCE_OK;
+}
 
 static bool ipv6_ext_header(uint8_t nh)
 {
@@ -395,187 +570,189 @@ static bool ipv6_ext_header(uint8_t nh)
            nh == 140;
 }
 
-RnicRoceError rnic_roce_decode(const void *frame, size_t len, RnicRoceHdr *h)
+static RnicRoceError decode_ipv6(const uint8_t *ip, size_t avail,
+                                 const RnicRocePeek *pk, RnicRoceHdr *h,
+                                 size_t *l4_len)
 {
-    const uint8_t *f = frame;
-    const uint8_t *ip, *udp, *bth;
-    const RnicRoceOpInfo *info;
-    size_t off = RNIC_ROCE_ETH_HLEN;
-    size_t ip_hlen, l4_len, tlen, data_len;
-    uint16_t type, udp_len;
-    uint32_t icrc;
+    uint32_t vtf;
+    uint16_t plen;
 
-    memset(h, 0, sizeof(*h));
-    if (len < RNIC_ROCE_ETH_HLEN) {
+    if (avail < RNIC_ROCE_IPV6_HLEN) {
         return RNIC_ROCE_ERR_TRUNCATED;
     }
-    memcpy(h->dmac, f, 6);
-    memcpy(h->smac, f + 6, 6);
-    type = ld_be16(f + 12);
-    if (type == RNIC_ROCE_ETHERTYPE_VLAN) {
-        uint16_t tci;
-
-        if (len < RNIC_ROCE_ETH_HLEN + RNIC_ROCE_VLAN_HLEN) {
-            return RNIC_ROCE_ERR_TRUNCATED;
-        }
-        tci = ld_be16(f + 14);
-        h->vlan_present = true;
-        h->vlan_pcp = tci >> 13;
-        h->vlan_dei = (tci >> 12) & 1;
-        h->vlan_id = tci & 0xfff;
-        type = ld_be16(f + 16);
-        off += RNIC_ROCE_VLAN_HLEN;
+    vtf = ld_be32(ip);
+    if (vtf >> 28 != 6) {
+        return RNIC_ROCE_ERR_IP_VERSION;
     }
-    h->l3_offset = off;
-    ip = f + off;
-
-    if (type == RNIC_ROCE_ETHERTYPE_IPV4) {
-        uint16_t tot_len, frag;
-
-        ip_hlen = RNIC_ROCE_IPV4_HLEN;
-        if (len - off < ip_hlen) {
-            return RNIC_ROCE_ERR_TRUNCATED;
-        }
-        if (ip[0] >> 4 != 4) {
-            return RNIC_ROCE_ERR_IP_VERSION;
-        }
-        if ((ip[0] & 0xf) != 5) {
-            /* rxe's ICRC assumes a bare 20-byte header too */
-            return RNIC_ROCE_ERR_IP_OPTIONS;
-        }
-        if (csum_fold(csum_add(0, ip, ip_hlen)) != 0) {
-            return RNIC_ROCE_ERR_IP_CSUM;
-        }
-        tot_len = ld_be16(ip + 2);
-        if (tot_len < ip_hlen + RNIC_ROCE_UDP_HLEN) {
-            return RNIC_ROCE_ERR_IP_LEN;
-        }
-        if (tot_len > len - off) {
-            return RNIC_ROCE_ERR_TRUNCATED;
-        }
-        frag = ld_be16(ip + 6);
-        if (frag & 0x3fff) {
+    if (ip[6] != 17) {
+        if (ip[6] == 44) {
             return RNIC_ROCE_ERR_IP_FRAGMENT;
         }
-        if (ip[9] != 17) {
-            return RNIC_ROCE_ERR_NOT_UDP;
-        }
-        h->traffic_class = ip[1];
-        h->ip_id = ld_be16(ip + 4);
-        h->ip_df = frag & 0x4000;
-        h->hop_limit = ip[8];
-        rnic_roce_gid_from_ipv4(h->sgid, ip + 12);
-        rnic_roce_gid_from_ipv4(h->dgid, ip + 16);
-        l4_len = tot_len - ip_hlen;
-    } else if (type == RNIC_ROCE_ETHERTYPE_IPV6) {
-        uint32_t vtf;
-        uint16_t plen;
-
-        ip_hlen = RNIC_ROCE_IPV6_HLEN;
-        if (len - off < ip_hlen) {
-            return RNIC_ROCE_ERR_TRUNCATED;
-        }
-        vtf = ld_be32(ip);
-        if (vtf >> 28 != 6) {
-            return RNIC_ROCE_ERR_IP_VERSION;
-        }
-        if (ip[6] != 17) {
-            if (ip[6] == 44) {
-                return RNIC_ROCE_ERR_IP_FRAGMENT;
-            }
-            return ipv6_ext_header(ip[6]) ? RNIC_ROCE_ERR_IP_OPTIONS
-                                          : RNIC_ROCE_ERR_NOT_UDP;
-        }
-        plen = ld_be16(ip + 4);
-        if (plen < RNIC_ROCE_UDP_HLEN) {
-            return RNIC_ROCE_ERR_IP_LEN;
-        }
-        if (plen > len - off - ip_hlen) {
-            return RNIC_ROCE_ERR_TRUNCATED;
-        }
-        h->ipv6 = true;
-        h->traffic_class = (vtf >> 20) & 0xff;
-        h->flow_label = vtf & 0xfffff;
-        h->hop_limit = ip[7];
-        memcpy(h->sgid, ip + 8, 16);
-        memcpy(h->dgid, ip + 24, 16);
-        l4_len = plen;
-    } else {
-        return RNIC_ROCE_ERR_NOT_IP;
+        return ipv6_ext_header(ip[6]) ? RNIC_ROCE_ERR_IP_OPTIONS
+                                      : RNIC_ROCE_ERR_NOT_UDP;
     }
+    plen = ld_be16(ip + 4);
+    if (plen < RNIC_ROCE_UDP_HLEN) {
+        return RNIC_ROCE_ERR_IP_LEN;
+    }
+    if (plen > avail - RNIC_ROCE_IPV6_HLEN) {
+        return RNIC_ROCE_ERR_TRUNCATED;
+    }
+    h->ipv6 = true;
+    h->traffic_class = (vtf >> 20) & 0xff;
+    h->flow_label = vtf & 0xfffff;
+    h->hop_limit = ip[7];
+    memcpy(h->sgid, ip + 8, 16);
+    memcpy(h->dgid, pk->dgid, 16);
+    *l4_len = plen;
+    return RNIC_ROCE_OK;
+}
 
-    /* From here on everything lies within ip[0 .. ip_hlen + l4_len). */
-    udp = ip + ip_hlen;
+/* The UDP header after the IP header; l4_len bytes of datagram are there. */
+static RnicRoceError decode_udp(const uint8_t *ip, size_t ip_hlen,
+                                size_t l4_len, const RnicRocePeek *pk,
+                                RnicRoceHdr *h)
+{
+    const uint8_t *udp = ip + ip_hlen;
+
     h->udp_sport = ld_be16(udp);
-    h->udp_dport = ld_be16(udp + 2);
+    h->udp_dport = pk->udp_dport;
     if (h->udp_dport != RNIC_ROCE_UDP_DPORT) {
         return RNIC_ROCE_ERR_NOT_ROCE;
     }
-    udp_len = ld_be16(udp + 4);
-    if (udp_len != l4_len) {
+    if (ld_be16(udp + 4) != l4_len) {
         return RNIC_ROCE_ERR_UDP_LEN;
     }
     /* Zero means "none" (rxe and RoCE hardware send zero). */
-    if (ld_be16(udp + 6) != 0 && !udp_csum_ok(ip, h->ipv6, udp, udp_len)) {
+    if (ld_be16(udp + 6) != 0 && !udp_csum_ok(ip, h->ipv6, udp, l4_len)) {
         return RNIC_ROCE_ERR_UDP_CSUM;
     }
-
-    tlen = udp_len - RNIC_ROCE_UDP_HLEN;
-    if (tlen < RNIC_ROCE_BTH_LEN + RNIC_ROCE_ICRC_LEN) {
+    if (l4_len - RNIC_ROCE_UDP_HLEN < RNIC_ROCE_BTH_LEN + RNIC_ROCE_ICRC_LEN) {
         return RNIC_ROCE_ERR_LEN;
     }
-    bth = udp + RNIC_ROCE_UDP_HLEN;
-    h->bth_offset = bth - f;
-    h->opcode = bth[0];
-    h->se = bth[1] & 0x80;
-    h->migreq = bth[1] & 0x40;
-    h->pad = (bth[1] >> 4) & 3;
-    h->tver = bth[1] & 0xf;
-    h->pkey = ld_be16(bth + 2);
-    h->fecn = bth[4] & 0x80;
-    h->becn = bth[4] & 0x40;
-    h->dest_qp = ld_be24(bth + 5);
-    h->ack_req = bth[8] & 0x80;
-    h->psn = ld_be24(bth + 9);
+    return RNIC_ROCE_OK;
+}
+
+static void decode_bth(const RnicRoceBth *b, RnicRoceHdr *h)
+{
+    h->opcode = b->opcode;
+    h->se = b->se;
+    h->migreq = b->migreq;
+    h->pad = b->pad;
+    h->tver = b->tver;
+    h->pkey = b->pkey;
+    h->fecn = b->fecn;
+    h->becn = b->becn;
+    h->dest_qp = b->dest_qp;
+    h->ack_req = b->ack_req;
+    h->psn = b->psn;
+}
+
+/*
+ * The BTH's version and opcode, and the 'tlen' transport bytes (BTH to
+ * ICRC) against what the opcode carries; *data_len: payload + pad.
+ */
+static RnicRoceError decode_transport_len(const RnicRoceHdr *h, size_t tlen,
+                                          const RnicRoceOpInfo **info,
+                                          size_t *data_len)
+{
     if (h->tver != RNIC_ROCE_BTH_TVER) {
         return RNIC_ROCE_ERR_BTH_TVER;
     }
-    info = rnic_roce_op_info(h->opcode);
-    if (!info) {
+    *info = rnic_roce_op_info(h->opcode);
+    if (!*info) {
         return RNIC_ROCE_ERR_OPCODE;
     }
-    if (tlen < info->hdr_len + RNIC_ROCE_ICRC_LEN) {
+    if (tlen < (*info)->hdr_len + RNIC_ROCE_ICRC_LEN) {
         return RNIC_ROCE_ERR_LEN;
     }
-    data_len = tlen - info->hdr_len - RNIC_ROCE_ICRC_LEN;
-    if (info->flags & RNIC_ROCE_OPF_PAYLOAD) {
+    *data_len = tlen - (*info)->hdr_len - RNIC_ROCE_ICRC_LEN;
+    if ((*info)->flags & RNIC_ROCE_OPF_PAYLOAD) {
         /* payload + pad is 4-byte aligned and the pad fits in it */
-        if ((data_len & 3) || h->pad > data_len) {
+        if ((*data_len & 3) || h->pad > *data_len) {
             return RNIC_ROCE_ERR_PAD;
         }
     } else {
-        if (data_len) {
+        if (*data_len) {
             return RNIC_ROCE_ERR_LEN;
         }
         if (h->pad) {
             return RNIC_ROCE_ERR_PAD;
         }
     }
+    return RNIC_ROCE_OK;
+}
+
+/* The ICRC ending the 'tlen' transport bytes at bth (rxe's FLUSH one too). */
+static bool decode_icrc_ok(const uint8_t *ip, size_t ip_hlen,
+                           const uint8_t *bth, size_t tlen, RnicRoceHdr *h)
+{
+    uint32_t icrc;
 
     h->icrc = ld_le32(bth + tlen - RNIC_ROCE_ICRC_LEN);
-    icrc = rnic_roce_icrc(ip, h->ipv6, ip_hlen + udp_len - RNIC_ROCE_ICRC_LEN);
-    if (icrc != h->icrc &&
-        !(h->opcode == RNIC_ROCE_RC_FLUSH &&
-          rnic_roce_icrc_rxe_flush(icrc, bth, tlen) == h->icrc)) {
+    icrc = rnic_roce_icrc(ip, h->ipv6, ip_hlen + RNIC_ROCE_UDP_HLEN + tlen -
+                          RNIC_ROCE_ICRC_LEN);
+    return icrc == h->icrc ||
+           (h->opcode == RNIC_ROCE_RC_FLUSH &&
+            rnic_roce_icrc_rxe_flush(icrc, bth, tlen) == h->icrc);
+}
+
+RnicRoceError rnic_roce_decode_peeked(const void *frame, size_t len,
+                                      const RnicRocePeek *pk, RnicRoceHdr *h)
+{
+    const uint8_t *f = frame;
+    const uint8_t *ip, *bth;
+    const RnicRoceOpInfo *info;
+    size_t ip_hlen, l4_len, tlen, data_len;
+    RnicRoceError err;
+
+    memset(h, 0, sizeof(*h));
+    err = decode_eth(f, len, pk, h);
+    if (err != RNIC_ROCE_OK) {
+        return err;
+    }
+    ip = f + pk->l3_offset;
+    if (pk->ethertype == RNIC_ROCE_ETHERTYPE_IPV4) {
+        ip_hlen = RNIC_ROCE_IPV4_HLEN;
+        err = decode_ipv4(ip, len - pk->l3_offset, pk, h, &l4_len);
+    } else if (pk->ethertype == RNIC_ROCE_ETHERTYPE_IPV6) {
+        ip_hlen = RNIC_ROCE_IPV6_HLEN;
+        err = decode_ipv6(ip, len - pk->l3_offset, pk, h, &l4_len);
+    } else {
+        return RNIC_ROCE_ERR_NOT_IP;
+    }
+    if (err == RNIC_ROCE_OK) {
+        /* from here on everything lies within ip[0 .. ip_hlen + l4_len) */
+        err = decode_udp(ip, ip_hlen, l4_len, pk, h);
+    }
+    if (err != RNIC_ROCE_OK) {
+        return err;
+    }
+    tlen = l4_len - RNIC_ROCE_UDP_HLEN;
+    bth = ip + ip_hlen + RNIC_ROCE_UDP_HLEN;
+    h->bth_offset = bth - f;
+    decode_bth(&pk->bth, h);
+    err = decode_transport_len(h, tlen, &info, &data_len);
+    if (err != RNIC_ROCE_OK) {
+        return err;
+    }
+    if (!decode_icrc_ok(ip, ip_hlen, bth, tlen, h)) {
         return RNIC_ROCE_ERR_ICRC;
     }
-
     h->ext = info->ext;
     parse_ext(bth + RNIC_ROCE_BTH_LEN, info->ext, h);
     h->payload = bth + info->hdr_len;
     h->payload_len = data_len - h->pad;
-    h->frame_len = off + ip_hlen + udp_len;
+    h->frame_len = pk->l3_offset + ip_hlen + l4_len;
     return RNIC_ROCE_OK;
+}
+
+RnicRoceError rnic_roce_decode(const void *frame, size_t len, RnicRoceHdr *h)
+{
+    RnicRocePeek pk;
+
+    rnic_roce_peek(frame, len, &pk);
+    return rnic_roce_decode_peeked(frame, len, &pk, h);
 }
 
 /*

@@ -407,6 +407,75 @@ static inline const RnicRoceOpInfo *rnic_roce_op_info(uint8_t opcode)
 
 const char *rnic_roce_strerror(RnicRoceError err);
 
+/* What the headers of a frame are, as far as rnic_roce_peek() reads them. */
+typedef enum RnicRoceClass {
+    RNIC_ROCE_CLASS_TRUNCATED,  /* ends in Ethernet/802.1Q/IP or UDP ports */
+    RNIC_ROCE_CLASS_NOT_IP,     /* not IP, or its version or IHL is wrong */
+    RNIC_ROCE_CLASS_NOT_UDP,    /* IP, not UDP (or an IPv4 non-first frag) */
+    RNIC_ROCE_CLASS_UDP,        /* UDP to another port */
+    RNIC_ROCE_CLASS_ROCE,       /* UDP to 4791: RoCEv2, not validated yet */
+} RnicRoceClass;
+
+/* The BTH, host order (the fields of RNIC_ROCE_TRANSPORT_MEMBERS). */
+typedef struct RnicRoceBth {
+    uint8_t opcode;
+    bool se;
+    bool migreq;
+    uint8_t pad;
+    uint8_t tver;
+    uint16_t pkey;
+    bool fecn;
+    bool becn;
+    uint32_t dest_qp;
+    bool ack_req;
+    uint32_t psn;
+} RnicRoceBth;
+
+/*
+ * A frame's Ethernet, 802.1Q, IPv4/IPv6, UDP and BTH headers read once,
+ * without validation (no lengths, checksums or ICRC): who the frame is for
+ * and where its headers are. Fields the peek did not get to are 0, but for
+ * dgid (set when cls is UDP or ROCE) and bth (when has_bth): unwritten.
+ */
+typedef struct RnicRocePeek {
+    RnicRoceClass cls;
+    bool mcast;             /* Ethernet destination is a group address */
+    bool vlan_present;
+    bool ipv6;
+    bool has_bth;           /* ROCE and a whole BTH follows the UDP header */
+    uint16_t vlan_tci;
+    uint16_t ethertype;     /* after the 802.1Q tag */
+    uint16_t l3_offset;     /* IP header: 14 or 18 (0: L2 header cut) */
+    uint16_t l4_offset;     /* UDP header (IPv4: at the IHL's length) */
+    uint16_t udp_dport;
+    uint8_t dgid[16];       /* IP destination as a GID (::ffff:a.b.c.d) */
+    RnicRoceBth bth;        /* when has_bth */
+} RnicRocePeek;
+
+/*
+ * rnic_roce_peek() reads no byte beyond this (Ethernet, 802.1Q, IPv4 with
+ * the longest options, UDP, BTH): a peek of a frame's first
+ * MIN(len, RNIC_ROCE_PEEK_LEN) or more bytes is the peek of the frame.
+ */
+#define RNIC_ROCE_PEEK_LEN \
+    (RNIC_ROCE_ETH_HLEN + RNIC_ROCE_VLAN_HLEN + 60 + RNIC_ROCE_UDP_HLEN + \
+     RNIC_ROCE_BTH_LEN)
+
+/*
+ * Classify a frame by its headers (the receive path's first look: is it
+ * RoCEv2 and to which address and QP?). Never reads outside
+ * frame[0 .. MIN(len, RNIC_ROCE_PEEK_LEN)).
+ */
+void rnic_roce_peek(const void *frame, size_t len, RnicRocePeek *pk);
+
+/*
+ * rnic_roce_decode() of a frame already peeked: continues from 'pk' (the
+ * peek of this frame, or of its first MIN(len, RNIC_ROCE_PEEK_LEN) bytes
+ * or more) instead of reading the headers again. Same results.
+ */
+RnicRoceError rnic_roce_decode_peeked(const void *frame, size_t len,
+                                      const RnicRocePeek *pk, RnicRoceHdr *h);
+
 /*
  * Decode and validate one Ethernet frame (no FCS). Bytes after the IP
  * packet (Ethernet padding) are ignored. On RNIC_ROCE_OK *h is filled and

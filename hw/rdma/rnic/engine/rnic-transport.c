@@ -7,8 +7,9 @@
  * the local receive path (loopback, no copy of the payload: the receiver
  * copies from the sender's registered memory into its own); otherwise to
  * rnic_wire_transmit(), the RoCEv2 wire (rnic-wire.c). rnic_rx() is the
- * receive side for a network context: QPN -> QP, then requester or
- * responder by opcode.
+ * receive side for a network context: QPN -> QP, then rnic_rx_qp():
+ * requester or responder by opcode (the wire's receive path, which found
+ * the QP while checking the frame, calls rnic_rx_qp() itself).
  *
  * Timers: each QP has at most one deadline (retransmission or RNR wait);
  * QPs with one are on a list, the host timer is armed at the earliest.

@@ -16,11 +16,6 @@
 /* Largest payload of one packet: the largest path MTU. */
 #define RNIC_WIRE_MAX_PAYLOAD   4096
 
-static inline uint16_t rnic_ld_be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 /*
  * RoCEv2 flow entropy (Annex A17.4.2: source port 0xc000..0xffff): the
  * transport's per-QP value (from the local QPN) mixed with the destination
@@ -286,7 +281,74 @@ static void rnic_wire_rx_mcast(RnicEngine *e, RnicNetCtx *ctx,
     }
 }
 
-void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
+/*
+ * A decoded frame's network context: its P_Key and VLAN. NULL when the
+ * frame was dropped.
+ */
+static RnicNetCtx *rnic_wire_rx_netctx(RnicEngine *e, const RnicRoceHdr *h)
+{
+    RnicNetCtx *ctx;
+
+    /* one partition, the default: full or limited membership of 0x7fff */
+    if ((h->pkey & 0x7fff) != (RNIC_ROCE_DEFAULT_PKEY & 0x7fff)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_PKEY, h, "P_Key not 0xffff");
+        return NULL;
+    }
+    ctx = rnic_netctx_by_id(e, RNIC_NET_VLAN, h->vlan_present ? h->vlan_id : 0);
+    if (!ctx) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_NET, h,
+                       "no network context for the VLAN");
+    }
+    return ctx;
+}
+
+/*
+ * The QP of a unicast frame in 'ctx': destination GID, opcode, QPN, the
+ * QP's transport and, connected, its peer. NULL when the frame was dropped.
+ */
+static RnicQp *rnic_wire_rx_qp(RnicEngine *e, RnicNetCtx *ctx,
+                               const RnicRoceHdr *h)
+{
+    RnicQp *qp;
+
+    if (!rnic_gid_is_local(e, ctx, h->dgid)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_GID, h,
+                       "destination GID not of this network context");
+        return NULL;
+    }
+    if (!rnic_transport_op(h->opcode)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, h, "opcode not supported");
+        return NULL;
+    }
+    qp = rnic_qp_by_qpn(ctx, h->dest_qp);
+    if (!qp) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_QPN, h,
+                       "no such QP in the network context");
+        return NULL;
+    }
+    if ((h->opcode & RNIC_ROCE_TRANSPORT_MASK) != rnic_qp_transport(qp)) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, h,
+                       "opcode of another transport than the QP's");
+        return NULL;
+    }
+    /* RC, UC: only the connected peer's address, to ours on the QP's path */
+    if (rnic_qpt_connected(qp->type) &&
+        (memcmp(h->sgid, qp->av.dgid, 16) ||
+         !rnic_wire_gid_eq(e, qp->av.sgid_index, h->dgid))) {
+        rnic_wire_drop(e, RNIC_STAT_RX_ERR_ADDR, h,
+                       "connected-QP packet not from the QP's peer");
+        return NULL;
+    }
+    return qp;
+}
+
+/*
+ * One contiguous RoCE frame known to be ours, 'pk' its peek (of at least
+ * its first MIN(len, RNIC_ROCE_PEEK_LEN) bytes): decoded from the peek on,
+ * checked, and to the QP found (rnic_rx_qp: no second lookup).
+ */
+static void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame,
+                               size_t len, const RnicRocePeek *pk)
 {
     RnicRoceError err;
     RnicNetCtx *ctx;
@@ -295,58 +357,26 @@ void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len)
     RnicQp *qp;
 
     rnic_stat_inc(e, RNIC_STAT_RX_FRAMES);
-    err = rnic_roce_decode(frame, len, &h);
+    err = rnic_roce_decode_peeked(frame, len, pk, &h);
     if (err != RNIC_ROCE_OK) {
         rnic_wire_drop(e, err == RNIC_ROCE_ERR_ICRC ? RNIC_STAT_RX_ERR_ICRC
                                                     : RNIC_STAT_RX_ERR_HEADER,
                        &h, rnic_roce_strerror(err));
         return;
     }
-    /* one partition, the default: full or limited membership of 0x7fff */
-    if ((h.pkey & 0x7fff) != (RNIC_ROCE_DEFAULT_PKEY & 0x7fff)) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_PKEY, &h, "P_Key not 0xffff");
-        return;
-    }
-    ctx = rnic_netctx_by_id(e, RNIC_NET_VLAN, h.vlan_present ? h.vlan_id : 0);
+    ctx = rnic_wire_rx_netctx(e, &h);
     if (!ctx) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_NET, &h,
-                       "no network context for the VLAN");
         return;
     }
     if (rnic_gid_is_mcast(h.dgid)) {
         rnic_wire_rx_mcast(e, ctx, &h);
         return;
     }
-    if (!rnic_gid_is_local(e, ctx, h.dgid)) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_GID, &h,
-                       "destination GID not of this network context");
-        return;
+    qp = rnic_wire_rx_qp(e, ctx, &h);
+    if (qp) {
+        rnic_wire_packet_from_hdr(&h, ctx->handle, &pkt);
+        rnic_rx_qp(e, qp, &pkt);
     }
-    if (!rnic_transport_op(h.opcode)) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, &h, "opcode not supported");
-        return;
-    }
-    qp = rnic_qp_by_qpn(ctx, h.dest_qp);
-    if (!qp) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_QPN, &h,
-                       "no such QP in the network context");
-        return;
-    }
-    if ((h.opcode & RNIC_ROCE_TRANSPORT_MASK) != rnic_qp_transport(qp)) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_OPCODE, &h,
-                       "opcode of another transport than the QP's");
-        return;
-    }
-    /* RC, UC: only the connected peer's address, to ours on the QP's path */
-    if (rnic_qpt_connected(qp->type) &&
-        (memcmp(h.sgid, qp->av.dgid, 16) ||
-         !rnic_wire_gid_eq(e, qp->av.sgid_index, h.dgid))) {
-        rnic_wire_drop(e, RNIC_STAT_RX_ERR_ADDR, &h,
-                       "connected-QP packet not from the QP's peer");
-        return;
-    }
-    rnic_wire_packet_from_hdr(&h, ctx->handle, &pkt);
-    rnic_rx(e, ctx, &pkt);
 }
 
 /* Is 'gid' one of the device's GIDs, in any network context? */
@@ -370,7 +400,8 @@ static bool rnic_wire_gid_is_ours(RnicEngine *e, const uint8_t gid[16])
  */
 static G_GNUC_NO_INLINE void rnic_wire_rx_gather(RnicEngine *e,
                                                  const struct iovec *iov,
-                                                 int iovcnt, size_t len)
+                                                 int iovcnt, size_t len,
+                                                 const RnicRocePeek *pk)
 {
     RNIC_UNINIT uint8_t buf[RNIC_ETH_MAX_FRAME];
     size_t done = 0;
@@ -383,68 +414,40 @@ static G_GNUC_NO_INLINE void rnic_wire_rx_gather(RnicEngine *e,
         memcpy(buf + done, iov[i].iov_base, n);
         done += n;
     }
-    rnic_wire_rx_frame(e, buf, done);
+    rnic_wire_rx_frame(e, buf, done, pk);
+}
+
+/*
+ * Is a peeked frame the RDMA engine's? RoCEv2, and unicast to the device's
+ * MAC and one of its GIDs, or multicast to a group a QP here is in.
+ */
+static bool rnic_wire_rx_ours(RnicEngine *e, const uint8_t *hdr,
+                              const RnicRocePeek *pk)
+{
+    if (pk->cls != RNIC_ROCE_CLASS_ROCE) {
+        return false;
+    }
+    if (pk->mcast) {
+        return rnic_gid_is_mcast(pk->dgid) && rnic_mcast_joined(e, pk->dgid);
+    }
+    return !memcmp(hdr, e->regs.mac, 6) && rnic_wire_gid_is_ours(e, pk->dgid);
 }
 
 bool rnic_wire_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
                         size_t len, const uint8_t *hdr, size_t hdr_len)
 {
-    size_t off = RNIC_ROCE_ETH_HLEN;
-    const uint8_t *ip, *udp;
-    uint8_t dgid[16];
-    uint16_t type;
+    RNIC_UNINIT RnicRocePeek pk;
 
-    bool mcast;
-
-    /* unicast to us, or multicast to a group a QP here is in (below) */
-    if (hdr_len < RNIC_ROCE_ETH_HLEN) {
-        return false;
-    }
-    mcast = hdr[0] & 1;
-    if (!mcast && memcmp(hdr, e->regs.mac, 6)) {
-        return false;
-    }
-    type = rnic_ld_be16(hdr + 12);
-    if (type == RNIC_ROCE_ETHERTYPE_VLAN) {
-        off += RNIC_ROCE_VLAN_HLEN;
-        if (hdr_len < off) {
-            return false;
-        }
-        type = rnic_ld_be16(hdr + 16);
-    }
-    ip = hdr + off;
-    if (type == RNIC_ROCE_ETHERTYPE_IPV4) {
-        size_t ihl;
-
-        if (hdr_len < off + RNIC_ROCE_IPV4_HLEN || ip[0] >> 4 != 4 ||
-            ip[9] != 17 || (rnic_ld_be16(ip + 6) & 0x1fff)) {
-            return false;       /* not UDP, or a fragment without its header */
-        }
-        ihl = (ip[0] & 0xf) * 4u;
-        if (ihl < RNIC_ROCE_IPV4_HLEN || hdr_len < off + ihl + 4) {
-            return false;
-        }
-        udp = ip + ihl;
-        rnic_roce_gid_from_ipv4(dgid, ip + 16);
-    } else if (type == RNIC_ROCE_ETHERTYPE_IPV6) {
-        if (hdr_len < off + RNIC_ROCE_IPV6_HLEN + 4 || ip[0] >> 4 != 6 ||
-            ip[6] != 17) {
-            return false;
-        }
-        udp = ip + RNIC_ROCE_IPV6_HLEN;
-        memcpy(dgid, ip + 24, 16);
-    } else {
-        return false;
-    }
-    if (rnic_ld_be16(udp + 2) != RNIC_ROCE_UDP_DPORT ||
-        !(mcast ? rnic_gid_is_mcast(dgid) && rnic_mcast_joined(e, dgid) :
-                  rnic_wire_gid_is_ours(e, dgid))) {
+    /* the peek of hdr is the frame's when hdr holds its first 98 bytes */
+    g_assert(hdr_len >= MIN(len, RNIC_ROCE_PEEK_LEN));
+    rnic_roce_peek(hdr, hdr_len, &pk);
+    if (!rnic_wire_rx_ours(e, hdr, &pk)) {
         return false;
     }
     if (iovcnt >= 1 && iov[0].iov_len >= len) {
-        rnic_wire_rx_frame(e, iov[0].iov_base, len);
+        rnic_wire_rx_frame(e, iov[0].iov_base, len, &pk);
     } else {
-        rnic_wire_rx_gather(e, iov, iovcnt, len);
+        rnic_wire_rx_gather(e, iov, iovcnt, len, &pk);
     }
     return true;
 }

@@ -13,17 +13,20 @@
  *      unmappable ranges go through a stack bounce buffer).
  *
  *  RX  rnic_wire_rx_claim(): every frame from the segment, before the
- *      Ethernet function. A frame is RoCE for this device when it is
+ *      Ethernet function. The codec peeks at its headers once
+ *      (rnic_roce_peek); a frame is RoCE for this device when it is
  *      IPv4/IPv6 UDP to port 4791, unicast to the device's MAC, addressed
- *      to one of the device's GIDs (in any network context). Such a frame
- *      is taken: decoded and validated (lengths, IP checksum, BTH version,
- *      opcode, ICRC), then P_Key, VLAN -> network context, destination GID
- *      in that context, destination QPN -> QP, transport of the opcode vs.
- *      the QP type and, for RC, the source/destination GIDs against the QP's
- *      path are checked; a frame failing any check is dropped and counted
+ *      to one of the device's GIDs (in any network context), or multicast
+ *      to a group a QP here joined. Such a frame is taken: decoded from the
+ *      peek on and validated (lengths, IP checksum, BTH version, opcode,
+ *      ICRC), then P_Key, VLAN -> network context, destination GID in that
+ *      context, destination QPN -> QP, transport of the opcode vs. the QP
+ *      type and, for RC, the source/destination GIDs against the QP's path
+ *      are checked; a frame failing any check is dropped and counted
  *      (RNIC_STAT_RX_DROPPED and one RNIC_STAT_RX_ERR_* reason). Good frames
- *      go to the transport (rnic_rx), which checks PSN, opcode sequence,
- *      keys and Q_Key. Other frames are left to the Ethernet function.
+ *      go to the QP found (rnic_rx_qp), whose transport checks PSN, opcode
+ *      sequence, keys and Q_Key. Other frames are left to the Ethernet
+ *      function.
  */
 #ifndef RNIC_WIRE_H
 #define RNIC_WIRE_H
@@ -58,14 +61,14 @@ void rnic_wire_build_grh(const RnicPacket *pkt,
 void rnic_wire_xmit(RnicEngine *e, const RnicPacket *pkt);
 
 /*
- * The receive hook (see rnic_roce_rx_claim in rnic-eth.h): true when the
- * frame was RoCE for this device and has been consumed (delivered or
- * dropped and counted).
+ * The receive hook, called by the Ethernet function (rnic-eth.c) for every
+ * frame from the segment before it looks at it: true when the frame was
+ * RoCE for this device and has been consumed (delivered or dropped and
+ * counted); it then never reaches the net_device rings. 'len' is the frame
+ * length (iov_size of iov), 'hdr' its first hdr_len bytes, contiguous, at
+ * least MIN(len, RNIC_ROCE_PEEK_LEN) of them.
  */
 bool rnic_wire_rx_claim(RnicEngine *e, const struct iovec *iov, int iovcnt,
                         size_t len, const uint8_t *hdr, size_t hdr_len);
-
-/* Process one contiguous RoCE frame already known to be ours. */
-void rnic_wire_rx_frame(RnicEngine *e, const uint8_t *frame, size_t len);
 
 #endif /* RNIC_WIRE_H */
