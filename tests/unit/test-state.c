@@ -826,6 +826,12 @@ static const CheckCase check_cases[] = {
     BAD_REF(ALLOC_PD, BAD_HANDLE, pd.net_ctx, RnicPd, ctx, 77),
     BAD(ADD_GID, BAD_PARAM, gid.gid_type, RnicGid, type, 1),
     BAD(ADD_GID, BAD_PARAM, gid.gid, RnicGid, gid, 0),
+    BAD(CREATE_QP, BAD_PARAM, qp.qp_type, RnicQp, type, 200),
+    BAD(CREATE_QP, BAD_PARAM, qp.sq_wqe_shift, RnicQp, sq_shift, 2),
+    BAD(CREATE_QP, BAD_PARAM, qp.sq_addr, RnicQp, sq_addr, 0x10008),
+    BAD(CREATE_QP, BAD_PARAM, qp.sq_log_size, RnicQp, sq_log, 30),
+    BAD(CREATE_QP, BAD_PARAM, qp.rq_wqe_shift, RnicQp, rq_shift, 2),
+    BAD(CREATE_QP, BAD_PARAM, qp.rq_addr, RnicQp, rq_addr, 0x10008),
 };
 
 /* A valid command of the case's kind, of 16 entries where it has a ring. */
@@ -862,6 +868,22 @@ static struct rnic_admin_cmd check_template(TestHost *h, uint8_t opcode,
         c.gid.net_ctx = ctx;
         tv_gid_v4(c.gid.gid, 0, 0, 2);
         break;
+    case RNIC_CMD_CREATE_QP: {
+        TvCq *cq = tv_cq(h, 4, RNIC_HANDLE_NONE, 0);
+
+        c.qp.qp_type = RNIC_QPT_RC;
+        c.qp.pd = pd;
+        c.qp.send_cq = c.qp.recv_cq = cq->handle;
+        c.qp.srq = RNIC_HANDLE_NONE;
+        c.qp.sq_addr = test_alloc(h, 64 << 4, 4096);
+        c.qp.sq_log_size = 4;
+        c.qp.sq_wqe_shift = 6;
+        c.qp.rq_addr = test_alloc(h, 64 << 4, 4096);
+        c.qp.rq_log_size = 4;
+        c.qp.rq_wqe_shift = 6;
+        g_free(cq);
+        break;
+    }
     }
     return c;
 }
@@ -881,6 +903,8 @@ static uint8_t *check_object(RnicEngine *e, const struct rnic_admin_cmd *c,
         return (uint8_t *)rnic_netctx_lookup(e, h);
     case RNIC_CMD_ALLOC_PD:
         return (uint8_t *)rnic_pd_lookup(e, h);
+    case RNIC_CMD_CREATE_QP:
+        return (uint8_t *)rnic_qp_lookup(e, h);
     default:
         return (uint8_t *)&e->gids[c->gid.index];
     }

@@ -1081,6 +1081,17 @@ char *rnic_cq_check_params(RnicEngine *e, uint32_t owner, uint32_t eqh,
 /* rnic-srq.c: RNIC_ST_BAD_PARAM when refused (the PD is the caller's) */
 char *rnic_srq_check_params(RnicEngine *e, uint64_t ring, uint8_t log_size,
                             uint8_t wqe_shift, uint32_t limit);
+/*
+ * rnic-qp.c: a QP's send side (type, owner, send queue) and its receive
+ * side (its own queue, or none on an SRQ: RNIC_ST_BAD_PARAM), checked
+ * apart because the state image brings them apart
+ */
+char *rnic_qp_check_sq_params(RnicEngine *e, uint8_t type, uint32_t owner,
+                              uint64_t ring, uint8_t log_size,
+                              uint8_t wqe_shift, uint8_t *status);
+char *rnic_qp_check_rq_params(RnicEngine *e, const RnicSrq *srq,
+                              uint64_t ring, uint8_t log_size,
+                              uint8_t wqe_shift);
 /* rnic-ctx.c */
 char *rnic_netctx_check_params(RnicEngine *e, uint8_t type, uint32_t net_id,
                                uint8_t *status);

@@ -301,6 +301,49 @@ static void rnic_qp_clear(RnicEngine *e, RnicQp *qp)
 /* CREATE / DESTROY / QUERY                                               */
 /* ---------------------------------------------------------------------- */
 
+/* A work queue's stride and ring ('what': "SQ" or "RQ"), as in words. */
+static char *rnic_qp_check_wq(RnicEngine *e, const char *what,
+                              uint8_t shift_min, uint64_t ring,
+                              uint8_t log_size, uint8_t wqe_shift)
+{
+    g_autofree char *why = NULL;
+
+    if (wqe_shift < shift_min || wqe_shift > RNIC_WQE_SHIFT_MAX) {
+        return g_strdup_printf("%s: WQE stride 2^%u out of range", what,
+                               wqe_shift);
+    }
+    why = rnic_ring_why(ring, log_size, RNIC_WQ_LOG_MIN, e->cfg.max_qp_wr,
+                        1u << wqe_shift);
+    return why ? g_strdup_printf("%s: %s", what, why) : NULL;
+}
+
+char *rnic_qp_check_sq_params(RnicEngine *e, uint8_t type, uint32_t owner,
+                              uint64_t ring, uint8_t log_size,
+                              uint8_t wqe_shift, uint8_t *status)
+{
+    *status = RNIC_ST_BAD_PARAM;
+    if (type >= RNIC_QPT_COUNT) {
+        return g_strdup_printf("QP type %u", type);
+    }
+    if (type == RNIC_QPT_GSI && owner != RNIC_UCTX_KERNEL) {
+        *status = RNIC_ST_PERMISSION;
+        return g_strdup("the GSI QP is the kernel's");
+    }
+    return rnic_qp_check_wq(e, "SQ", RNIC_SQ_WQE_SHIFT_MIN, ring, log_size,
+                            wqe_shift);
+}
+
+char *rnic_qp_check_rq_params(RnicEngine *e, const RnicSrq *srq,
+                              uint64_t ring, uint8_t log_size,
+                              uint8_t wqe_shift)
+{
+    if (srq) {
+        return ring ? g_strdup("a receive queue besides its SRQ") : NULL;
+    }
+    return rnic_qp_check_wq(e, "RQ", RNIC_RQ_WQE_SHIFT_MIN, ring, log_size,
+                            wqe_shift);
+}
+
 void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
                         RnicAdminResult *res)
 {
@@ -312,6 +355,8 @@ void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
     uint64_t sq_addr = GUINT64_FROM_LE(cmd->qp.sq_addr);
     uint64_t rq_addr = GUINT64_FROM_LE(cmd->qp.rq_addr);
     uint8_t type = cmd->qp.qp_type;
+    g_autofree char *why = NULL;
+    uint8_t status;
     RnicPd *pd;
     RnicCq *scq, *rcq;
     RnicSrq *srq = NULL;
@@ -332,37 +377,29 @@ void rnic_cmd_create_qp(RnicEngine *e, const struct rnic_admin_cmd *cmd,
         if (!srq) {
             return;
         }
-        if (srq->pd->ctx != pd->ctx || rq_addr) {
+        if (srq->pd->ctx != pd->ctx) {
             rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                            "CREATE_QP: SRQ %u in another network context, "
-                            "or an RQ given with an SRQ", srqh);
+                            "CREATE_QP: SRQ %u in another network context",
+                            srqh);
             return;
         }
     }
-    if (type >= RNIC_QPT_COUNT) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "CREATE_QP: QP type %u",
-                        type);
+    why = rnic_qp_check_sq_params(e, type, owner, sq_addr,
+                                  cmd->qp.sq_log_size, cmd->qp.sq_wqe_shift,
+                                  &status);
+    if (!why) {
+        status = RNIC_ST_BAD_PARAM;
+        why = rnic_qp_check_rq_params(e, srq, rq_addr, cmd->qp.rq_log_size,
+                                      cmd->qp.rq_wqe_shift);
+    }
+    if (!why && cmd->qp.sq_sig_all > 1) {
+        why = g_strdup_printf("sq_sig_all %u", cmd->qp.sq_sig_all);
+    }
+    if (why) {
+        rnic_admin_fail(e, res, status, "CREATE_QP: %s", why);
         return;
     }
-    if (type == RNIC_QPT_GSI && owner != RNIC_UCTX_KERNEL) {
-        rnic_admin_fail(e, res, RNIC_ST_PERMISSION,
-                        "CREATE_QP: the GSI QP is the kernel's");
-        return;
-    }
-    if (cmd->qp.sq_wqe_shift < RNIC_SQ_WQE_SHIFT_MIN ||
-        cmd->qp.sq_wqe_shift > RNIC_WQE_SHIFT_MAX ||
-        (!srq && (cmd->qp.rq_wqe_shift < RNIC_RQ_WQE_SHIFT_MIN ||
-                  cmd->qp.rq_wqe_shift > RNIC_WQE_SHIFT_MAX))) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM,
-                        "CREATE_QP: WQE strides 2^%u / 2^%u out of range",
-                        cmd->qp.sq_wqe_shift, cmd->qp.rq_wqe_shift);
-        return;
-    }
-    if (cmd->qp.sq_sig_all > 1) {
-        rnic_admin_fail(e, res, RNIC_ST_BAD_PARAM, "CREATE_QP: sq_sig_all %u",
-                        cmd->qp.sq_sig_all);
-        return;
-    }
+    /* the rings, of the rules checked above, must be guest memory */
     if (!rnic_admin_check_ring(e, res, "CREATE_QP SQ", sq_addr,
                                cmd->qp.sq_log_size, RNIC_WQ_LOG_MIN,
                                e->cfg.max_qp_wr, 1u << cmd->qp.sq_wqe_shift)) {

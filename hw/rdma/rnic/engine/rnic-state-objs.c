@@ -1072,6 +1072,8 @@ static bool rnic_qp_load_head(RnicEngine *e, RnicImageReader *rd,
     RnicSrq *srq = NULL;
     RnicPd *pd;
     RnicCq *scq, *rcq;
+    g_autofree char *why = NULL;
+    uint8_t status;
     RnicQp *qp;
 
     rnic_image_get_fields(rd, rnic_qp_head_fields, &in, ref);
@@ -1080,13 +1082,17 @@ static bool rnic_qp_load_head(RnicEngine *e, RnicImageReader *rd,
         srq = rnic_srq_lookup(e, ref[RNIC_QP_REF_SRQ]);
         LOAD_CHECK(srq, "QP %u: unknown SRQ %u", h, ref[RNIC_QP_REF_SRQ]);
     }
+    /* the send side as CREATE_QP checks it; the rings size what follows */
+    why = rnic_qp_check_sq_params(e, in.type, in.owner, in.sq_addr, in.sq_log,
+                                  in.sq_shift, &status);
+    LOAD_CHECK(!why, "QP %u: %s", h, why);
     pd = rnic_pd_lookup(e, ref[RNIC_QP_REF_PD]);
     scq = rnic_cq_lookup(e, ref[RNIC_QP_REF_SCQ]);
     rcq = rnic_cq_lookup(e, ref[RNIC_QP_REF_RCQ]);
     LOAD_CHECK(pd && scq && rcq && pd->owner == in.owner &&
                scq->owner == in.owner && rcq->owner == in.owner &&
                (!srq || (srq->owner == in.owner && srq->pd->ctx == pd->ctx)) &&
-               in.type < RNIC_QPT_COUNT && in.state <= RNIC_QPS_ERR &&
+               in.state <= RNIC_QPS_ERR &&
                in.qpn >= 1 && in.qpn <= RNIC_ROCE_QPN_MASK &&
                (in.qpn == RNIC_ROCE_GSI_QPN) == (in.type == RNIC_QPT_GSI) &&
                rnic_qpn_free_for(e, pd, in.qpn),
@@ -1095,13 +1101,7 @@ static bool rnic_qp_load_head(RnicEngine *e, RnicImageReader *rd,
     LOAD_CHECK(qp, "QP %u does not fit this device (max-qps=%u)", h,
                e->cfg.max_qp);
     rnic_image_copy_fields(rnic_qp_head_fields, qp, &in);
-    /* the rings first: they size what follows */
-    LOAD_CHECK(qp->sq_shift >= RNIC_SQ_WQE_SHIFT_MIN &&
-               qp->sq_shift <= RNIC_WQE_SHIFT_MAX &&
-               rnic_ring_check(qp->sq_addr, qp->sq_log, RNIC_WQ_LOG_MIN,
-                               e->cfg.max_qp_wr,
-                               1u << qp->sq_shift) == RNIC_RING_OK &&
-               qp->sq_prod - qp->sq_una <= (1u << qp->sq_log) &&
+    LOAD_CHECK(qp->sq_prod - qp->sq_una <= (1u << qp->sq_log) &&
                qp->sq_hi - qp->sq_una <= qp->sq_prod - qp->sq_una &&
                qp->sq_next - qp->sq_una <= qp->sq_hi - qp->sq_una,
                "QP %u: bad send queue", h);
@@ -1145,18 +1145,20 @@ static bool rnic_qp_load_body(RnicEngine *e, RnicImageReader *rd,
                               RnicQp *qp, uint64_t *timer_left, char **err)
 {
     uint32_t h = qp->handle;
+    g_autofree char *why = NULL;
 
     rnic_image_get_fields(rd, rnic_qp_rq_fields, qp, NULL);
     LOAD_END(rd, "QP");
     if (!qp->srq) {
-        LOAD_CHECK(qp->rq_shift >= RNIC_RQ_WQE_SHIFT_MIN &&
-                   qp->rq_shift <= RNIC_WQE_SHIFT_MAX &&
-                   rnic_ring_check(qp->rq_addr, qp->rq_log, RNIC_WQ_LOG_MIN,
-                                   e->cfg.max_qp_wr,
-                                   1u << qp->rq_shift) == RNIC_RING_OK &&
-                   qp->rq_prod - qp->rq_cons <= (1u << qp->rq_log),
-                   "QP %u: bad receive queue", h);
-        qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) - 16) / 16);
+        /* the receive side as CREATE_QP checks it */
+        why = rnic_qp_check_rq_params(e, NULL, qp->rq_addr, qp->rq_log,
+                                      qp->rq_shift);
+        LOAD_CHECK(!why, "QP %u: %s", h, why);
+        LOAD_CHECK(qp->rq_prod - qp->rq_cons <= (1u << qp->rq_log),
+                   "QP %u: bad receive queue indexes", h);
+        qp->rq_max_sge = MIN(e->cfg.max_sge, ((1u << qp->rq_shift) -
+                                              sizeof(struct rnic_rq_wqe)) /
+                             sizeof(struct rnic_sge));
     } else {
         /* a QP on an SRQ has no receive queue of its own */
         LOAD_CHECK(!qp->rq_log && !qp->rq_shift && qp->rq_prod == qp->rq_cons,
